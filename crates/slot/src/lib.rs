@@ -108,7 +108,9 @@ impl Slot {
             return Err(SlotError::NotANumber(text.to_owned()));
         }
         // Unwrap-free: at most 10 digits fits in u64.
-        let n: u64 = text.bytes().fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
+        let n: u64 = text
+            .bytes()
+            .fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
         if n >= SLOT_COUNT as u64 {
             return Err(SlotError::OutOfRange(u32::try_from(n).unwrap_or(u32::MAX)));
         }

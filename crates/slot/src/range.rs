@@ -18,7 +18,10 @@ impl SlotRange {
     /// [`SlotError::InvertedRange`] when `start > end`.
     pub fn new(start: Slot, end: Slot) -> Result<SlotRange, SlotError> {
         if start > end {
-            return Err(SlotError::InvertedRange { start: start.get(), end: end.get() });
+            return Err(SlotError::InvertedRange {
+                start: start.get(),
+                end: end.get(),
+            });
         }
         Ok(SlotRange { start, end })
     }
@@ -30,7 +33,10 @@ impl SlotRange {
 
     /// A range of one slot.
     pub fn single(slot: Slot) -> SlotRange {
-        SlotRange { start: slot, end: slot }
+        SlotRange {
+            start: slot,
+            end: slot,
+        }
     }
 
     /// First slot.
@@ -91,7 +97,9 @@ impl fmt::Display for SlotRange {
 /// # Errors
 /// The first malformed entry's [`SlotError`].
 pub fn parse_slot_ranges(text: &str) -> Result<Vec<SlotRange>, SlotError> {
-    text.split_ascii_whitespace().map(SlotRange::parse).collect()
+    text.split_ascii_whitespace()
+        .map(SlotRange::parse)
+        .collect()
 }
 
 /// Formats ranges space-separated, the inverse of [`parse_slot_ranges`].

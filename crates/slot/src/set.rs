@@ -38,7 +38,9 @@ impl SlotSet {
 
     /// The set of all 16384 slots.
     pub const fn full() -> SlotSet {
-        SlotSet { bits: [0xff; BYTES] }
+        SlotSet {
+            bits: [0xff; BYTES],
+        }
     }
 
     /// Builds a set from the 2048 bytes of a bus `myslots` field.
@@ -102,7 +104,10 @@ impl SlotSet {
 
     /// The slots as maximal ranges of consecutive slots, ascending (`0-5460`, `10923`, ...).
     pub fn ranges(&self) -> SlotRanges<'_> {
-        SlotRanges { iter: self.iter(), pending: None }
+        SlotRanges {
+            iter: self.iter(),
+            pending: None,
+        }
     }
 
     /// Slots in `self` or `other`.
@@ -122,12 +127,18 @@ impl SlotSet {
 
     /// Whether the two sets share at least one slot.
     pub fn intersects(&self, other: &SlotSet) -> bool {
-        self.bits.iter().zip(other.bits.iter()).any(|(a, b)| a & b != 0)
+        self.bits
+            .iter()
+            .zip(other.bits.iter())
+            .any(|(a, b)| a & b != 0)
     }
 
     /// Whether every slot of `self` is in `other`.
     pub fn is_subset(&self, other: &SlotSet) -> bool {
-        self.bits.iter().zip(other.bits.iter()).all(|(a, b)| a & !b == 0)
+        self.bits
+            .iter()
+            .zip(other.bits.iter())
+            .all(|(a, b)| a & !b == 0)
     }
 
     fn zip_with(&self, other: &SlotSet, f: impl Fn(u8, u8) -> u8) -> SlotSet {

@@ -1,0 +1,84 @@
+//! `KvStore` get / insert / remove at 1,000,000 keys, side by side with a plain
+//! `hashbrown::HashMap<Bytes, V>` (the limit; issue target: at least 0.8x of its speed).
+//!
+//! Both hold `key:0`..`key:999999` with 8-byte `Box<[u8]>` values and are accessed in the same
+//! scattered order (stride 611953 mod 10^6, a permutation). The store computes the key's hash
+//! slot (CRC16) on every call, which the peer does not.
+//! * `get`: a hit;
+//! * `insert`: overwrite of an existing key with a fresh 8-byte value (returns the old one);
+//! * `remove_insert`: remove a key, then insert it again (keeps the size at 1M).
+#![allow(clippy::disallowed_methods)]
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, Criterion};
+use ferrocluster_kvstore::KvStore;
+use std::hint::black_box;
+
+const N: usize = 1_000_000;
+const STRIDE: usize = 611_953;
+
+fn value() -> Box<[u8]> {
+    vec![7u8; 8].into_boxed_slice()
+}
+
+fn bench(c: &mut Criterion) {
+    // Keys as shared `Bytes` (cloned once, so a clone is a reference-count increment).
+    let keys: Vec<Bytes> = (0..N).map(|i| Bytes::from(format!("key:{i}"))).collect();
+    let keys: Vec<Bytes> = keys.iter().map(Bytes::clone).collect();
+    let mut store: KvStore<Box<[u8]>> = KvStore::new(1).expect("1 database is in range");
+    let mut peer: hashbrown::HashMap<Bytes, Box<[u8]>> = hashbrown::HashMap::new();
+    for k in &keys {
+        store.insert(0, k, value(), 0).expect("db 0 exists");
+        peer.insert(k.clone(), value());
+    }
+
+    let mut g = c.benchmark_group("kvstore_1m");
+    let mut i = 0usize;
+    let mut next = move || {
+        i = (i + STRIDE) % N;
+        i
+    };
+
+    g.bench_function("get/kvstore", |b| {
+        b.iter(|| black_box(store.get(0, &keys[next()], 0).expect("db 0 exists")))
+    });
+    g.bench_function("get/hashbrown", |b| {
+        b.iter(|| black_box(peer.get(&keys[next()][..])))
+    });
+
+    g.bench_function("insert/kvstore", |b| {
+        b.iter(|| {
+            black_box(
+                store
+                    .insert(0, &keys[next()], value(), 0)
+                    .expect("db 0 exists"),
+            )
+        })
+    });
+    g.bench_function("insert/hashbrown", |b| {
+        b.iter(|| black_box(peer.insert(keys[next()].clone(), value())))
+    });
+
+    g.bench_function("remove_insert/kvstore", |b| {
+        b.iter(|| {
+            let k = &keys[next()];
+            let v = store.remove(0, k, 0).expect("db 0 exists");
+            black_box(&v);
+            store
+                .insert(0, k, v.unwrap_or_else(value), 0)
+                .expect("db 0 exists")
+        })
+    });
+    g.bench_function("remove_insert/hashbrown", |b| {
+        b.iter(|| {
+            let k = &keys[next()];
+            let v = peer.remove(&k[..]);
+            black_box(&v);
+            peer.insert(k.clone(), v.unwrap_or_else(value))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

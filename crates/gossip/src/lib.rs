@@ -1,0 +1,211 @@
+//! Gossip of a Valkey Cluster node: the MEET handshake, discovery of nodes through gossip,
+//! ping scheduling (the 100 ms cron), gossip sections, ping extensions, link intents and the
+//! CLUSTER FORGET ban list (facts sheet §6, §7, §8 steps 1–6, §16).
+//!
+//! [`Gossip`] holds what this layer owns beside the shared [`Topology`]: the bus link table
+//! ([`Links`]), the [`Blacklist`] and the cron counter. Every operation borrows the topology,
+//! takes `now` (Unix ms) and a seeded RNG where it draws, and pushes [`GossipEffect`]s into an
+//! outbox: open/close a link, send a [`Message`] on a link, save the config, re-evaluate the
+//! cluster state, hand a gossiped health view to the failure detector. The `node` crate orders
+//! the calls, encodes messages and turns effects into host outputs. This crate knows no other
+//! engine crate beside it (failure information leaves as [`GossipEffect::GossipHealth`] and
+//! [`GossipEffect::PongReceived`]).
+//!
+//! Slot claims (§11.1, §11.2 basics: role switch, "unclaimed or higher configEpoch wins") and
+//! the configEpoch collision rule (§11.5) are applied here in [`claims`] until the `epoch`
+//! crate takes them over; UPDATE messages, owner-not-claiming marks and elections are not.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod blacklist;
+mod build;
+pub mod claims;
+mod commands;
+mod cron;
+mod links;
+mod process;
+
+pub use blacklist::Blacklist;
+pub use build::{build_header, build_ping, gossip_wanted, PingKind};
+pub use commands::{CommandError, ResetKind};
+pub use links::{Link, LinkDirection, LinkId, Links};
+
+use ferrocluster_bus::Message;
+use ferrocluster_topology::{Millis, NodeFlags, NodeId, Topology};
+use std::net::IpAddr;
+
+/// Default `cluster-blacklist-ttl` in seconds (§1, §16).
+pub const DEFAULT_BLACKLIST_TTL_SECS: u64 = 60;
+/// The cron period in ms (§1: the cluster cron runs 10 times a second).
+pub const CRON_PERIOD_MS: u64 = 100;
+/// The random-ping work runs every this many cron runs (§7.2 step 2).
+pub const RANDOM_PING_EVERY: u64 = 10;
+/// How many random nodes the once-a-second ping samples (§7.2 step 2).
+pub const RANDOM_PING_SAMPLE: usize = 5;
+
+/// Settings of the gossip layer (a subset of the node's `ClusterConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GossipConfig {
+    /// `cluster-node-timeout`, ms.
+    pub node_timeout_ms: u64,
+    /// `cluster-blacklist-ttl`, seconds (default 60).
+    pub blacklist_ttl_secs: u64,
+    /// `cluster-ping-interval`, ms; `None` (Valkey's 0) means NODE_TIMEOUT / 2.
+    pub ping_interval_ms: Option<u64>,
+    /// `cluster-announce-ip`: sent in the header `myip`; `None` sends zeros (receivers use the
+    /// connection's peer address).
+    pub announce_ip: Option<IpAddr>,
+}
+
+impl GossipConfig {
+    /// Handshake nodes older than this many ms are deleted: max(NODE_TIMEOUT, 1000) (§1).
+    pub fn handshake_timeout_ms(&self) -> u64 {
+        self.node_timeout_ms.max(1000)
+    }
+    /// A node whose last PONG is older than this gets a PING (§7.2 step 3).
+    pub fn ping_interval(&self) -> u64 {
+        self.ping_interval_ms.unwrap_or(self.node_timeout_ms / 2)
+    }
+}
+
+/// What a gossip operation asks the caller to do, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GossipEffect {
+    /// Open an outbound bus connection for `link` to `ip:port` (the node's bus port) and
+    /// report the result with `Connected` / `ConnectFailed`.
+    Connect {
+        /// The new link.
+        link: LinkId,
+        /// The node it leads to (its ID at the time; handshake nodes are renamed later).
+        node: NodeId,
+        /// Destination IP.
+        ip: IpAddr,
+        /// Destination bus port.
+        port: u16,
+    },
+    /// Send `message` on `link`.
+    Send {
+        /// The link.
+        link: LinkId,
+        /// The message (the caller encodes it).
+        message: Message,
+    },
+    /// Close `link` (already removed from the link table).
+    Close {
+        /// The link.
+        link: LinkId,
+    },
+    /// The persisted configuration changed: save nodes.conf.
+    Save,
+    /// Something the cluster state depends on changed: re-evaluate it.
+    UpdateState,
+    /// A gossip entry from a known `sender` about a known node `about` (not myself) carried
+    /// these flags: the failure detector adds or removes the sender's failure report (§7.4,
+    /// §9.2).
+    GossipHealth {
+        /// The sender of the message.
+        sender: NodeId,
+        /// The node the entry describes.
+        about: NodeId,
+        /// The flags in the entry.
+        flags: NodeFlags,
+    },
+    /// A PONG from this node arrived on our outbound link (PFAIL/FAIL clearing, §9.4).
+    PongReceived(NodeId),
+    /// A handshake completed: the handshake node now carries its real ID.
+    HandshakeCompleted(NodeId),
+    /// A node was learned from a gossip section (§7.4).
+    NodeDiscovered(NodeId),
+    /// A node was deleted (handshake timeout, duplicate handshake, FORGET, forgotten-node
+    /// extension).
+    NodeDeleted(NodeId),
+    /// A configEpoch collision made myself take a new configEpoch (§11.5).
+    ConfigEpochBumped,
+}
+
+/// The gossip layer's own state. See the crate docs.
+#[derive(Debug, Clone, Default)]
+pub struct Gossip {
+    /// The bus link table.
+    pub links: Links,
+    /// The FORGET ban list.
+    pub blacklist: Blacklist,
+    cron_runs: u64,
+    pfail_count: usize,
+    /// The header `state` byte sent in every message (§5.3: 0 ok, 1 fail); the caller keeps
+    /// it current.
+    pub state_byte: u8,
+}
+
+impl Gossip {
+    /// Empty link table and ban list, cluster state byte 1 (fail), as a starting node reports.
+    pub fn new() -> Gossip {
+        Gossip {
+            state_byte: 1,
+            ..Gossip::default()
+        }
+    }
+
+    /// Number of PFAIL nodes counted by the last cron run (§7.1: bounds the PFAIL entries
+    /// appended to a gossip section).
+    pub fn pfail_count(&self) -> usize {
+        self.pfail_count
+    }
+
+    /// Deletes a node (not myself): closes its links, removes it from the topology (its slots
+    /// become unowned, its failure reports vanish, §9.2).
+    pub fn delete_node(&mut self, topo: &mut Topology, id: &NodeId, out: &mut Vec<GossipEffect>) {
+        for link in self.links.unbind_node(id) {
+            out.push(GossipEffect::Close { link });
+        }
+        if topo.remove_node(id).is_ok() {
+            out.push(GossipEffect::NodeDeleted(*id));
+            out.push(GossipEffect::UpdateState);
+            out.push(GossipEffect::Save);
+        }
+    }
+
+    /// Closes a node's outbound link (it will be reopened by the cron).
+    pub fn close_outbound(
+        &mut self,
+        topo: &mut Topology,
+        id: &NodeId,
+        out: &mut Vec<GossipEffect>,
+    ) {
+        if let Some(link) = self.links.outbound_of(id) {
+            self.links.remove(link);
+            out.push(GossipEffect::Close { link });
+        }
+        if let Some(n) = topo.node_mut(id) {
+            if !n.is_myself() {
+                n.link = ferrocluster_topology::LinkState::Disconnected;
+            }
+        }
+    }
+
+    /// The clock-independent part of link teardown when the host reports a link closed (or a
+    /// connect failed): the link leaves the table; a failed or dropped outbound link marks its
+    /// node disconnected; a connect that failed sets `ping_sent = now` if no ping was pending,
+    /// so failure detection still progresses (§7.2 step 1).
+    pub fn handle_link_closed(
+        &mut self,
+        topo: &mut Topology,
+        link: LinkId,
+        connect_failed: bool,
+        now: Millis,
+    ) {
+        let Some(l) = self.links.remove(link) else {
+            return;
+        };
+        if l.direction == LinkDirection::Outbound {
+            if let Some(n) = l.node.and_then(|id| topo.node_mut(&id)) {
+                if !n.is_myself() {
+                    n.link = ferrocluster_topology::LinkState::Disconnected;
+                    if connect_failed && n.ping_sent.is_none() {
+                        n.ping_sent = Some(now);
+                    }
+                }
+            }
+        }
+    }
+}

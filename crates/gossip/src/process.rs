@@ -1,0 +1,549 @@
+//! Processing a received message: §8 steps 1–6 (sender resolution, header bookkeeping,
+//! PING/PONG/MEET), the gossip section (§7.4) and ping extensions (§6.4).
+
+use crate::build::{build_ping, PingKind};
+use crate::{claims, Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId};
+use ferrocluster_bus::{msg_flags, Body, FullHeader, GossipEntry, IpField, Message, PingExt};
+use ferrocluster_topology::{
+    parse_client_ipv4, parse_client_ipv6, ConfigEpoch, Hostname, HumanNodename, Millis, Node,
+    NodeFlags, NodeId, ShardId, Topology,
+};
+use rand_core::RngCore;
+use std::net::IpAddr;
+
+fn parse_ip_field(f: &IpField) -> Option<IpAddr> {
+    f.as_str().and_then(|s| s.parse().ok())
+}
+
+fn node_id(name: &ferrocluster_bus::NodeName) -> Option<NodeId> {
+    NodeId::from_bytes(name.as_bytes()).ok()
+}
+
+/// Whether a node's stored address differs from `ip`/ports; stores them if so.
+fn update_address(
+    n: &mut Node,
+    ip: Option<IpAddr>,
+    port: u16,
+    tls_port: u16,
+    bus_port: u16,
+) -> bool {
+    if n.ip == ip && n.port == port && n.tls_port == tls_port && n.bus_port == bus_port {
+        return false;
+    }
+    n.ip = ip;
+    n.port = port;
+    n.tls_port = tls_port;
+    n.bus_port = bus_port;
+    n.flags.remove(NodeFlags::NOADDR);
+    true
+}
+
+impl Gossip {
+    /// Processes one decoded message received on `link` at `now` (§8 steps 1–6; for other
+    /// types only the header bookkeeping of steps 1–4). Returns the identified sender — a known
+    /// node not in handshake — for the caller's type-specific steps (FAIL, UPDATE, …), or
+    /// `None` when the sender is unknown (those steps then ignore the message).
+    ///
+    /// A light message on a link without an identified node closes the link (§2).
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle_message<R: RngCore + ?Sized>(
+        &mut self,
+        topo: &mut Topology,
+        cfg: &GossipConfig,
+        link_id: LinkId,
+        msg: &Message,
+        now: Millis,
+        rng: &mut R,
+        out: &mut Vec<GossipEffect>,
+    ) -> Option<NodeId> {
+        let link = self.links.get(link_id)?.clone();
+        let link_node = link
+            .node
+            .filter(|id| topo.node(id).is_some_and(|n| !n.in_handshake()));
+        let Some(h) = msg.full_header() else {
+            // Light header (§2): only from an identified node.
+            match link_node {
+                Some(id) => {
+                    if let Some(n) = topo.node_mut(&id) {
+                        n.data_received = Some(now);
+                    }
+                    return Some(id);
+                }
+                None => {
+                    self.links.remove(link_id);
+                    out.push(GossipEffect::Close { link: link_id });
+                    return None;
+                }
+            }
+        };
+        // Step 1: the sender.
+        let hdr_id = node_id(&h.sender);
+        let mut sender = link_node.or_else(|| hdr_id.filter(|id| topo.contains(id)));
+        if sender.is_some_and(|s| topo.node(&s).is_some_and(|n| n.in_handshake())) {
+            sender = None;
+        }
+        if let Some(s) = sender {
+            if link.node.is_none() && link.direction == LinkDirection::Inbound {
+                // Bind this inbound link; an older inbound link of the node is closed (§2).
+                if let Some(old) = self.links.inbound_of(&s) {
+                    self.links.remove(old);
+                    out.push(GossipEffect::Close { link: old });
+                }
+                if let Some(l) = self.links.get_mut(link_id) {
+                    l.node = Some(s);
+                }
+            }
+        }
+        // Step 2.
+        let replicaof = h.replicaof.filter(|r| !r.is_zero());
+        let claims_primary = replicaof.is_none();
+        let was_replica = sender
+            .and_then(|s| topo.node(&s))
+            .is_some_and(|n| n.is_replica());
+        // Steps 3 and 4.
+        if let Some(s) = sender {
+            self.header_bookkeeping(topo, &s, h, claims_primary, now, out);
+        }
+        let gossip = msg.body.gossip();
+        let kind = match &msg.body {
+            Body::Ping(_) => Some(PingKind::Ping),
+            Body::Pong(_) => Some(PingKind::Pong),
+            Body::Meet(_) => Some(PingKind::Meet),
+            _ => None,
+        };
+        let (Some(kind), Some(section)) = (kind, gossip) else {
+            return sender;
+        };
+
+        // Step 5: PING / MEET get a PONG on the same link.
+        if matches!(kind, PingKind::Ping | PingKind::Meet) {
+            let mut reply_to = sender;
+            let mut ext_override = false;
+            if kind == PingKind::Meet && sender.is_none() {
+                match link.node {
+                    // A second MEET on an inbound link bound to a handshake node: ignored (§7.3).
+                    Some(_) => return None,
+                    None if link.direction == LinkDirection::Inbound => {
+                        let hs = self.meet_from_unknown(topo, cfg, link_id, h, now, rng, out)?;
+                        // The MEET's gossip is trusted (§7.4).
+                        self.process_gossip_section(topo, &hs, &section.entries, now, out);
+                        reply_to = Some(hs);
+                        ext_override = h.ext_data();
+                    }
+                    None => {}
+                }
+            }
+            let pong = build_ping(
+                topo,
+                &self.links,
+                &self.blacklist,
+                cfg,
+                self.state_byte,
+                PingKind::Pong,
+                reply_to.as_ref(),
+                ext_override,
+                self.pfail_count,
+                now,
+                rng,
+            );
+            out.push(GossipEffect::Send {
+                link: link_id,
+                message: pong,
+            });
+        }
+
+        // Step 6.
+        // a. MEET flag cleared on a known sender.
+        if let Some(s) = sender {
+            if let Some(n) = topo.node_mut(&s) {
+                if n.flags.contains(NodeFlags::MEET) {
+                    n.flags.remove(NodeFlags::MEET);
+                }
+            }
+        }
+        // b. Outbound-link handshake completion / ID mismatch.
+        if link.direction == LinkDirection::Outbound {
+            if let Some(ln) = link.node {
+                let in_handshake = topo.node(&ln).is_some_and(|n| n.in_handshake());
+                if in_handshake {
+                    if let Some(known) = sender {
+                        // Already known under its real ID: refresh its address, drop the
+                        // handshake node (§7.3).
+                        let ip = parse_ip_field(&h.myip).or(link.peer_ip);
+                        if let Some(n) = topo.node_mut(&known) {
+                            if update_address(n, ip, h.port, h.pport, h.cport) {
+                                out.push(GossipEffect::Save);
+                            }
+                        }
+                        self.delete_node(topo, &ln, out);
+                        return None;
+                    }
+                    let real = hdr_id?;
+                    if topo.rename_node(&ln, real).is_err() {
+                        return None;
+                    }
+                    self.links.rename_node(&ln, real);
+                    if let Some(n) = topo.node_mut(&real) {
+                        n.flags.remove(NodeFlags::HANDSHAKE);
+                        n.flags.insert(
+                            NodeFlags::from_bits(h.flags)
+                                & (NodeFlags::PRIMARY | NodeFlags::REPLICA),
+                        );
+                    }
+                    out.push(GossipEffect::HandshakeCompleted(real));
+                    out.push(GossipEffect::Save);
+                } else if hdr_id != Some(ln) {
+                    // The address now answers with another ID (§7.3): NOADDR, link closed.
+                    if let Some(n) = topo.node_mut(&ln) {
+                        n.flags.insert(NodeFlags::NOADDR);
+                        n.ip = None;
+                        n.port = 0;
+                        n.tls_port = 0;
+                        n.bus_port = 0;
+                    }
+                    self.close_outbound(topo, &ln, out);
+                    out.push(GossipEffect::Save);
+                    return None;
+                }
+            }
+        }
+        // c. NOFAILOVER mirrored.
+        if let Some(s) = sender {
+            if let Some(n) = topo.node_mut(&s) {
+                n.flags.set(
+                    NodeFlags::NOFAILOVER,
+                    h.has_flags(NodeFlags::NOFAILOVER.bits()),
+                );
+            }
+        }
+        // d. Address update on a PING that did not arrive on the sender's outbound link.
+        if kind == PingKind::Ping {
+            if let Some(s) = sender {
+                if self.links.outbound_of(&s) != Some(link_id) {
+                    let ip = parse_ip_field(&h.myip).or(link.peer_ip);
+                    let changed = topo
+                        .node_mut(&s)
+                        .is_some_and(|n| update_address(n, ip, h.port, h.pport, h.cport));
+                    if changed {
+                        self.close_outbound(topo, &s, out);
+                        out.push(GossipEffect::Save);
+                    }
+                }
+            }
+        }
+        // e. PONG on the outbound link.
+        if kind == PingKind::Pong && link.direction == LinkDirection::Outbound {
+            if let Some(ln) = self.links.get(link_id).and_then(|l| l.node) {
+                if let Some(n) = topo.node_mut(&ln) {
+                    n.pong_received = Some(now);
+                    n.ping_sent = None;
+                }
+                out.push(GossipEffect::PongReceived(ln));
+            }
+        }
+        let s = sender?;
+        // f. Role switch (§11.1 basics).
+        let replicaof_id = replicaof.as_ref().and_then(node_id);
+        if (replicaof.is_none() || replicaof_id.is_some())
+            && claims::apply_role(topo, &s, replicaof_id)
+        {
+            out.push(GossipEffect::Save);
+            out.push(GossipEffect::UpdateState);
+        }
+        // g. Slot claims (§11.2 basics).
+        if claims_primary {
+            let differs = topo.node(&s).is_some_and(|n| *n.slots() != h.myslots);
+            if (was_replica || differs)
+                && claims::apply_slot_claims(topo, &s, ConfigEpoch(h.config_epoch), &h.myslots)
+            {
+                out.push(GossipEffect::Save);
+                out.push(GossipEffect::UpdateState);
+            }
+        }
+        // h. configEpoch collision (§11.5).
+        if claims::handle_config_epoch_collision(topo, &s) {
+            out.push(GossipEffect::ConfigEpochBumped);
+            out.push(GossipEffect::Save);
+        }
+        // i. Gossip section, then extensions.
+        self.process_gossip_section(topo, &s, &section.entries, now, out);
+        self.process_extensions(topo, cfg, &s, &section.extensions, now, out);
+        Some(s)
+    }
+
+    /// §8 steps 3 and 4 for a known sender.
+    fn header_bookkeeping(
+        &mut self,
+        topo: &mut Topology,
+        s: &NodeId,
+        h: &FullHeader,
+        claims_primary: bool,
+        now: Millis,
+        out: &mut Vec<GossipEffect>,
+    ) {
+        let Some(n) = topo.node_mut(s) else { return };
+        if h.has_mflags(msg_flags::EXT_DATA) {
+            n.flags.insert(NodeFlags::EXTENSIONS_SUPPORTED);
+        }
+        n.flags.set(
+            NodeFlags::LIGHT_HDR_SUPPORTED,
+            h.has_flags(NodeFlags::LIGHT_HDR_SUPPORTED.bits()),
+        );
+        n.data_received = Some(now);
+        if n.in_handshake() {
+            return;
+        }
+        n.repl_offset = h.offset;
+        n.repl_offset_time = Some(now);
+        let mut save = false;
+        if claims_primary && h.config_epoch > n.config_epoch.get() {
+            n.config_epoch = ConfigEpoch(h.config_epoch);
+            save = true;
+        }
+        if h.current_epoch > topo.current_epoch.get() {
+            topo.current_epoch = ferrocluster_topology::CurrentEpoch(h.current_epoch);
+            save = true;
+        }
+        if save {
+            out.push(GossipEffect::Save);
+        }
+    }
+
+    /// A MEET from an unknown sender on an unbound inbound link (§7.3): a HANDSHAKE node with a
+    /// random ID, the address from `myip` or the peer address, ports from the header,
+    /// EXTENSIONS_SUPPORTED if EXT_DATA; the link is bound to it.
+    #[allow(clippy::too_many_arguments)]
+    fn meet_from_unknown<R: RngCore + ?Sized>(
+        &mut self,
+        topo: &mut Topology,
+        _cfg: &GossipConfig,
+        link_id: LinkId,
+        h: &FullHeader,
+        now: Millis,
+        rng: &mut R,
+        out: &mut Vec<GossipEffect>,
+    ) -> Option<NodeId> {
+        let peer = self.links.get(link_id).and_then(|l| l.peer_ip);
+        let ip = parse_ip_field(&h.myip).or(peer);
+        let id = NodeId::random(rng);
+        let mut n = Node::new(id, ShardId::random(rng), now);
+        n.flags = NodeFlags::HANDSHAKE;
+        if h.ext_data() {
+            n.flags.insert(NodeFlags::EXTENSIONS_SUPPORTED);
+        }
+        n.ip = ip;
+        n.port = h.port;
+        n.tls_port = h.pport;
+        n.bus_port = h.cport;
+        n.data_received = Some(now);
+        topo.add_node(n).ok()?;
+        if let Some(l) = self.links.get_mut(link_id) {
+            l.node = Some(id);
+        }
+        out.push(GossipEffect::UpdateState);
+        Some(id)
+    }
+
+    /// The gossip section of a message from `sender` (§7.4).
+    fn process_gossip_section(
+        &mut self,
+        topo: &mut Topology,
+        sender: &NodeId,
+        entries: &[GossipEntry],
+        now: Millis,
+        out: &mut Vec<GossipEffect>,
+    ) {
+        // Any invalid ID makes the whole section ignored (V8).
+        let Some(ids) = entries
+            .iter()
+            .map(|e| node_id(&e.name))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        for (e, id) in entries.iter().zip(ids) {
+            if id == *topo.myself_id() {
+                continue;
+            }
+            let flags = NodeFlags::from_bits(e.flags);
+            let ip = parse_ip_field(&e.ip);
+            if let Some(n) = topo.node(&id) {
+                let was_down = n.is_pfail() || n.is_fail();
+                if !n.in_handshake() {
+                    out.push(GossipEffect::GossipHealth {
+                        sender: *sender,
+                        about: id,
+                        flags,
+                    });
+                }
+                let healthy = !flags.intersects(NodeFlags::PFAIL | NodeFlags::FAIL);
+                // Adopt a newer pong time (at most 500 ms in the future).
+                if let Some(n) = topo.node_mut(&id) {
+                    if healthy && n.ping_sent.is_none() && n.failure_reports.is_empty() {
+                        let t = Millis(u64::from(e.pong_received_secs) * 1000);
+                        if n.pong_received.is_none_or(|p| t > p) && t <= now.saturating_add_ms(500)
+                        {
+                            n.pong_received = Some(t);
+                        }
+                    }
+                }
+                // A node we see down, reported healthy at another address (§7.4).
+                if was_down && healthy && !flags.contains(NodeFlags::NOADDR) {
+                    let changed = topo.node(&id).is_some_and(|n| {
+                        n.ip != ip
+                            || n.port != e.port
+                            || n.tls_port != e.pport
+                            || n.bus_port != e.cport
+                    });
+                    if changed && ip.is_some() {
+                        self.close_outbound(topo, &id, out);
+                        if let Some(n) = topo.node_mut(&id) {
+                            update_address(n, ip, e.port, e.pport, e.cport);
+                        }
+                        out.push(GossipEffect::Save);
+                    }
+                }
+            } else if !flags.contains(NodeFlags::NOADDR)
+                && ip.is_some()
+                && !self.blacklist.contains(&id, now)
+            {
+                // Discovery: only from a known sender (the caller guarantees it).
+                let mut n = Node::new(id, placeholder_shard(&id), now);
+                let mut f = flags;
+                f.remove(NodeFlags::MYSELF);
+                n.flags = f;
+                n.ip = ip;
+                n.port = e.port;
+                n.tls_port = e.pport;
+                n.bus_port = e.cport;
+                if topo.add_node(n).is_ok() {
+                    out.push(GossipEffect::NodeDiscovered(id));
+                    out.push(GossipEffect::Save);
+                    out.push(GossipEffect::UpdateState);
+                }
+            }
+        }
+    }
+
+    /// Ping extensions of a known sender (§6.4). Invalid announced values are ignored (the
+    /// stored value is kept), so nothing unvalidated reaches nodes.conf.
+    fn process_extensions(
+        &mut self,
+        topo: &mut Topology,
+        cfg: &GossipConfig,
+        sender: &NodeId,
+        exts: &[PingExt],
+        now: Millis,
+        out: &mut Vec<GossipEffect>,
+    ) {
+        let mut hostname = None;
+        let mut nodename = None;
+        let mut ipv4 = None;
+        let mut ipv6 = None;
+        let mut shard = None;
+        let mut forgotten = Vec::new();
+        for ext in exts {
+            match ext {
+                PingExt::Hostname(s) => hostname = Some(s.as_str().map(Hostname::new)),
+                PingExt::HumanNodename(s) => nodename = Some(s.as_str().map(HumanNodename::new)),
+                PingExt::ClientIpv4(s) => ipv4 = Some(s.as_str().map(parse_client_ipv4)),
+                PingExt::ClientIpv6(s) => ipv6 = Some(s.as_str().map(parse_client_ipv6)),
+                PingExt::ShardId(name) => shard = ShardId::from_bytes(name.as_bytes()).ok(),
+                PingExt::ForgottenNode { name, ttl_secs } => {
+                    if let Some(id) = node_id(name) {
+                        forgotten.push((id, *ttl_secs));
+                    }
+                }
+                PingExt::Raw(_) => {}
+            }
+        }
+        let my_primary = topo.myself().primary;
+        let mut save = false;
+        if let Some(n) = topo.node_mut(sender) {
+            // Set to the received value, or cleared when absent (§6.4); invalid ones ignored.
+            match hostname {
+                None if n.hostname.is_some() => {
+                    n.hostname = None;
+                    save = true;
+                }
+                Some(Some(Ok(v))) if n.hostname.as_ref() != Some(&v) => {
+                    n.hostname = Some(v);
+                    save = true;
+                }
+                _ => {}
+            }
+            match nodename {
+                None if n.human_nodename.is_some() => {
+                    n.human_nodename = None;
+                    save = true;
+                }
+                Some(Some(Ok(v))) if n.human_nodename.as_ref() != Some(&v) => {
+                    n.human_nodename = Some(v);
+                    save = true;
+                }
+                _ => {}
+            }
+            match ipv4 {
+                None if n.client_ipv4.is_some() => {
+                    n.client_ipv4 = None;
+                    save = true;
+                }
+                Some(Some(Ok(v))) if n.client_ipv4 != Some(v) => {
+                    n.client_ipv4 = Some(v);
+                    save = true;
+                }
+                _ => {}
+            }
+            match ipv6 {
+                None if n.client_ipv6.is_some() => {
+                    n.client_ipv6 = None;
+                    save = true;
+                }
+                Some(Some(Ok(v))) if n.client_ipv6 != Some(v) => {
+                    n.client_ipv6 = Some(v);
+                    save = true;
+                }
+                _ => {}
+            }
+        }
+        // Shard ID: absent → a replica takes its primary's (§6.4).
+        let shard = shard.or_else(|| {
+            let n = topo.node(sender)?;
+            n.primary.and_then(|p| topo.node(&p)).map(|p| p.shard_id)
+        });
+        if let Some(shard) = shard {
+            if let Some(n) = topo.node_mut(sender) {
+                if n.shard_id != shard {
+                    n.shard_id = shard;
+                    save = true;
+                }
+            }
+            if my_primary == Some(*sender) && topo.myself().shard_id != shard {
+                topo.myself_mut().shard_id = shard;
+                save = true;
+            }
+        }
+        if save {
+            out.push(GossipEffect::Save);
+        }
+        for (id, ttl_secs) in forgotten {
+            if id == *topo.myself_id() || Some(id) == my_primary || !topo.contains(&id) {
+                continue;
+            }
+            let _ = cfg;
+            self.blacklist.add(id, ttl_secs, now);
+            self.delete_node(topo, &id, out);
+        }
+    }
+}
+
+/// A deterministic shard ID for a node learned from gossip before its own SHARDID extension
+/// arrives (Valkey draws a random one; any value is replaced by the first SHARDID seen). A node
+/// ID is a valid shard ID: same length and alphabet.
+fn placeholder_shard(id: &NodeId) -> ShardId {
+    match ShardId::from_bytes(id.as_bytes()) {
+        Ok(s) => s,
+        // Unreachable: NodeId and ShardId share the 40 × a-z0-9 rule.
+        Err(_) => unreachable!("a node ID is a valid shard ID"),
+    }
+}

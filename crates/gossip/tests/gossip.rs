@@ -1,0 +1,216 @@
+//! Gossip-layer rules with expected values from the facts sheet.
+
+use ferrocluster_bus::{Body, PingExt};
+use ferrocluster_gossip::*;
+use ferrocluster_topology::{Millis, Node, NodeFlags, NodeId, ShardId, Topology};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::net::{IpAddr, Ipv4Addr};
+
+fn cfg() -> GossipConfig {
+    GossipConfig {
+        node_timeout_ms: 15_000,
+        blacklist_ttl_secs: 60,
+        ping_interval_ms: None,
+        announce_ip: None,
+    }
+}
+
+fn lo() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::LOCALHOST)
+}
+
+#[test]
+fn timeouts_follow_node_timeout() {
+    let mut c = cfg();
+    assert_eq!(c.handshake_timeout_ms(), 15_000);
+    assert_eq!(c.ping_interval(), 7_500);
+    c.node_timeout_ms = 500;
+    assert_eq!(c.handshake_timeout_ms(), 1000, "max(NODE_TIMEOUT, 1000)");
+}
+
+#[test]
+fn blacklist_ttl_and_expiry() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let id = NodeId::random(&mut rng);
+    let mut b = Blacklist::default();
+    b.add(id, 60, Millis(1_000_000));
+    assert_eq!(
+        b.live(Millis(1_000_000)),
+        vec![(id, 60)],
+        "60 s right after FORGET"
+    );
+    assert_eq!(b.live(Millis(1_030_000)), vec![(id, 30)]);
+    assert!(b.contains(&id, Millis(1_059_999)));
+    assert!(!b.contains(&id, Millis(1_060_000)));
+    assert!(b.is_empty(), "purged lazily on lookup");
+}
+
+#[test]
+fn meet_creates_one_handshake_node_per_address() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut t = Topology::fresh(&mut rng, Millis(0));
+    let mut g = Gossip::new();
+    let id = g
+        .meet(&mut t, lo(), 7001, None, Millis(0), &mut rng)
+        .unwrap()
+        .unwrap();
+    let n = t.node(&id).unwrap();
+    assert_eq!(n.flags, NodeFlags::HANDSHAKE | NodeFlags::MEET);
+    assert_eq!(n.bus_port, 17001, "cport defaults to port + 10000");
+    // Same normalized address while in handshake: nothing is done (§7.3).
+    assert_eq!(
+        g.meet(&mut t, lo(), 7001, None, Millis(1), &mut rng),
+        Ok(None)
+    );
+    assert_eq!(t.len(), 2);
+    assert!(matches!(
+        g.meet(&mut t, lo(), 0, None, Millis(1), &mut rng),
+        Err(CommandError::InvalidPort { .. })
+    ));
+    assert!(g
+        .meet(&mut t, lo(), 60000, None, Millis(1), &mut rng)
+        .is_err());
+    assert!(g
+        .meet(&mut t, lo(), 60000, Some(1234), Millis(1), &mut rng)
+        .is_ok());
+}
+
+#[test]
+fn handshake_nodes_expire_after_the_handshake_timeout() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut t = Topology::fresh(&mut rng, Millis(0));
+    let mut g = Gossip::new();
+    let id = g
+        .meet(&mut t, lo(), 7001, None, Millis(0), &mut rng)
+        .unwrap()
+        .unwrap();
+    let mut out = Vec::new();
+    g.handle_cron(&mut t, &cfg(), Millis(15_000), &mut rng, &mut out);
+    assert!(t.contains(&id), "age 15000 is not more than 15000");
+    assert!(matches!(out[0], GossipEffect::Connect { port: 17001, .. }));
+    out.clear();
+    g.handle_cron(&mut t, &cfg(), Millis(15_001), &mut rng, &mut out);
+    assert!(!t.contains(&id));
+    assert!(out.contains(&GossipEffect::NodeDeleted(id)));
+}
+
+#[test]
+fn forget_errors_and_extension() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let mut t = Topology::fresh(&mut rng, Millis(0));
+    let mut g = Gossip::new();
+    let other = NodeId::random(&mut rng);
+    let mut n = Node::new(other, ShardId::random(&mut rng), Millis(0));
+    n.flags = NodeFlags::PRIMARY | NodeFlags::EXTENSIONS_SUPPORTED;
+    n.ip = Some(lo());
+    t.add_node(n).unwrap();
+    let me = *t.myself_id();
+    let mut out = Vec::new();
+    assert_eq!(
+        g.forget(&mut t, &cfg(), &me, Millis(0), &mut out),
+        Err(CommandError::ForgetMyself)
+    );
+    let stranger = NodeId::random(&mut rng);
+    assert_eq!(
+        g.forget(&mut t, &cfg(), &stranger, Millis(0), &mut out),
+        Err(CommandError::UnknownNode(stranger))
+    );
+    g.forget(&mut t, &cfg(), &other, Millis(0), &mut out)
+        .unwrap();
+    assert!(!t.contains(&other));
+    // A PING to an extension-capable node now carries FORGOTTEN_NODE (ttl 60) then SHARDID.
+    let third = NodeId::random(&mut rng);
+    let mut n = Node::new(third, ShardId::random(&mut rng), Millis(0));
+    n.flags = NodeFlags::PRIMARY | NodeFlags::EXTENSIONS_SUPPORTED;
+    t.add_node(n).unwrap();
+    let msg = build_ping(
+        &t,
+        &g.links,
+        &g.blacklist,
+        &cfg(),
+        0,
+        PingKind::Ping,
+        Some(&third),
+        false,
+        0,
+        Millis(0),
+        &mut rng,
+    );
+    let Body::Ping(section) = &msg.body else {
+        panic!()
+    };
+    assert_eq!(section.extensions.len(), 2);
+    assert!(
+        matches!(&section.extensions[0], PingExt::ForgottenNode { name, ttl_secs: 60 } if name.as_bytes() == other.as_bytes())
+    );
+    assert!(matches!(&section.extensions[1], PingExt::ShardId(_)));
+}
+
+#[test]
+fn gossip_section_size_follows_wanted_formula() {
+    // 6 nodes known, all with outbound links absent but owning slots -> eligible.
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut t = Topology::fresh(&mut rng, Millis(0));
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let mut n = Node::new(
+            NodeId::random(&mut rng),
+            ShardId::random(&mut rng),
+            Millis(0),
+        );
+        n.flags = NodeFlags::PRIMARY;
+        n.ip = Some(lo());
+        ids.push(*n.id());
+        t.add_node(n).unwrap();
+    }
+    for (i, s) in ferrocluster_slot::Slot::all().enumerate() {
+        t.set_slot_owner(s, Some(ids[i % 5])).unwrap();
+    }
+    let g = Gossip::new();
+    let msg = build_ping(
+        &t,
+        &g.links,
+        &g.blacklist,
+        &cfg(),
+        0,
+        PingKind::Ping,
+        Some(&ids[0]),
+        false,
+        0,
+        Millis(0),
+        &mut rng,
+    );
+    let entries = &msg.body.gossip().unwrap().entries;
+    // With 6 nodes: wanted = 3 (the captures show 3 entries in steady state), never the
+    // destination or myself.
+    assert!(entries.len() <= 3);
+    for e in entries {
+        assert_ne!(e.name.as_bytes(), ids[0].as_bytes());
+        assert_ne!(e.name.as_bytes(), t.myself_id().as_bytes());
+    }
+    // A PFAIL node is appended beyond `wanted` (the captures: count 4 with one PFAIL node).
+    t.node_mut(&ids[4]).unwrap().flags.insert(NodeFlags::PFAIL);
+    let msg = build_ping(
+        &t,
+        &g.links,
+        &g.blacklist,
+        &cfg(),
+        0,
+        PingKind::Ping,
+        Some(&ids[0]),
+        false,
+        1,
+        Millis(0),
+        &mut rng,
+    );
+    let entries = &msg.body.gossip().unwrap().entries;
+    assert_eq!(
+        entries
+            .iter()
+            .filter(|e| e.name.as_bytes() == ids[4].as_bytes())
+            .count(),
+        1
+    );
+    assert_eq!(entries.last().unwrap().name.as_bytes(), ids[4].as_bytes());
+}

@@ -1,0 +1,77 @@
+//! The keyspace a cluster node keeps: per database, one hash table per hash slot.
+//!
+//! [`KvStore<V>`] follows Valkey's cluster-mode kvstore (facts sheet
+//! `slot-migration-and-kvstore.md` part D): `databases` (`cluster-databases`) databases, each an
+//! array of 16384 slot tables allocated on the first insert into the slot and freed when it
+//! empties, so an empty store with 16 databases holds a few kilobytes. On top of the tables:
+//!
+//! * O(1) counts per slot and per database (DBSIZE, COUNTKEYSINSLOT), GETKEYSINSLOT,
+//!   drop-slot across databases, FLUSHDB/FLUSHALL, SWAPDB, RANDOMKEY from a caller's RNG;
+//! * SCAN with Valkey's cursor `(table cursor << 14) | slot`, `MATCH` (Redis glob semantics,
+//!   [`glob_match`]; single-slot patterns visit one slot), `COUNT` and `TYPE`, guaranteeing
+//!   that every key present for the whole scan is returned, also while tables grow or shrink;
+//! * expiry: absolute deadlines in ms, reads that take `now`, an active expiry step
+//!   ([`KvStore::expire_cycle`]);
+//! * slots hidden while importing ([`KvStore::hide_slot`], facts sheet A.12/D.3);
+//! * per-slot statistics for CLUSTER SLOT-STATS ([`KvStore::slot_stats`]).
+//!
+//! # Layout and memory
+//!
+//! A slot table is a dense entry vector (16-byte inline key + the value) plus a hashbrown
+//! `HashTable` of positions (1, 2 or 8 bytes each, by table size); deadlines live in a
+//! vector allocated only for slots that have keys with a deadline. See `benches/kvstore_memory.rs`
+//! for the measured heap bytes per key.
+//!
+//! # Key presence for the `node` crate
+//!
+//! The `node` crate defines a small read-only key-presence trait (ASK/TRYAGAIN decisions,
+//! DESIGN.md) and the host implements it over this store in a few lines with
+//! [`KvStore::exists`], [`KvStore::count_keys_in_slot`] and
+//! [`KvStore::count_keys_in_slot_all_dbs`]. This crate never depends on `node`.
+//!
+//! # Example
+//!
+//! ```
+//! use ferrocluster_kvstore::{KvStore, ScanOptions};
+//! use ferrocluster_slot::key_hash_slot;
+//!
+//! let mut kv: KvStore<Vec<u8>> = KvStore::new(16)?;
+//! let now = 1_000; // ms, from the host's clock
+//! kv.insert(0, b"{user1}:name", b"ann".to_vec(), now)?;
+//! kv.insert_with_expiry(0, b"{user1}:session", b"x".to_vec(), Some(now + 500), now)?;
+//! assert_eq!(kv.dbsize(0)?, 2);
+//! assert_eq!(kv.count_keys_in_slot(0, key_hash_slot(b"user1"))?, 2);
+//! assert!(kv.exists(0, b"{user1}:session", now + 500)?);
+//! assert!(!kv.exists(0, b"{user1}:session", now + 501)?);
+//!
+//! let mut cursor = 0;
+//! let mut seen = Vec::new();
+//! loop {
+//!     let page = kv.scan(0, cursor, &ScanOptions::default(), now)?;
+//!     seen.extend(page.keys);
+//!     cursor = page.cursor;
+//!     if cursor == 0 { break; }
+//! }
+//! assert_eq!(seen.len(), 2);
+//! # Ok::<(), ferrocluster_kvstore::KvError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod bits;
+mod error;
+mod glob;
+mod key;
+mod scan;
+mod stats;
+mod store;
+mod table;
+mod value;
+
+pub use error::KvError;
+pub use glob::glob_match;
+pub use key::INLINE_KEY_LEN;
+pub use scan::{ScanOptions, ScanPage};
+pub use stats::SlotStats;
+pub use store::{KeyExpiry, KvStore, ValueMut, MAX_DATABASES};
+pub use value::KvValue;

@@ -1,0 +1,790 @@
+//! [`KvStore`]: databases × 16384 lazily allocated slot tables, counts, expiry, hiding.
+
+use crate::bits::SlotBits;
+use crate::key::CompactKey;
+use crate::stats::{HostCounters, SlotStats};
+use crate::table::{entry_memory, Entry, SlotTable};
+use crate::{KvError, KvValue};
+use bytes::Bytes;
+use ferrocluster_slot::{key_hash_slot, Slot, SLOT_COUNT};
+use hashbrown::DefaultHashBuilder;
+use rand_core::RngCore;
+use std::hash::BuildHasher;
+use std::ops::{Deref, DerefMut};
+
+/// The largest accepted number of databases (our bound; Valkey's `databases` config allows
+/// more, but no deployment needs more than a few thousand).
+pub const MAX_DATABASES: usize = 65_536;
+
+/// Slots per group in the random-key walk (128 groups of 128 slots).
+const GROUP_SHIFT: usize = 7;
+const GROUPS: usize = SLOT_COUNT >> GROUP_SHIFT;
+/// Random draws before RANDOMKEY falls back to a walk for a live key.
+const RANDOM_TRIES: usize = 100;
+
+/// One database: a slot table per slot (allocated on first insert, freed when empty) plus
+/// the counters that make the queries O(1).
+pub(crate) struct Db<V> {
+    /// Inline (no pointer to chase); an empty table owns no heap.
+    pub(crate) slots: Box<[SlotTable<V>]>,
+    /// Slots with at least one key.
+    pub(crate) nonempty: SlotBits,
+    /// Slots with at least one key that has a deadline.
+    pub(crate) volatile: SlotBits,
+    /// Keys, hidden slots included.
+    pub(crate) keys: u64,
+    /// Keys in slots that are not hidden (DBSIZE).
+    pub(crate) visible: u64,
+    /// Visible keys per group of 128 slots (random key selection).
+    pub(crate) group_visible: Box<[u64; GROUPS]>,
+}
+
+impl<V: KvValue> Db<V> {
+    fn new() -> Db<V> {
+        Db {
+            slots: (0..SLOT_COUNT).map(|_| SlotTable::new()).collect(),
+            nonempty: SlotBits::new(),
+            volatile: SlotBits::new(),
+            keys: 0,
+            visible: 0,
+            group_visible: Box::new([0; GROUPS]),
+        }
+    }
+
+    /// Table of `slot`, if it has keys.
+    #[inline]
+    pub(crate) fn table(&self, slot: usize) -> Option<&SlotTable<V>> {
+        self.slots.get(slot).filter(|t| t.len() > 0)
+    }
+
+    fn add_visible(&mut self, slot: usize, n: u64) {
+        self.visible += n;
+        self.group_visible[slot >> GROUP_SHIFT] += n;
+    }
+
+    fn sub_visible(&mut self, slot: usize, n: u64) {
+        self.visible -= n;
+        self.group_visible[slot >> GROUP_SHIFT] -= n;
+    }
+
+    /// Removes the entry at `pos` of `slot` and keeps every counter right.
+    fn remove_entry<S: BuildHasher>(
+        &mut self,
+        slot: usize,
+        pos: usize,
+        hash: u64,
+        hidden: bool,
+        hasher: &S,
+    ) -> Option<(Entry<V>, Option<u64>)> {
+        let table = self.slots.get_mut(slot)?;
+        let (entry, deadline) = table.remove_at(pos, hash, hasher);
+        table.memory = table.memory.saturating_sub(entry.memory());
+        let now_empty = table.len() == 0;
+        let volatile = table.has_deadlines();
+        self.keys -= 1;
+        if !hidden {
+            self.sub_visible(slot, 1);
+        }
+        if now_empty {
+            // Give the empty table's memory back (Valkey frees empty tables, D.1).
+            self.slots[slot] = SlotTable::new();
+            self.nonempty.set(slot, false);
+        }
+        self.volatile.set(slot, volatile);
+        Some((entry, deadline))
+    }
+}
+
+/// What a key's expiry looks like (PTTL / PEXPIRETIME shapes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyExpiry {
+    /// No such key (or it is expired): PTTL -2.
+    Missing,
+    /// The key has no deadline: PTTL -1.
+    Persistent,
+    /// The key expires after this absolute time (ms); it is still alive at exactly that ms.
+    At(u64),
+}
+
+/// Where the active expiry cycle resumes.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExpireCursor {
+    db: usize,
+    slot: usize,
+    /// Positions below `top` of the slot remain; 0 = the slot is not started.
+    top: usize,
+}
+
+/// The keyspace of a cluster node: `databases` databases, each split into 16384 per-slot hash
+/// tables (facts sheet D.1), with O(1) counts per slot and per database.
+///
+/// * `V` is the value type ([`KvValue`]); keys are byte strings (taken as `&[u8]`, returned as
+///   [`Bytes`]).
+/// * `S` is the hasher for the per-slot tables. Its randomness never reaches an output: every
+///   iteration order (SCAN, KEYS, GETKEYSINSLOT, RANDOMKEY) follows the tables' entry order,
+///   which depends only on the sequence of operations.
+/// * Time: every read takes `now` (ms) and treats keys past their deadline as absent; a
+///   mutating call that finds its key expired deletes it first (Redis `expireIfNeeded`).
+///   Counts (DBSIZE, COUNTKEYSINSLOT) include expired keys not yet reclaimed, as in Redis;
+///   [`KvStore::expire_cycle`] reclaims them.
+/// * Hidden slots (importing, facts sheet A.12/D.3): see [`KvStore::hide_slot`].
+pub struct KvStore<V, S = DefaultHashBuilder> {
+    dbs: Vec<Option<Box<Db<V>>>>,
+    hidden: SlotBits,
+    /// Host-fed SLOT-STATS counters; empty until first fed.
+    host: Vec<HostCounters>,
+    hasher: S,
+    expire_cursor: ExpireCursor,
+}
+
+impl<V: KvValue> KvStore<V> {
+    /// An empty store with `databases` databases (`cluster-databases`; Valkey's default is 1,
+    /// facts sheet D.5). Nothing per database or per slot is allocated until a key arrives.
+    ///
+    /// # Errors
+    /// [`KvError::DatabaseCount`] when `databases` is 0 or above [`MAX_DATABASES`].
+    pub fn new(databases: usize) -> Result<KvStore<V>, KvError> {
+        KvStore::with_hasher(databases, DefaultHashBuilder::default())
+    }
+}
+
+impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
+    /// Like [`KvStore::new`] with an explicit hasher for the slot tables (for example a seeded
+    /// one, to make memory layout reproducible).
+    ///
+    /// # Errors
+    /// [`KvError::DatabaseCount`] when `databases` is 0 or above [`MAX_DATABASES`].
+    pub fn with_hasher(databases: usize, hasher: S) -> Result<KvStore<V, S>, KvError> {
+        if databases == 0 || databases > MAX_DATABASES {
+            return Err(KvError::DatabaseCount(databases));
+        }
+        Ok(KvStore {
+            dbs: (0..databases).map(|_| None).collect(),
+            hidden: SlotBits::new(),
+            host: Vec::new(),
+            hasher,
+            expire_cursor: ExpireCursor::default(),
+        })
+    }
+
+    /// The number of databases.
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    fn check_db(&self, db: usize) -> Result<(), KvError> {
+        if db < self.dbs.len() {
+            Ok(())
+        } else {
+            Err(KvError::DbOutOfRange {
+                db,
+                databases: self.dbs.len(),
+            })
+        }
+    }
+
+    /// The database, `None` if it never held a key.
+    pub(crate) fn db(&self, db: usize) -> Result<Option<&Db<V>>, KvError> {
+        self.check_db(db)?;
+        Ok(self.dbs[db].as_deref())
+    }
+
+    pub(crate) fn is_hidden_index(&self, slot: usize) -> bool {
+        self.hidden.get(slot)
+    }
+
+    pub(crate) fn hidden_bits(&self) -> &SlotBits {
+        &self.hidden
+    }
+
+    /// Slot table and position of `key` in `db`, expired or not.
+    #[inline]
+    fn locate(&self, db: usize, key: &[u8]) -> Result<Option<(&SlotTable<V>, usize)>, KvError> {
+        let Some(d) = self.db(db)? else {
+            return Ok(None);
+        };
+        let Some(table) = d.table(key_hash_slot(key).index()) else {
+            return Ok(None);
+        };
+        let hash = self.hasher.hash_one(key);
+        Ok(table.find(hash, key).map(|pos| (table, pos)))
+    }
+
+    /// The value of `key` in `db` at time `now` (ms), `None` if absent or expired.
+    /// Keys of hidden slots are found (the node routes such requests away, A.12).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    #[inline]
+    pub fn get(&self, db: usize, key: &[u8], now: u64) -> Result<Option<&V>, KvError> {
+        Ok(match self.locate(db, key)? {
+            Some((t, pos)) if !t.is_expired(pos, now) => Some(&t.entries[pos].value),
+            _ => None,
+        })
+    }
+
+    /// Whether `key` exists in `db` at `now` (EXISTS). One of the methods behind the `node`
+    /// crate's key-presence trait.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn exists(&self, db: usize, key: &[u8], now: u64) -> Result<bool, KvError> {
+        Ok(self.get(db, key, now)?.is_some())
+    }
+
+    /// Looks a key up for writing: the db (created on demand), slot, position and hash; deletes
+    /// the key first when it is expired at `now`.
+    fn locate_mut(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: u64,
+    ) -> Result<Option<(usize, usize, u64)>, KvError> {
+        self.check_db(db)?;
+        let slot = key_hash_slot(key).index();
+        let hidden = self.hidden.get(slot);
+        let Some(d) = self.dbs[db].as_deref_mut() else {
+            return Ok(None);
+        };
+        let Some(table) = d.table(slot) else {
+            return Ok(None);
+        };
+        let hash = self.hasher.hash_one(key);
+        let Some(pos) = table.find(hash, key) else {
+            return Ok(None);
+        };
+        if table.is_expired(pos, now) {
+            d.remove_entry(slot, pos, hash, hidden, &self.hasher);
+            return Ok(None);
+        }
+        Ok(Some((slot, pos, hash)))
+    }
+
+    /// Mutable access to the value of a live `key`. The returned guard re-measures the value's
+    /// [`KvValue::heap_size`] when dropped, keeping the slot's memory figure right. An expired
+    /// key is deleted and `None` returned.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn get_mut(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: u64,
+    ) -> Result<Option<ValueMut<'_, V>>, KvError> {
+        let Some((slot, pos, _)) = self.locate_mut(db, key, now)? else {
+            return Ok(None);
+        };
+        let Some(table) = self.dbs[db]
+            .as_deref_mut()
+            .and_then(|d| d.slots.get_mut(slot))
+        else {
+            return Ok(None);
+        };
+        let SlotTable {
+            entries, memory, ..
+        } = table;
+        let value = &mut entries[pos].value;
+        let before = value.heap_size();
+        Ok(Some(ValueMut {
+            value,
+            memory,
+            before,
+        }))
+    }
+
+    /// Sets `key` to `value` in `db` without a deadline (SET: an existing deadline is cleared).
+    /// Returns the previous live value.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    #[inline]
+    pub fn insert(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: V,
+        now: u64,
+    ) -> Result<Option<V>, KvError> {
+        self.insert_with_expiry(db, key, value, None, now)
+    }
+
+    /// Sets `key` to `value` with an absolute deadline `expire_at` (ms; `None` = persistent;
+    /// `u64::MAX` is stored as `u64::MAX - 1`). Returns the previous live value (`None` if the
+    /// key was absent or expired at `now`).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn insert_with_expiry(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: V,
+        expire_at: Option<u64>,
+        now: u64,
+    ) -> Result<Option<V>, KvError> {
+        self.check_db(db)?;
+        let slot = key_hash_slot(key).index();
+        let hash = self.hasher.hash_one(key);
+        let hidden = self.hidden.get(slot);
+        let d = self.dbs[db].get_or_insert_with(|| Box::new(Db::new()));
+        let table = &mut d.slots[slot];
+        if let Some(pos) = table.find(hash, key) {
+            let expired = table.is_expired(pos, now);
+            let new_heap = value.heap_size() as u64;
+            let old = std::mem::replace(&mut table.entries[pos].value, value);
+            table.memory = table.memory.saturating_sub(old.heap_size() as u64) + new_heap;
+            table.set_deadline(pos, expire_at);
+            let volatile = table.has_deadlines();
+            d.volatile.set(slot, volatile);
+            return Ok(if expired { None } else { Some(old) });
+        }
+        let key = CompactKey::new(key);
+        table.memory += entry_memory(&key, &value);
+        let pos = table.push(hash, key, value, &self.hasher);
+        if expire_at.is_some() {
+            table.set_deadline(pos, expire_at);
+            d.volatile.set(slot, true);
+        }
+        d.nonempty.set(slot, true);
+        d.keys += 1;
+        if !hidden {
+            d.add_visible(slot, 1);
+        }
+        Ok(None)
+    }
+
+    /// Deletes `key` from `db`. Returns its value if it was live at `now` (an expired key is
+    /// deleted too, returning `None`).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn remove(&mut self, db: usize, key: &[u8], now: u64) -> Result<Option<V>, KvError> {
+        let Some((slot, pos, hash)) = self.locate_mut(db, key, now)? else {
+            return Ok(None);
+        };
+        let hidden = self.hidden.get(slot);
+        let Some(d) = self.dbs[db].as_deref_mut() else {
+            return Ok(None);
+        };
+        Ok(d.remove_entry(slot, pos, hash, hidden, &self.hasher)
+            .map(|(e, _)| e.value))
+    }
+
+    /// Sets the absolute deadline (ms) of a live key (PEXPIREAT). A deadline in the past makes
+    /// the key absent from then on (it is reclaimed later). Returns whether the key exists.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn set_expire_at(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        expire_at: u64,
+        now: u64,
+    ) -> Result<bool, KvError> {
+        self.set_deadline(db, key, Some(expire_at), now)
+            .map(|r| r.is_some())
+    }
+
+    /// Removes the deadline of a live key (PERSIST). Returns whether it had one.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn persist(&mut self, db: usize, key: &[u8], now: u64) -> Result<bool, KvError> {
+        Ok(self.set_deadline(db, key, None, now)?.unwrap_or(false))
+    }
+
+    /// Sets or clears a deadline; `None` if the key is absent, else whether it had one.
+    fn set_deadline(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        deadline: Option<u64>,
+        now: u64,
+    ) -> Result<Option<bool>, KvError> {
+        let Some((slot, pos, _)) = self.locate_mut(db, key, now)? else {
+            return Ok(None);
+        };
+        let Some(d) = self.dbs[db].as_deref_mut() else {
+            return Ok(None);
+        };
+        let Some(table) = d.slots.get_mut(slot) else {
+            return Ok(None);
+        };
+        let had = table.set_deadline(pos, deadline);
+        let volatile = table.has_deadlines();
+        d.volatile.set(slot, volatile);
+        Ok(Some(had))
+    }
+
+    /// The expiry of `key` at `now` (PTTL is `At(t) - now`, PEXPIRETIME is `t`).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn expiry(&self, db: usize, key: &[u8], now: u64) -> Result<KeyExpiry, KvError> {
+        Ok(match self.locate(db, key)? {
+            None => KeyExpiry::Missing,
+            Some((t, pos)) if t.is_expired(pos, now) => KeyExpiry::Missing,
+            Some((t, pos)) => t.deadline(pos).map_or(KeyExpiry::Persistent, KeyExpiry::At),
+        })
+    }
+
+    /// Active expiry step: walks the slots that hold keys with deadlines, round-robin over
+    /// databases and slots, resuming where the previous call stopped, examining at most
+    /// `budget` keys (every key of such a slot counts, with or without deadline) and deleting
+    /// those expired at `now`. Stops early after one full pass. Hidden (importing) slots are
+    /// skipped: Valkey never actively expires importing keys (facts sheet A.12). Returns how
+    /// many keys were deleted.
+    pub fn expire_cycle(&mut self, now: u64, budget: usize) -> u64 {
+        let n = self.dbs.len();
+        let ExpireCursor {
+            mut db,
+            mut slot,
+            mut top,
+        } = self.expire_cursor;
+        if db >= n {
+            (db, slot, top) = (0, 0, 0);
+        }
+        let (mut examined, mut expired, mut db_moves) = (0usize, 0u64, 0usize);
+        while examined < budget && db_moves <= n {
+            let next = self.dbs[db]
+                .as_deref()
+                .and_then(|d| d.volatile.next_from(slot, &self.hidden));
+            let Some(s) = next else {
+                (db, slot, top) = ((db + 1) % n, 0, 0);
+                db_moves += 1;
+                continue;
+            };
+            if s != slot {
+                (slot, top) = (s, 0);
+            }
+            let hasher = &self.hasher;
+            let Some(d) = self.dbs[db].as_deref_mut() else {
+                break;
+            };
+            let mut pos = match d.table(slot) {
+                Some(t) if top == 0 || top > t.len() => t.len(),
+                Some(_) => top,
+                None => 0,
+            };
+            while pos > 0 && examined < budget {
+                pos -= 1;
+                examined += 1;
+                let Some(t) = d.table(slot) else { break };
+                if t.is_expired(pos, now) {
+                    let hash = hasher.hash_one(t.entries[pos].key.as_bytes());
+                    // The last entry (already examined) moves into `pos`.
+                    d.remove_entry(slot, pos, hash, false, hasher);
+                    expired += 1;
+                }
+            }
+            if pos > 0 {
+                top = pos;
+                break;
+            }
+            (slot, top) = (slot + 1, 0);
+            if slot >= SLOT_COUNT {
+                (db, slot) = ((db + 1) % n, 0);
+                db_moves += 1;
+            }
+        }
+        self.expire_cursor = ExpireCursor { db, slot, top };
+        expired
+    }
+
+    /// DBSIZE: keys in `db` outside hidden slots (expired keys not yet reclaimed included). O(1).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn dbsize(&self, db: usize) -> Result<u64, KvError> {
+        Ok(self.db(db)?.map_or(0, |d| d.visible))
+    }
+
+    /// Keys in `db` including those of hidden slots (what an RDB save would write). O(1).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn len_including_hidden(&self, db: usize) -> Result<u64, KvError> {
+        Ok(self.db(db)?.map_or(0, |d| d.keys))
+    }
+
+    /// CLUSTER COUNTKEYSINSLOT for `db` (facts sheet C.4): keys in the slot's table, including
+    /// a hidden (importing) slot's keys as Valkey 9.0/9.1 does (A.12). O(1). One of the methods
+    /// behind the `node` crate's key-presence trait.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn count_keys_in_slot(&self, db: usize, slot: Slot) -> Result<u64, KvError> {
+        Ok(self
+            .db(db)?
+            .and_then(|d| d.table(slot.index()))
+            .map_or(0, |t| t.len() as u64))
+    }
+
+    /// Keys in `slot` summed over all databases (SLOT-STATS `key-count`, the "slot still has
+    /// keys" checks of SETSLOT/FLUSHSLOTS/RESET, facts sheet D.5). O(databases).
+    pub fn count_keys_in_slot_all_dbs(&self, slot: Slot) -> u64 {
+        self.dbs
+            .iter()
+            .flatten()
+            .filter_map(|d| d.table(slot.index()))
+            .map(|t| t.len() as u64)
+            .sum()
+    }
+
+    /// CLUSTER GETKEYSINSLOT: up to `count` keys of `slot` in `db`, in storage order, hidden
+    /// slots and not-yet-reclaimed expired keys included (Valkey returns the table's content).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn keys_in_slot(&self, db: usize, slot: Slot, count: usize) -> Result<Vec<Bytes>, KvError> {
+        let Some(t) = self.db(db)?.and_then(|d| d.table(slot.index())) else {
+            return Ok(Vec::new());
+        };
+        Ok(t.entries
+            .iter()
+            .take(count)
+            .map(|e| Bytes::copy_from_slice(e.key.as_bytes()))
+            .collect())
+    }
+
+    /// Deletes every key of `slot` in every database (the cleanup after a slot moved away, or a
+    /// failed import). Returns how many keys went.
+    pub fn drop_slot(&mut self, slot: Slot) -> u64 {
+        let s = slot.index();
+        let hidden = self.hidden.get(s);
+        let mut dropped = 0;
+        for d in self.dbs.iter_mut().flatten() {
+            let t = std::mem::replace(&mut d.slots[s], SlotTable::new());
+            if t.len() > 0 {
+                let n = t.len() as u64;
+                dropped += n;
+                d.keys -= n;
+                if !hidden {
+                    d.sub_visible(s, n);
+                }
+                d.nonempty.set(s, false);
+                d.volatile.set(s, false);
+            }
+        }
+        dropped
+    }
+
+    /// FLUSHDB: deletes every key of `db` (hidden slots included). Returns how many went.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn flush_db(&mut self, db: usize) -> Result<u64, KvError> {
+        self.check_db(db)?;
+        Ok(self.dbs[db].take().map_or(0, |d| d.keys))
+    }
+
+    /// FLUSHALL: deletes every key of every database. Returns how many went.
+    pub fn flush_all(&mut self) -> u64 {
+        self.dbs
+            .iter_mut()
+            .map(|d| d.take().map_or(0, |d| d.keys))
+            .sum()
+    }
+
+    /// SWAPDB: exchanges the contents of two databases. (The node rejects SWAPDB in cluster
+    /// mode with `SWAPDB is not allowed in cluster mode`, facts sheet D.5; the store offers it
+    /// for hosts that run standalone.)
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`] for either index; nothing changes then.
+    pub fn swap_db(&mut self, a: usize, b: usize) -> Result<(), KvError> {
+        self.check_db(a)?;
+        self.check_db(b)?;
+        self.dbs.swap(a, b);
+        Ok(())
+    }
+
+    /// RANDOMKEY: a key of `db` live at `now`, outside hidden slots, drawn uniformly among the
+    /// visible keys with `rng`; expired keys are redrawn (up to 100 draws, then the first live
+    /// key in slot order is taken). `None` iff no visible live key exists.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn random_key<R: RngCore + ?Sized>(
+        &self,
+        db: usize,
+        now: u64,
+        rng: &mut R,
+    ) -> Result<Option<Bytes>, KvError> {
+        let Some(d) = self.db(db)? else {
+            return Ok(None);
+        };
+        if d.visible == 0 {
+            return Ok(None);
+        }
+        for _ in 0..RANDOM_TRIES {
+            // Uniform in 0..visible by widening multiply.
+            let r = ((u128::from(rng.next_u64()) * u128::from(d.visible)) >> 64) as u64;
+            if let Some((t, pos)) = self.nth_visible(d, r) {
+                if !t.is_expired(pos, now) {
+                    return Ok(Some(Bytes::copy_from_slice(t.entries[pos].key.as_bytes())));
+                }
+            }
+        }
+        let mut slot = 0;
+        while let Some(s) = d.nonempty.next_from(slot, &self.hidden) {
+            if let Some(t) = d.table(s) {
+                if let Some(pos) = (0..t.len()).find(|&p| !t.is_expired(p, now)) {
+                    return Ok(Some(Bytes::copy_from_slice(t.entries[pos].key.as_bytes())));
+                }
+            }
+            slot = s + 1;
+        }
+        Ok(None)
+    }
+
+    /// The `r`-th visible key (0-based) in slot order, then storage order.
+    fn nth_visible<'a>(&self, d: &'a Db<V>, mut r: u64) -> Option<(&'a SlotTable<V>, usize)> {
+        let g = d.group_visible.iter().position(|&n| {
+            if r < n {
+                true
+            } else {
+                r -= n;
+                false
+            }
+        })?;
+        for s in (g << GROUP_SHIFT)..((g + 1) << GROUP_SHIFT) {
+            if self.hidden.get(s) {
+                continue;
+            }
+            let Some(t) = d.table(s) else { continue };
+            let n = t.len() as u64;
+            if r < n {
+                return Some((t, r as usize));
+            }
+            r -= n;
+        }
+        None
+    }
+
+    /// Hides `slot` in every database (it is importing, facts sheet A.12/D.3): its keys stay
+    /// stored and reachable by key, and still count in COUNTKEYSINSLOT/GETKEYSINSLOT and
+    /// SLOT-STATS, but DBSIZE, SCAN, KEYS and RANDOMKEY skip them and active expiry leaves them
+    /// alone. Idempotent; returns whether the slot was visible before.
+    pub fn hide_slot(&mut self, slot: Slot) -> bool {
+        let s = slot.index();
+        if self.hidden.get(s) {
+            return false;
+        }
+        self.hidden.set(s, true);
+        for d in self.dbs.iter_mut().flatten() {
+            let n = d.table(s).map_or(0, |t| t.len() as u64);
+            d.sub_visible(s, n);
+        }
+        true
+    }
+
+    /// Makes a hidden slot visible again (import finished); its keys join the counts at once.
+    /// Idempotent; returns whether the slot was hidden before.
+    pub fn reveal_slot(&mut self, slot: Slot) -> bool {
+        let s = slot.index();
+        if !self.hidden.get(s) {
+            return false;
+        }
+        self.hidden.set(s, false);
+        for d in self.dbs.iter_mut().flatten() {
+            let n = d.table(s).map_or(0, |t| t.len() as u64);
+            d.add_visible(s, n);
+        }
+        true
+    }
+
+    /// Whether `slot` is hidden.
+    pub fn is_hidden(&self, slot: Slot) -> bool {
+        self.hidden.get(slot.index())
+    }
+
+    /// CLUSTER SLOT-STATS figures of `slot` (facts sheet D.6).
+    pub fn slot_stats(&self, slot: Slot) -> SlotStats {
+        let s = slot.index();
+        let (mut key_count, mut memory_bytes) = (0, 0);
+        for t in self.dbs.iter().flatten().filter_map(|d| d.table(s)) {
+            key_count += t.len() as u64;
+            memory_bytes += t.memory;
+        }
+        let h = self.host.get(s).copied().unwrap_or_default();
+        SlotStats {
+            key_count,
+            memory_bytes,
+            cpu_usec: h.cpu_usec,
+            network_bytes_in: h.network_bytes_in,
+            network_bytes_out: h.network_bytes_out,
+        }
+    }
+
+    fn host_mut(&mut self, slot: Slot) -> &mut HostCounters {
+        if self.host.is_empty() {
+            self.host = vec![HostCounters::default(); SLOT_COUNT];
+        }
+        &mut self.host[slot.index()]
+    }
+
+    /// Adds command CPU time (µs) to `slot`'s `cpu-usec` (saturating).
+    pub fn record_cpu_usec(&mut self, slot: Slot, usec: u64) {
+        let h = self.host_mut(slot);
+        h.cpu_usec = h.cpu_usec.saturating_add(usec);
+    }
+
+    /// Adds request bytes to `slot`'s `network-bytes-in` (saturating).
+    pub fn record_network_bytes_in(&mut self, slot: Slot, bytes: u64) {
+        let h = self.host_mut(slot);
+        h.network_bytes_in = h.network_bytes_in.saturating_add(bytes);
+    }
+
+    /// Adds reply/replication bytes to `slot`'s `network-bytes-out` (saturating).
+    pub fn record_network_bytes_out(&mut self, slot: Slot, bytes: u64) {
+        let h = self.host_mut(slot);
+        h.network_bytes_out = h.network_bytes_out.saturating_add(bytes);
+    }
+
+    /// Zeroes the host-fed counters of `slot` (Valkey resets a slot's stats when the slot is
+    /// (re)assigned, facts sheet D.6). Key count and memory are live figures and stay.
+    pub fn reset_slot_stats(&mut self, slot: Slot) {
+        if let Some(h) = self.host.get_mut(slot.index()) {
+            *h = HostCounters::default();
+        }
+    }
+
+    /// Zeroes the host-fed counters of every slot (CONFIG RESETSTAT).
+    pub fn reset_all_slot_stats(&mut self) {
+        self.host = Vec::new();
+    }
+}
+
+/// Mutable access to a stored value (from [`KvStore::get_mut`]); when dropped it re-measures
+/// the value's heap size into the slot's memory figure.
+pub struct ValueMut<'a, V: KvValue> {
+    value: &'a mut V,
+    memory: &'a mut u64,
+    before: usize,
+}
+
+impl<V: KvValue> Deref for ValueMut<'_, V> {
+    type Target = V;
+    fn deref(&self) -> &V {
+        self.value
+    }
+}
+
+impl<V: KvValue> DerefMut for ValueMut<'_, V> {
+    fn deref_mut(&mut self) -> &mut V {
+        self.value
+    }
+}
+
+impl<V: KvValue> Drop for ValueMut<'_, V> {
+    fn drop(&mut self) {
+        let after = self.value.heap_size() as u64;
+        *self.memory = self
+            .memory
+            .saturating_sub(self.before as u64)
+            .saturating_add(after);
+    }
+}

@@ -1,0 +1,216 @@
+//! `ClusterConfig`: every cluster option this node uses, with Valkey 8's defaults (facts sheet
+//! §1 "Configuration defaults").
+
+use ferrocluster_topology::{validate_hostname, validate_nodename, AnnounceError};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The bus port is the client port plus this offset unless `cluster-port` is set (§1).
+pub const BUS_PORT_OFFSET: u16 = 10000;
+/// Largest client port for which the default bus port (`port + 10000`) fits (§1).
+pub const MAX_PORT_WITH_DEFAULT_BUS_PORT: u16 = 55535;
+
+/// `cluster-preferred-endpoint-type` (§1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum PreferredEndpoint {
+    /// `ip` (default).
+    #[default]
+    Ip,
+    /// `hostname`.
+    Hostname,
+    /// `unknown-endpoint`.
+    UnknownEndpoint,
+}
+
+/// The cluster options of one node. Units are in the names (`_ms`, `_secs`, `_bytes`);
+/// `Default` gives Valkey 8's defaults. Check a hand-built value with
+/// [`ClusterConfig::validate`] (construction of a node does).
+///
+/// ```
+/// use ferrocluster_node::ClusterConfig;
+/// let c = ClusterConfig::default();
+/// assert_eq!(c.node_timeout_ms, 15_000);
+/// assert_eq!(c.effective_bus_port(), 6379 + 10_000);
+/// assert!(c.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// `port`: the client (TCP) port. Default 6379.
+    pub port: u16,
+    /// `tls-port`: the TLS client port, 0 = none. Default 0 (TLS is not modelled further).
+    pub tls_port: u16,
+    /// `cluster-port`: the bus port; 0 (default) = `port + 10000`, which requires
+    /// `port <= 55535`.
+    pub cluster_port: u16,
+    /// `cluster-node-timeout`, ms. Default 15000. Drives PFAIL (§9.1), ping interval
+    /// (half of it), failure-report validity (twice it), handshake timeout (max with 1000).
+    pub node_timeout_ms: u64,
+    /// `cluster-announce-ip`: sent in every header's `myip`. Default unset (receivers use the
+    /// connection's peer address).
+    pub announce_ip: Option<IpAddr>,
+    /// `cluster-announce-port`: client port announced instead of `port`; 0 (default) = real.
+    pub announce_port: u16,
+    /// `cluster-announce-tls-port`: 0 (default) = real.
+    pub announce_tls_port: u16,
+    /// `cluster-announce-bus-port`: 0 (default) = the real bus port.
+    pub announce_bus_port: u16,
+    /// `cluster-announce-hostname`: `A-Z a-z 0-9 - .`, below 256 bytes. Default unset.
+    pub announce_hostname: Option<String>,
+    /// `cluster-announce-human-nodename`: aux-valid text (§18.2). Default unset.
+    pub announce_human_nodename: Option<String>,
+    /// `cluster-announce-client-ipv4` (V8). Default unset.
+    pub announce_client_ipv4: Option<Ipv4Addr>,
+    /// `cluster-announce-client-ipv6` (V8). Default unset.
+    pub announce_client_ipv6: Option<Ipv6Addr>,
+    /// `cluster-require-full-coverage`. Default yes (§10).
+    pub require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down`. Default no.
+    pub allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`. Default yes.
+    pub allow_pubsubshard_when_down: bool,
+    /// `cluster-allow-replica-migration`. Default yes.
+    pub allow_replica_migration: bool,
+    /// `cluster-migration-barrier`. Default 1.
+    pub migration_barrier: u32,
+    /// `cluster-replica-validity-factor`; 0 disables the data-age check. Default 10.
+    pub replica_validity_factor: u32,
+    /// `cluster-replica-no-failover`: sets NOFAILOVER on myself. Default no.
+    pub replica_no_failover: bool,
+    /// `cluster-preferred-endpoint-type`. Default `ip`.
+    pub preferred_endpoint: PreferredEndpoint,
+    /// `cluster-link-sendbuf-limit`, bytes; 0 (default) = unlimited.
+    pub link_sendbuf_limit_bytes: u64,
+    /// `cluster-blacklist-ttl`, seconds a forgotten node stays banned. Default 60 (§16).
+    pub blacklist_ttl_secs: u64,
+    /// `cluster-ping-interval` (hidden test knob), ms; 0 (default) = NODE_TIMEOUT / 2.
+    pub ping_interval_ms: u64,
+    /// `repl-ping-replica-period`, seconds. Default 10.
+    pub repl_ping_replica_period_secs: u64,
+    /// `cluster-manual-failover-timeout` (Valkey 8.1; `CLUSTER_MF_TIMEOUT` before), ms.
+    /// Default 5000.
+    pub manual_failover_timeout_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            port: 6379,
+            tls_port: 0,
+            cluster_port: 0,
+            node_timeout_ms: 15_000,
+            announce_ip: None,
+            announce_port: 0,
+            announce_tls_port: 0,
+            announce_bus_port: 0,
+            announce_hostname: None,
+            announce_human_nodename: None,
+            announce_client_ipv4: None,
+            announce_client_ipv6: None,
+            require_full_coverage: true,
+            allow_reads_when_down: false,
+            allow_pubsubshard_when_down: true,
+            allow_replica_migration: true,
+            migration_barrier: 1,
+            replica_validity_factor: 10,
+            replica_no_failover: false,
+            preferred_endpoint: PreferredEndpoint::Ip,
+            link_sendbuf_limit_bytes: 0,
+            blacklist_ttl_secs: 60,
+            ping_interval_ms: 0,
+            repl_ping_replica_period_secs: 10,
+            manual_failover_timeout_ms: 5000,
+        }
+    }
+}
+
+/// Why a [`ClusterConfig`] was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `cluster-node-timeout` of 0 ms: every node would be PFAIL at once.
+    #[error("cluster-node-timeout must be at least 1 ms")]
+    NodeTimeoutZero,
+    /// `cluster-port` is 0 and `port + 10000` does not fit in 16 bits (§1: Valkey refuses to
+    /// start when the port is above 55535).
+    #[error("port {0} is above 55535: set cluster-port, the default bus port would overflow")]
+    PortTooHighForBusPort(u16),
+    /// `cluster-announce-hostname` is not a valid hostname.
+    #[error("invalid cluster-announce-hostname: {0}")]
+    AnnounceHostname(AnnounceError),
+    /// `cluster-announce-human-nodename` is not aux-valid text.
+    #[error("invalid cluster-announce-human-nodename: {0}")]
+    AnnounceHumanNodename(AnnounceError),
+    /// `cluster-manual-failover-timeout` of 0 ms (its range is 1..INT_MAX).
+    #[error("cluster-manual-failover-timeout must be at least 1 ms")]
+    ManualFailoverTimeoutZero,
+}
+
+impl ClusterConfig {
+    /// Checks the relationships between options.
+    ///
+    /// # Errors
+    /// The first [`ConfigError`] found.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.node_timeout_ms == 0 {
+            return Err(ConfigError::NodeTimeoutZero);
+        }
+        if self.cluster_port == 0 && self.port > MAX_PORT_WITH_DEFAULT_BUS_PORT {
+            return Err(ConfigError::PortTooHighForBusPort(self.port));
+        }
+        if let Some(h) = &self.announce_hostname {
+            validate_hostname(h).map_err(ConfigError::AnnounceHostname)?;
+        }
+        if let Some(h) = &self.announce_human_nodename {
+            validate_nodename(h).map_err(ConfigError::AnnounceHumanNodename)?;
+        }
+        if self.manual_failover_timeout_ms == 0 {
+            return Err(ConfigError::ManualFailoverTimeoutZero);
+        }
+        Ok(())
+    }
+
+    /// The bus port this node listens on: `cluster-port`, or `port + 10000` (saturating;
+    /// [`ClusterConfig::validate`] refuses the overflow).
+    pub fn bus_port(&self) -> u16 {
+        if self.cluster_port != 0 {
+            self.cluster_port
+        } else {
+            self.port.saturating_add(BUS_PORT_OFFSET)
+        }
+    }
+
+    /// The bus port announced to peers: `cluster-announce-bus-port` or [`Self::bus_port`].
+    pub fn effective_bus_port(&self) -> u16 {
+        if self.announce_bus_port != 0 {
+            self.announce_bus_port
+        } else {
+            self.bus_port()
+        }
+    }
+
+    /// The client port announced to peers: `cluster-announce-port` or `port`.
+    pub fn effective_port(&self) -> u16 {
+        if self.announce_port != 0 {
+            self.announce_port
+        } else {
+            self.port
+        }
+    }
+
+    /// The TLS port announced to peers: `cluster-announce-tls-port` or `tls-port`.
+    pub fn effective_tls_port(&self) -> u16 {
+        if self.announce_tls_port != 0 {
+            self.announce_tls_port
+        } else {
+            self.tls_port
+        }
+    }
+
+    /// Ping interval in ms: `cluster-ping-interval`, or NODE_TIMEOUT / 2 when 0.
+    pub fn ping_interval(&self) -> u64 {
+        if self.ping_interval_ms != 0 {
+            self.ping_interval_ms
+        } else {
+            self.node_timeout_ms / 2
+        }
+    }
+}

@@ -1,0 +1,634 @@
+//! `ClusterNode`: the one Sans-IO entry point.
+
+use crate::output::OutputQueue;
+use crate::stats::MessageStats;
+use crate::{ClusterConfig, Event, LinkEvent, NodeError, Output};
+use ferrocluster_bus::{encode, Body, FrameDecoder, Message, NodeName};
+use ferrocluster_failure::{
+    self as failure, ClusterState, FailureConfig, FailureEffect, StateConfig,
+};
+use ferrocluster_gossip::{
+    build_header, Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId, PingKind, ResetKind,
+    CRON_PERIOD_MS,
+};
+use ferrocluster_slot::SlotSet;
+use ferrocluster_topology::views::{self, InfoInputs, ViewOptions};
+use ferrocluster_topology::{
+    load_nodes_conf, save_nodes_conf, Hostname, HumanNodename, LinkState, LoadOptions, Millis,
+    NodeFlags, NodeId, Topology,
+};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// A Valkey Cluster node engine (Sans-IO). See the crate docs for the host loop.
+///
+/// Every input takes `now` (Unix ms); time that goes backwards is clamped to the latest time
+/// seen. All randomness comes from a ChaCha8 generator seeded at construction, and no hash-map
+/// order reaches an output, so the same inputs give the same outputs.
+#[derive(Debug)]
+pub struct ClusterNode {
+    config: ClusterConfig,
+    gossip_cfg: GossipConfig,
+    failure_cfg: FailureConfig,
+    state_cfg: StateConfig,
+    topo: Topology,
+    gossip: Gossip,
+    state: ClusterState,
+    rng: ChaCha8Rng,
+    decoders: BTreeMap<LinkId, FrameDecoder>,
+    queue: OutputQueue,
+    /// Outputs of the current step, released by `finish`.
+    staged: Vec<Output>,
+    last_now: Millis,
+    next_cron: Millis,
+    save_pending: bool,
+    save_critical: bool,
+    state_dirty: bool,
+    persist_seq: u64,
+    stats: MessageStats,
+}
+
+impl ClusterNode {
+    /// Builds a node from `config` at `now` with randomness from `seed`, either with a fresh
+    /// identity (random node ID and shard ID, flags MYSELF|PRIMARY, §18.3) or from the contents
+    /// of a previously saved nodes.conf. A `Persist` output (seq 1) is queued at once: Valkey
+    /// writes the config at startup.
+    ///
+    /// # Errors
+    /// [`NodeError::Config`] from [`ClusterConfig::validate`]; [`NodeError::NodesConf`] when the
+    /// saved text does not load. An empty `saved_nodes_conf` means "start fresh".
+    pub fn new(
+        config: ClusterConfig,
+        now: Millis,
+        seed: u64,
+        saved_nodes_conf: Option<&[u8]>,
+    ) -> Result<ClusterNode, NodeError> {
+        config.validate()?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut topo = match saved_nodes_conf.filter(|b| !b.is_empty()) {
+            Some(text) => load_nodes_conf(text, now, &mut rng, LoadOptions::default())?,
+            None => Topology::fresh(&mut rng, now),
+        };
+        for n in topo.nodes_mut().filter(|n| !n.is_myself()) {
+            n.link = LinkState::Disconnected;
+        }
+        apply_config_to_myself(&mut topo, &config);
+        let gossip_cfg = GossipConfig {
+            node_timeout_ms: config.node_timeout_ms,
+            blacklist_ttl_secs: config.blacklist_ttl_secs,
+            ping_interval_ms: (config.ping_interval_ms != 0).then_some(config.ping_interval_ms),
+            announce_ip: config.announce_ip,
+        };
+        let failure_cfg = FailureConfig {
+            node_timeout_ms: config.node_timeout_ms,
+        };
+        let state_cfg = StateConfig {
+            require_full_coverage: config.require_full_coverage,
+            node_timeout_ms: config.node_timeout_ms,
+        };
+        let mut node = ClusterNode {
+            config,
+            gossip_cfg,
+            failure_cfg,
+            state_cfg,
+            topo,
+            gossip: Gossip::new(),
+            state: ClusterState::new(),
+            rng,
+            decoders: BTreeMap::new(),
+            queue: OutputQueue::default(),
+            staged: Vec::new(),
+            last_now: now,
+            next_cron: now,
+            save_pending: true,
+            save_critical: false,
+            state_dirty: true,
+            persist_seq: 0,
+            stats: MessageStats::default(),
+        };
+        node.finish(now);
+        Ok(node)
+    }
+
+    fn clamp(&mut self, now: Millis) -> Millis {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+
+    // ----- inputs -----
+
+    /// The host accepted an inbound bus connection from `peer_ip`; returns the link's ID for
+    /// later [`ClusterNode::handle_link_bytes`] and [`LinkEvent::Closed`] calls.
+    pub fn handle_accept(&mut self, peer_ip: IpAddr, now: Millis) -> LinkId {
+        let now = self.clamp(now);
+        let link = self
+            .gossip
+            .links
+            .open(LinkDirection::Inbound, None, Some(peer_ip), now);
+        self.decoders.insert(link, FrameDecoder::new());
+        link
+    }
+
+    /// The host reports a link event. Unknown links are ignored.
+    pub fn handle_link(&mut self, event: LinkEvent, now: Millis) {
+        let now = self.clamp(now);
+        let mut out = Vec::new();
+        match event {
+            LinkEvent::Connected(link) => {
+                self.gossip.handle_connected(
+                    &mut self.topo,
+                    &self.gossip_cfg,
+                    link,
+                    now,
+                    &mut self.rng,
+                    &mut out,
+                );
+            }
+            LinkEvent::ConnectFailed(link) => {
+                self.gossip
+                    .handle_link_closed(&mut self.topo, link, true, now);
+                self.decoders.remove(&link);
+            }
+            LinkEvent::Closed(link) => {
+                self.gossip
+                    .handle_link_closed(&mut self.topo, link, false, now);
+                self.decoders.remove(&link);
+            }
+        }
+        self.apply_gossip_effects(out, now);
+        self.finish(now);
+    }
+
+    /// Bytes arrived on `link`. The node frames the stream itself: every whole frame is
+    /// decoded and processed; a frame that fails to decode is dropped and counted (nothing else
+    /// changes, [`Event::FrameDropped`]); lost framing closes the link ([`Output::Close`], then
+    /// [`Event::FramingLost`]). Bytes for an unknown link are ignored.
+    pub fn handle_link_bytes(&mut self, link: LinkId, bytes: &[u8], now: Millis) {
+        let now = self.clamp(now);
+        let Some(dec) = self.decoders.get_mut(&link) else {
+            return;
+        };
+        dec.push(bytes);
+        while let Some(dec) = self.decoders.get_mut(&link) {
+            match dec.next_message() {
+                Ok(Some(msg)) => {
+                    MessageStats::count(&mut self.stats.received, msg.message_type());
+                    self.process_message(link, &msg, now);
+                }
+                Ok(None) => break,
+                Err(error) if error.framing_lost() => {
+                    self.stats.framing_lost += 1;
+                    self.decoders.remove(&link);
+                    self.gossip
+                        .handle_link_closed(&mut self.topo, link, false, now);
+                    self.staged.push(Output::Close { link });
+                    self.staged
+                        .push(Output::Event(Event::FramingLost { link, error }));
+                    break;
+                }
+                Err(error) => {
+                    self.stats.dropped_frames += 1;
+                    self.staged
+                        .push(Output::Event(Event::FrameDropped { link, error }));
+                }
+            }
+        }
+        self.finish(now);
+    }
+
+    /// Runs the timers due at `now` (the 100 ms cron: pings, reconnects, handshake expiry,
+    /// PFAIL marking, cluster state). Calling it early or twice is harmless.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        let now = self.clamp(now);
+        if now < self.next_cron {
+            return;
+        }
+        self.next_cron = now.saturating_add_ms(CRON_PERIOD_MS);
+        let mut out = Vec::new();
+        self.gossip.handle_cron(
+            &mut self.topo,
+            &self.gossip_cfg,
+            now,
+            &mut self.rng,
+            &mut out,
+        );
+        self.apply_gossip_effects(out, now);
+        let mut fout = Vec::new();
+        failure::check_pfail(&mut self.topo, now, &self.failure_cfg, &mut fout);
+        self.apply_failure_effects(fout, now);
+        // §7.2 step 6: re-evaluated every run (cheap), so the delays of §10 expire on time.
+        self.state_dirty = true;
+        self.finish(now);
+    }
+
+    /// The host has durably written every `Persist` output up to `seq` (cumulative). Held
+    /// transmits that waited for it become pollable.
+    pub fn handle_persisted(&mut self, seq: u64) {
+        self.queue.acknowledge(seq);
+    }
+
+    // ----- outputs -----
+
+    /// The next instruction for the host, in order; `None` when there is nothing (more) to do
+    /// now. Drain it after every input.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.queue.pop()
+    }
+
+    /// When [`ClusterNode::handle_timeout`] must be called next (absolute Unix ms).
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        Some(self.next_cron)
+    }
+
+    // ----- commands -----
+
+    /// CLUSTER MEET `ip port [bus_port]` (§7.3): a handshake node is created (unless one with
+    /// the same address exists) and the cron connects to it with a MEET.
+    ///
+    /// # Errors
+    /// [`NodeError::Command`] for port 0 or an overflowing default bus port.
+    pub fn meet(
+        &mut self,
+        ip: IpAddr,
+        port: u16,
+        bus_port: Option<u16>,
+        now: Millis,
+    ) -> Result<(), NodeError> {
+        let now = self.clamp(now);
+        self.gossip
+            .meet(&mut self.topo, ip, port, bus_port, now, &mut self.rng)?;
+        self.state_dirty = true;
+        self.finish(now);
+        Ok(())
+    }
+
+    /// CLUSTER ADDSLOTS (§15): every slot must be unassigned; they become myself's, their
+    /// importing marks are cleared.
+    ///
+    /// # Errors
+    /// [`NodeError::SlotBusy`] naming the first slot that has an owner (nothing assigned).
+    pub fn add_slots(&mut self, slots: &SlotSet, now: Millis) -> Result<(), NodeError> {
+        let now = self.clamp(now);
+        if let Some(busy) = slots.iter().find(|s| self.topo.slot_owner(*s).is_some()) {
+            return Err(NodeError::SlotBusy(busy));
+        }
+        let me = *self.topo.myself_id();
+        for s in slots.iter() {
+            // Myself is always known.
+            let _ = self.topo.set_slot_owner(s, Some(me));
+            let _ = self.topo.set_importing(s, None);
+        }
+        self.save_pending = true;
+        self.state_dirty = true;
+        self.finish(now);
+        Ok(())
+    }
+
+    /// CLUSTER REPLICATE `id` (§19.6), the role part: myself becomes a replica of `primary`
+    /// (taking its shard ID) and a PONG is broadcast. Replicating the current primary again is
+    /// OK. Data replication is the host's business.
+    ///
+    /// # Errors
+    /// [`NodeError::UnknownNode`], [`NodeError::ReplicateMyself`],
+    /// [`NodeError::ReplicateReplica`], [`NodeError::ReplicateWithSlots`].
+    pub fn replicate(&mut self, primary: &NodeId, now: Millis) -> Result<(), NodeError> {
+        let now = self.clamp(now);
+        let me = *self.topo.myself_id();
+        let p = self
+            .topo
+            .node(primary)
+            .ok_or(NodeError::UnknownNode(*primary))?;
+        if *primary == me {
+            return Err(NodeError::ReplicateMyself);
+        }
+        if p.is_replica() {
+            return Err(NodeError::ReplicateReplica);
+        }
+        let shard = p.shard_id;
+        if self.topo.myself().is_primary() && self.topo.myself().slot_count() != 0 {
+            return Err(NodeError::ReplicateWithSlots);
+        }
+        // Both known and distinct (checked above).
+        let _ = self.topo.set_primary(&me, *primary);
+        self.topo.myself_mut().shard_id = shard;
+        self.save_pending = true;
+        self.state_dirty = true;
+        self.broadcast_pong(now);
+        self.finish(now);
+        Ok(())
+    }
+
+    /// CLUSTER FORGET `id` (§16): the node is banned for `cluster-blacklist-ttl` seconds and
+    /// deleted; the ban travels in FORGOTTEN_NODE extensions.
+    ///
+    /// # Errors
+    /// [`NodeError::Command`]: unknown (and not banned), myself, or my primary.
+    pub fn forget(&mut self, id: &NodeId, now: Millis) -> Result<(), NodeError> {
+        let now = self.clamp(now);
+        let mut out = Vec::new();
+        self.gossip
+            .forget(&mut self.topo, &self.gossip_cfg, id, now, &mut out)?;
+        self.apply_gossip_effects(out, now);
+        self.finish(now);
+        Ok(())
+    }
+
+    /// CLUSTER RESET SOFT (`hard = false`) or HARD (§19.6). The host refuses it for a primary
+    /// holding keys before calling this.
+    ///
+    /// # Errors
+    /// None today; the `Result` leaves room for checks the node will own.
+    pub fn reset(&mut self, hard: bool, now: Millis) -> Result<(), NodeError> {
+        let now = self.clamp(now);
+        let mut out = Vec::new();
+        let kind = if hard {
+            ResetKind::Hard
+        } else {
+            ResetKind::Soft
+        };
+        self.gossip
+            .reset(&mut self.topo, kind, &mut self.rng, &mut out);
+        self.decoders.clear();
+        apply_config_to_myself(&mut self.topo, &self.config);
+        self.apply_gossip_effects(out, now);
+        self.finish(now);
+        Ok(())
+    }
+
+    // ----- queries -----
+
+    /// Myself's node ID.
+    pub fn myself_id(&self) -> &NodeId {
+        self.topo.myself_id()
+    }
+
+    /// The cluster model (read-only).
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// Whether the cluster state is `ok` (§10).
+    pub fn cluster_state_ok(&self) -> bool {
+        self.state.is_ok()
+    }
+
+    /// Message counters.
+    pub fn stats(&self) -> &MessageStats {
+        &self.stats
+    }
+
+    /// The CLUSTER INFO text (§19.4).
+    pub fn cluster_info(&self) -> String {
+        let inputs = InfoInputs {
+            state_ok: self.state.is_ok(),
+            messages_sent: self.stats.sent,
+            messages_received: self.stats.received,
+            links_buffer_limit_exceeded: 0,
+        };
+        views::cluster_info_text(&self.topo, &inputs)
+    }
+
+    /// The CLUSTER NODES text (§19.1) as a plain-TCP IPv4 client sees it.
+    pub fn cluster_nodes(&self) -> String {
+        views::cluster_nodes_text(&self.topo, &ViewOptions::default())
+    }
+
+    /// The nodes.conf text the next `Persist` would carry (§18).
+    pub fn nodes_conf(&self) -> String {
+        save_nodes_conf(&self.topo)
+    }
+
+    /// The number of valid failure reports about `id` (`CLUSTER COUNT-FAILURE-REPORTS`);
+    /// `None` for an unknown node. Expired reports are not counted.
+    pub fn failure_report_count(&self, id: &NodeId, now: Millis) -> Option<usize> {
+        let validity = self.failure_cfg.report_validity_ms();
+        self.topo.node(id).map(|n| {
+            n.failure_reports
+                .values()
+                .filter(|t| now.since(**t) <= validity)
+                .count()
+        })
+    }
+
+    // ----- internals -----
+
+    fn process_message(&mut self, link: LinkId, msg: &Message, now: Millis) {
+        let mut out = Vec::new();
+        let sender = self.gossip.handle_message(
+            &mut self.topo,
+            &self.gossip_cfg,
+            link,
+            msg,
+            now,
+            &mut self.rng,
+            &mut out,
+        );
+        self.apply_gossip_effects(out, now);
+        // Type-specific steps of §8 that need a known sender.
+        if let (Some(_), Body::Fail { about }) = (sender, &msg.body) {
+            if let Ok(id) = NodeId::from_bytes(about.as_bytes()) {
+                let mut fout = Vec::new();
+                failure::handle_fail_message(&mut self.topo, &id, now, &mut fout);
+                self.apply_failure_effects(fout, now);
+            }
+        }
+        // UPDATE, FAILOVER_AUTH_*, MFSTART, PUBLISH, MODULE: later parts (epoch, pub/sub).
+    }
+
+    fn transmit(&mut self, link: LinkId, message: &Message) {
+        MessageStats::count(&mut self.stats.sent, message.message_type());
+        self.staged.push(Output::Transmit {
+            link,
+            bytes: encode(message),
+        });
+    }
+
+    fn apply_gossip_effects(&mut self, effects: Vec<GossipEffect>, now: Millis) {
+        for e in effects {
+            match e {
+                GossipEffect::Connect { link, ip, port, .. } => {
+                    self.decoders.insert(link, FrameDecoder::new());
+                    self.staged.push(Output::Connect { link, ip, port });
+                }
+                GossipEffect::Send { link, message } => self.transmit(link, &message),
+                GossipEffect::Close { link } => {
+                    self.decoders.remove(&link);
+                    self.staged.push(Output::Close { link });
+                }
+                GossipEffect::Save => self.save_pending = true,
+                GossipEffect::UpdateState => self.state_dirty = true,
+                GossipEffect::GossipHealth {
+                    sender,
+                    about,
+                    flags,
+                } => {
+                    let mut fout = Vec::new();
+                    failure::handle_gossip_flags(
+                        &mut self.topo,
+                        &sender,
+                        &about,
+                        flags,
+                        now,
+                        &self.failure_cfg,
+                        &mut fout,
+                    );
+                    self.apply_failure_effects(fout, now);
+                }
+                GossipEffect::PongReceived(id) => {
+                    let mut fout = Vec::new();
+                    failure::handle_pong(&mut self.topo, &id, now, &self.failure_cfg, &mut fout);
+                    self.apply_failure_effects(fout, now);
+                }
+                GossipEffect::HandshakeCompleted(id) => {
+                    self.staged
+                        .push(Output::Event(Event::HandshakeCompleted(id)));
+                }
+                GossipEffect::NodeDiscovered(id) => {
+                    self.staged.push(Output::Event(Event::NodeDiscovered(id)));
+                }
+                GossipEffect::NodeDeleted(id) => {
+                    self.staged.push(Output::Event(Event::NodeDeleted(id)));
+                }
+                GossipEffect::ConfigEpochBumped => {
+                    self.save_pending = true;
+                    self.save_critical = true;
+                    let e = self.topo.myself().config_epoch;
+                    self.staged.push(Output::Event(Event::ConfigEpochBumped(e)));
+                }
+            }
+        }
+    }
+
+    fn apply_failure_effects(&mut self, effects: Vec<FailureEffect>, _now: Millis) {
+        for e in effects {
+            self.state_dirty = true;
+            let ev = match e {
+                FailureEffect::MarkedPfail(id) => Event::NodePfail(id),
+                FailureEffect::MarkedFail { node, broadcast } => {
+                    self.save_pending = true;
+                    if broadcast {
+                        self.broadcast_fail(&node);
+                    }
+                    Event::NodeFail(node)
+                }
+                FailureEffect::PfailCleared(id) => Event::NodePfailCleared(id),
+                FailureEffect::FailCleared(id) => {
+                    self.save_pending = true;
+                    Event::NodeFailCleared(id)
+                }
+            };
+            self.staged.push(Output::Event(ev));
+        }
+    }
+
+    fn broadcast_fail(&mut self, about: &NodeId) {
+        let header = build_header(&self.topo, &self.gossip_cfg, self.gossip.state_byte);
+        let msg = Message::full(
+            header,
+            Body::Fail {
+                about: NodeName::new(*about.as_bytes()),
+            },
+        );
+        let mut out = Vec::new();
+        self.gossip.broadcast(&self.topo, &msg, &mut out);
+        for e in out {
+            if let GossipEffect::Send { link, message } = e {
+                self.transmit(link, &message);
+            }
+        }
+    }
+
+    fn broadcast_pong(&mut self, now: Millis) {
+        let ids: Vec<NodeId> = self
+            .topo
+            .nodes()
+            .filter(|n| !n.is_myself())
+            .map(|n| *n.id())
+            .collect();
+        let mut out = Vec::new();
+        for id in ids {
+            self.gossip.send_ping(
+                &mut self.topo,
+                &self.gossip_cfg,
+                &id,
+                PingKind::Pong,
+                now,
+                &mut self.rng,
+                &mut out,
+            );
+        }
+        self.apply_gossip_effects(out, now);
+    }
+
+    /// Ends a step: re-evaluates the cluster state if needed, then releases the staged outputs
+    /// into the queue — a `Persist` first when the config changed, and, when the change must
+    /// be durable before anyone hears of it (a bumped configEpoch), every transmit of the step
+    /// held until that persist is acknowledged.
+    fn finish(&mut self, now: Millis) {
+        if self.state_dirty {
+            self.state_dirty = false;
+            if let Some(h) = self.state.update(&self.topo, now, &self.state_cfg) {
+                self.staged.push(Output::Event(Event::ClusterStateChanged(
+                    h == failure::ClusterHealth::Ok,
+                )));
+            }
+            self.gossip.state_byte = self.state.health().wire();
+        }
+        let mut gate = None;
+        if self.save_pending {
+            self.save_pending = false;
+            self.persist_seq += 1;
+            let contents = save_nodes_conf(&self.topo).into_bytes();
+            self.queue.push(Output::Persist {
+                seq: self.persist_seq,
+                contents,
+            });
+            if std::mem::take(&mut self.save_critical) {
+                gate = Some(self.persist_seq);
+            }
+        }
+        for o in self.staged.drain(..) {
+            match (gate, &o) {
+                (Some(seq), Output::Transmit { .. }) if seq > self.queue.persisted() => {
+                    self.queue.push_after_persist(seq, o)
+                }
+                _ => self.queue.push(o),
+            }
+        }
+    }
+}
+
+/// Writes the configured announce values into myself's record (ports, hostname, names, client
+/// IPs, NOFAILOVER, LIGHT_HDR_SUPPORTED which V8 always advertises, §5.1).
+fn apply_config_to_myself(topo: &mut Topology, c: &ClusterConfig) {
+    let me = topo.myself_mut();
+    me.port = c.effective_port();
+    me.tls_port = c.effective_tls_port();
+    me.bus_port = c.effective_bus_port();
+    if let Some(ip) = c.announce_ip {
+        me.ip = Some(ip);
+    }
+    // validate() checked these; an invalid value cannot reach here.
+    me.hostname = c
+        .announce_hostname
+        .as_deref()
+        .and_then(|h| Hostname::new(h).ok());
+    me.human_nodename = c
+        .announce_human_nodename
+        .as_deref()
+        .and_then(|h| HumanNodename::new(h).ok());
+    me.client_ipv4 = c.announce_client_ipv4;
+    me.client_ipv6 = c.announce_client_ipv6;
+    me.flags.set(NodeFlags::NOFAILOVER, c.replica_no_failover);
+    me.flags.insert(NodeFlags::LIGHT_HDR_SUPPORTED);
+    me.link = LinkState::Connected;
+}

@@ -1,0 +1,169 @@
+//! What the node asks its host to do, and the ordered queue that holds it.
+
+use ferrocluster_bus::DecodeError;
+use ferrocluster_gossip::LinkId;
+use ferrocluster_topology::{ConfigEpoch, NodeId};
+use std::collections::VecDeque;
+use std::net::IpAddr;
+
+/// Something the host reports about a bus link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkEvent {
+    /// The outbound connection asked for by [`Output::Connect`] is up.
+    Connected(LinkId),
+    /// The outbound connection asked for by [`Output::Connect`] could not be made.
+    ConnectFailed(LinkId),
+    /// The link (either direction) was closed by the peer or by an error.
+    Closed(LinkId),
+}
+
+/// One instruction for the host, from [`crate::ClusterNode::poll_output`]. The host MUST act
+/// on them in the order polled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Open a TCP connection to `ip:port` (a bus port) for `link`; report the result with
+    /// [`LinkEvent::Connected`] or [`LinkEvent::ConnectFailed`].
+    Connect {
+        /// The link ID the node chose.
+        link: LinkId,
+        /// Destination IP.
+        ip: IpAddr,
+        /// Destination bus port.
+        port: u16,
+    },
+    /// Write `bytes` (whole bus frames) on `link`.
+    Transmit {
+        /// The link.
+        link: LinkId,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Close `link`; the node has already forgotten it (no [`LinkEvent::Closed`] needed).
+    Close {
+        /// The link.
+        link: LinkId,
+    },
+    /// Write `contents` as nodes.conf atomically (and fsync), then call
+    /// [`crate::ClusterNode::handle_persisted`] with `seq`. Sequence numbers increase by one.
+    Persist {
+        /// Sequence number (cumulative acknowledgement).
+        seq: u64,
+        /// The whole file (§18.1).
+        contents: Vec<u8>,
+    },
+    /// Something happened (logs, metrics, tests).
+    Event(Event),
+}
+
+/// A notable state change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A MEET handshake completed: the node is known by its real ID.
+    HandshakeCompleted(NodeId),
+    /// A node was learned from a gossip section.
+    NodeDiscovered(NodeId),
+    /// A node was deleted (handshake timeout, FORGET, forgotten-node extension, duplicate).
+    NodeDeleted(NodeId),
+    /// A node was marked PFAIL (§9.1).
+    NodePfail(NodeId),
+    /// A node was marked FAIL (§9.3 quorum or a FAIL message).
+    NodeFail(NodeId),
+    /// PFAIL was cleared by a PONG.
+    NodePfailCleared(NodeId),
+    /// FAIL was cleared by a PONG (§9.4).
+    NodeFailCleared(NodeId),
+    /// The cluster state changed (§10): `true` = ok.
+    ClusterStateChanged(bool),
+    /// Myself took a new configEpoch after a collision (§11.5).
+    ConfigEpochBumped(ConfigEpoch),
+    /// One bad frame was dropped; the link stays open and nothing else changed.
+    FrameDropped {
+        /// The link it came on.
+        link: LinkId,
+        /// Why.
+        error: DecodeError,
+    },
+    /// Framing was lost on the link: it was closed ([`Output::Close`] precedes this event).
+    FramingLost {
+        /// The link.
+        link: LinkId,
+        /// Why.
+        error: DecodeError,
+    },
+}
+
+/// The ordered output queue. An entry may wait for a persist acknowledgement: the queue is
+/// strictly FIFO, so a held entry also holds everything behind it (order is never broken).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OutputQueue {
+    items: VecDeque<(Option<u64>, Output)>,
+    persisted: u64,
+}
+
+impl OutputQueue {
+    pub(crate) fn push(&mut self, out: Output) {
+        self.items.push_back((None, out));
+    }
+
+    /// Queues `out` to be released only after `handle_persisted(seq)` (or a later seq).
+    pub(crate) fn push_after_persist(&mut self, seq: u64, out: Output) {
+        self.items.push_back((Some(seq), out));
+    }
+
+    pub(crate) fn acknowledge(&mut self, seq: u64) {
+        self.persisted = self.persisted.max(seq);
+    }
+
+    pub(crate) fn persisted(&self) -> u64 {
+        self.persisted
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Output> {
+        match self.items.front() {
+            Some((Some(seq), _)) if *seq > self.persisted => None,
+            Some(_) => self.items.pop_front().map(|(_, o)| o),
+            None => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx(n: u64) -> Output {
+        Output::Transmit {
+            link: LinkId(n),
+            bytes: vec![n as u8],
+        }
+    }
+
+    #[test]
+    fn held_transmit_waits_for_its_persist_and_keeps_order() {
+        let mut q = OutputQueue::default();
+        q.push(Output::Persist {
+            seq: 1,
+            contents: b"x".to_vec(),
+        });
+        q.push_after_persist(1, tx(1));
+        q.push(tx(2));
+        assert!(matches!(q.pop(), Some(Output::Persist { seq: 1, .. })));
+        assert_eq!(q.pop(), None, "held until handle_persisted(1)");
+        assert_eq!(q.pop(), None);
+        q.acknowledge(1);
+        assert_eq!(q.pop(), Some(tx(1)));
+        assert_eq!(q.pop(), Some(tx(2)));
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn acknowledgements_are_cumulative() {
+        let mut q = OutputQueue::default();
+        q.push_after_persist(2, tx(1));
+        q.acknowledge(3);
+        q.acknowledge(1); // an older ack does not go back
+        assert_eq!(q.persisted(), 3);
+        assert_eq!(q.pop(), Some(tx(1)));
+    }
+}

@@ -1,0 +1,200 @@
+//! A small in-memory harness (like quinn's `Pair`): N nodes, instant delivery, a virtual
+//! clock, nodes that can be cut off.
+#![allow(dead_code)]
+
+use ferrocluster_node::{ClusterConfig, ClusterNode, Event, LinkEvent, LinkId, Millis, Output};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::{IpAddr, Ipv4Addr};
+
+pub const T0: Millis = Millis(1_700_000_000_000);
+
+pub fn ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + i as u8))
+}
+
+pub fn port(i: usize) -> u16 {
+    7000 + i as u16
+}
+
+pub fn config(i: usize, node_timeout_ms: u64) -> ClusterConfig {
+    ClusterConfig {
+        port: port(i),
+        node_timeout_ms,
+        ..ClusterConfig::default()
+    }
+}
+
+pub struct Net {
+    pub nodes: Vec<ClusterNode>,
+    pub now: Millis,
+    /// (node, link) -> (peer node, peer link)
+    wires: BTreeMap<(usize, LinkId), (usize, LinkId)>,
+    pub events: Vec<(usize, Event)>,
+    pub persisted: Vec<Option<Vec<u8>>>,
+    pub down: BTreeSet<usize>,
+    /// Every transmit: (from node, link, bytes).
+    pub sent: Vec<(usize, LinkId, Vec<u8>)>,
+    deliveries: VecDeque<(usize, LinkId, Vec<u8>)>,
+}
+
+impl Net {
+    pub fn new(n: usize, node_timeout_ms: u64) -> Net {
+        let nodes = (0..n)
+            .map(|i| {
+                ClusterNode::new(config(i, node_timeout_ms), T0, 1000 + i as u64, None).unwrap()
+            })
+            .collect();
+        Net::from_nodes(nodes)
+    }
+
+    pub fn from_nodes(nodes: Vec<ClusterNode>) -> Net {
+        let n = nodes.len();
+        let mut net = Net {
+            nodes,
+            now: T0,
+            wires: BTreeMap::new(),
+            events: Vec::new(),
+            persisted: vec![None; n],
+            down: BTreeSet::new(),
+            sent: Vec::new(),
+            deliveries: VecDeque::new(),
+        };
+        net.drain();
+        net
+    }
+
+    fn index_of(&self, ip_: IpAddr, bus_port: u16) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| ip(i) == ip_ && port(i) + 10000 == bus_port)
+    }
+
+    /// Acts on every output of every node until all are quiet.
+    pub fn drain(&mut self) {
+        loop {
+            let mut any = false;
+            for i in 0..self.nodes.len() {
+                while let Some(out) = self.nodes[i].poll_output() {
+                    any = true;
+                    self.act(i, out);
+                }
+            }
+            while let Some((to, link, bytes)) = self.deliveries.pop_front() {
+                any = true;
+                let now = self.now;
+                self.nodes[to].handle_link_bytes(link, &bytes, now);
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn act(&mut self, i: usize, out: Output) {
+        let now = self.now;
+        match out {
+            Output::Connect {
+                link,
+                ip: dst_ip,
+                port: dst_port,
+            } => match self.index_of(dst_ip, dst_port) {
+                Some(j) if !self.down.contains(&i) && !self.down.contains(&j) => {
+                    let peer_link = self.nodes[j].handle_accept(ip(i), now);
+                    self.wires.insert((i, link), (j, peer_link));
+                    self.wires.insert((j, peer_link), (i, link));
+                    self.nodes[i].handle_link(LinkEvent::Connected(link), now);
+                }
+                _ => self.nodes[i].handle_link(LinkEvent::ConnectFailed(link), now),
+            },
+            Output::Transmit { link, bytes } => {
+                self.sent.push((i, link, bytes.clone()));
+                if let Some(&(j, peer)) = self.wires.get(&(i, link)) {
+                    if !self.down.contains(&i) && !self.down.contains(&j) {
+                        self.deliveries.push_back((j, peer, bytes));
+                    }
+                }
+            }
+            Output::Close { link } => {
+                if let Some((j, peer)) = self.wires.remove(&(i, link)) {
+                    self.wires.remove(&(j, peer));
+                    self.nodes[j].handle_link(LinkEvent::Closed(peer), now);
+                }
+            }
+            Output::Persist { seq, contents } => {
+                self.persisted[i] = Some(contents);
+                self.nodes[i].handle_persisted(seq);
+            }
+            Output::Event(e) => self.events.push((i, e)),
+        }
+    }
+
+    /// Cuts a node off: its existing links are closed on both sides, new connects fail.
+    pub fn isolate(&mut self, i: usize) {
+        self.down.insert(i);
+        let now = self.now;
+        let cut: Vec<_> = self
+            .wires
+            .keys()
+            .filter(|(a, _)| *a == i)
+            .copied()
+            .collect();
+        for (a, l) in cut {
+            if let Some((j, peer)) = self.wires.remove(&(a, l)) {
+                self.wires.remove(&(j, peer));
+                self.nodes[j].handle_link(LinkEvent::Closed(peer), now);
+                self.nodes[a].handle_link(LinkEvent::Closed(l), now);
+            }
+        }
+        self.drain();
+    }
+
+    pub fn heal(&mut self, i: usize) {
+        self.down.remove(&i);
+    }
+
+    /// Advances the clock by `ms` in 100 ms cron steps.
+    pub fn run_for(&mut self, ms: u64) {
+        let end = self.now.saturating_add_ms(ms);
+        while self.now < end {
+            self.now = self.now.saturating_add_ms(100);
+            let now = self.now;
+            for i in 0..self.nodes.len() {
+                self.nodes[i].handle_timeout(now);
+            }
+            self.drain();
+        }
+    }
+
+    /// Runs until `cond` holds or `max_ms` pass; returns whether it held.
+    pub fn run_until(&mut self, max_ms: u64, mut cond: impl FnMut(&Net) -> bool) -> bool {
+        let end = self.now.saturating_add_ms(max_ms);
+        while self.now < end {
+            if cond(self) {
+                return true;
+            }
+            self.run_for(100);
+        }
+        cond(self)
+    }
+
+    pub fn meet(&mut self, a: usize, b: usize) {
+        let now = self.now;
+        self.nodes[a].meet(ip(b), port(b), None, now).unwrap();
+        self.drain();
+    }
+
+    /// Whether node `a` knows node `b` by its real ID, out of handshake.
+    pub fn knows(&self, a: usize, b: usize) -> bool {
+        let id = self.nodes[b].myself_id();
+        self.nodes[a]
+            .topology()
+            .node(id)
+            .is_some_and(|n| !n.in_handshake())
+    }
+
+    /// Every node knows every other by its real ID and holds no handshake node.
+    pub fn fully_meshed(&self) -> bool {
+        let n = self.nodes.len();
+        (0..n).all(|a| {
+            self.nodes[a].topology().len() == n && (0..n).all(|b| a == b || self.knows(a, b))
+        })
+    }
+}

@@ -1,0 +1,70 @@
+//! The deterministic simulator of ferrocluster (issue 4): many cluster nodes under one
+//! virtual clock, a network that delays, splits, stalls and partitions bus links, hosts that
+//! crash and restart from the nodes.conf they had made durable, invariants checked after
+//! every step, and every run reproducible from one seed.
+//!
+//! The idea follows TigerBeetle's VOPR and FoundationDB's simulation (STYLE.md): the
+//! simulator is the host of every engine, so the engines' Sans-IO contract (DESIGN.md) is all
+//! it needs; nothing reads a real clock or real randomness.
+//!
+//! # Model
+//!
+//! * **Clock**: one virtual [`Millis`](ferrocluster_topology::Millis) clock starting at
+//!   [`START_TIME`]. Events sit in one queue ordered by (time, insertion number); a step pops
+//!   the earliest, advances the clock to it and calls one engine input.
+//! * **Hosts**: host *i* has bus address [`host_ip`]`(i)`:[`BUS_PORT`]. Its engine is built by
+//!   a [`Factory`] from a seed drawn from the run's RNG and from the nodes.conf on its
+//!   [`Disk`] (on restart).
+//! * **Links** are TCP-like ordered byte streams. A `Connect` output reaches the host at that
+//!   address after one latency and becomes `handle_accept` there; the connecting side gets
+//!   `Connected` one latency later. A connect to an address nobody has is never answered; to
+//!   a crashed host it is refused. Every transmit gets a latency drawn per message from
+//!   `min_latency_ms..=max_latency_ms` ([`NetConfig`]), but a stream never overtakes itself;
+//!   transmits are split at random points and ready pieces are coalesced at random, so the
+//!   engines' framers see arbitrary read boundaries. `Close` reaches the peer after the
+//!   bytes sent before it.
+//! * **Partitions** ([`Partitions`]) are directed: a blocked direction delivers nothing; its
+//!   bytes wait (TCP retransmission) and flow after [`Sim::heal`], unless an engine closes
+//!   the link first. A connect across a partition hangs (SYN retried every second, failing
+//!   after 30 s) or fails at once, chosen per [`PartitionedConnect`].
+//!   [`Sim::break_links`] resets every link between two hosts (connectivity loss).
+//! * **Disk and crashes**: a `Persist` output is written to the host's [`Disk`] and
+//!   acknowledged with `handle_persisted` after a seeded fsync delay. [`Sim::crash`] drops the
+//!   engine; each unacknowledged write may or may not have reached the disk (a seeded
+//!   choice); peers see their links close within `crash_close_max_ms`. [`Sim::restart`]
+//!   builds a new engine from what the disk holds.
+//! * **Trace**: every delivered event (kind, time, host or link, payload) is mixed into a
+//!   [`TraceHash`]; the same seed gives the same digest (tested).
+//! * **Invariants** ([`Invariant`]) run after every step. The first broken one stops the run
+//!   with a [`Violation`] naming the seed; [`seed::replay_hint`] gives the command that
+//!   replays it (`FERROCLUSTER_SIM_SEED=<seed> cargo test -p ferrocluster-sim <test>`).
+//!
+//! The engine surface the simulator drives is the [`Engine`] trait; [`cluster`] implements
+//! it for `ferrocluster_node::ClusterNode` and holds the cluster invariants and scenario
+//! helpers.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod cluster;
+pub mod disk;
+pub mod engine;
+pub mod faults;
+pub mod net;
+pub mod seed;
+pub mod sim;
+pub mod sniff;
+pub mod trace;
+
+pub use cluster::{
+    check_converged, cluster_sim, cluster_sim_with, ClusterInvariants, ClusterSim, ClusterSimExt,
+    SimError,
+};
+pub use disk::Disk;
+pub use engine::{Engine, EngineOutput, LinkEvent};
+pub use faults::{random_fault_run, FaultPlan, RunReport};
+pub use net::{NetConfig, PartitionedConnect, Partitions};
+pub use sim::{
+    host_ip, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation, BUS_PORT,
+    CLIENT_PORT, START_TIME,
+};
+pub use trace::TraceHash;

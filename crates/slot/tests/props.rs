@@ -1,0 +1,108 @@
+//! Property tests: hashing against the `crc16` crate oracle, hash tags, and `SlotSet` round trips.
+
+use ferrocluster_slot::{
+    format_slot_ranges, hash_tag, key_hash_slot, parse_slot_ranges, pattern_slot, Slot, SlotRange,
+    SlotSet, SLOT_COUNT,
+};
+use proptest::prelude::*;
+
+fn oracle(key: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(hash_tag(key)) & 0x3FFF
+}
+
+fn slot_set() -> impl Strategy<Value = SlotSet> {
+    prop_oneof![
+        proptest::collection::vec(0u16..16384, 0..200)
+            .prop_map(|v| v.into_iter().map(|n| Slot::new(n).unwrap()).collect()),
+        proptest::collection::vec((0u16..16384, 0u16..600), 0..12).prop_map(|v| {
+            let mut s = SlotSet::new();
+            for (a, len) in v {
+                let b = (a as usize + len as usize).min(SLOT_COUNT - 1) as u16;
+                s.insert_range(
+                    SlotRange::new(Slot::new(a).unwrap(), Slot::new(b).unwrap()).unwrap(),
+                );
+            }
+            s
+        }),
+        Just(SlotSet::full()),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn equals_crc16_oracle(key in proptest::collection::vec(any::<u8>(), 0..300)) {
+        prop_assert_eq!(key_hash_slot(&key).get(), oracle(&key));
+    }
+
+    #[test]
+    fn tag_prefix_hashes_like_tag(
+        tag in proptest::collection::vec(any::<u8>().prop_filter("no }", |b| *b != b'}'), 1..40),
+        rest in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
+        let mut key = vec![b'{'];
+        key.extend_from_slice(&tag);
+        key.push(b'}');
+        key.extend_from_slice(&rest);
+        prop_assert_eq!(key_hash_slot(&key), key_hash_slot(&tag));
+        prop_assert_eq!(key_hash_slot(&key).get(), oracle(&tag));
+    }
+
+    #[test]
+    fn wildcard_free_pattern_is_key_slot(
+        key in proptest::collection::vec(
+            any::<u8>().prop_filter("no glob", |b| !b"*?[\\".contains(b)), 0..60)
+    ) {
+        prop_assert_eq!(pattern_slot(&key), Some(key_hash_slot(&key)));
+    }
+
+    #[test]
+    fn slot_set_byte_round_trip(set in slot_set()) {
+        let back = SlotSet::from_bytes(set.as_bytes());
+        prop_assert_eq!(&back, &set);
+        // Bit layout: slot j is bit j&7 of byte j/8.
+        for s in set.iter() {
+            prop_assert!(set.as_bytes()[s.index() / 8] & (1 << (s.index() % 8)) != 0);
+        }
+        prop_assert_eq!(set.len(), set.iter().count());
+    }
+
+    #[test]
+    fn slot_set_range_round_trip(set in slot_set()) {
+        let text = format_slot_ranges(set.ranges());
+        let parsed = parse_slot_ranges(&text).unwrap();
+        let mut back = SlotSet::new();
+        for r in &parsed {
+            back.insert_range(*r);
+        }
+        prop_assert_eq!(&back, &set);
+        // Ranges are maximal: no two consecutive ranges touch.
+        for w in parsed.windows(2) {
+            prop_assert!(w[0].end().get() + 1 < w[1].start().get());
+        }
+    }
+
+    #[test]
+    fn set_operations_agree_with_membership(a in slot_set(), b in slot_set(), n in 0u16..16384) {
+        let s = Slot::new(n).unwrap();
+        prop_assert_eq!(a.union(&b).contains(s), a.contains(s) || b.contains(s));
+        prop_assert_eq!(a.intersection(&b).contains(s), a.contains(s) && b.contains(s));
+        prop_assert_eq!(a.difference(&b).contains(s), a.contains(s) && !b.contains(s));
+        prop_assert_eq!(a.intersects(&b), !a.intersection(&b).is_empty());
+        prop_assert_eq!(a.is_subset(&b), a.difference(&b).is_empty());
+    }
+}
+
+#[test]
+fn range_text_forms() {
+    let r = parse_slot_ranges("0-5460 10923 16383").unwrap();
+    assert_eq!(r.len(), 3);
+    assert_eq!(r[0].len(), 5461);
+    assert_eq!(format_slot_ranges(r), "0-5460 10923 16383");
+    assert!(parse_slot_ranges("10-5").is_err());
+    assert!(parse_slot_ranges("0-16384").is_err());
+    assert!(parse_slot_ranges("a-b").is_err());
+    assert!(parse_slot_ranges("").unwrap().is_empty());
+    let full = SlotSet::full();
+    assert_eq!(full.len(), 16384);
+    assert_eq!(format_slot_ranges(full.ranges()), "0-16383");
+}

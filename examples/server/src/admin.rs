@@ -1,0 +1,517 @@
+//! Connection and server commands: HELLO, AUTH, CLIENT, COMMAND, INFO, CONFIG GET.
+
+use crate::client::{Args, ClientCtx};
+use crate::commands::{parse_i64, SYNTAX};
+use crate::resp::Out;
+use crate::server::{Shared, State};
+use crate::table::{self, flag, TABLE};
+use ferrocluster_kvstore::glob_match;
+
+/// The `redis_version` we report: Valkey 8's compatibility value (so clients enable 7.2
+/// features such as CLIENT SETINFO).
+pub const COMPAT_VERSION: &str = "7.2.4";
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn check_password(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'static str> {
+    match &shared.config.requirepass {
+        None => {
+            if user.is_some_and(|u| u != b"default") {
+                Err("WRONGPASS invalid username-password pair or user is disabled.")
+            } else {
+                Ok(())
+            }
+        }
+        Some(p) if p.as_bytes() == pass && user.is_none_or(|u| u == b"default") => Ok(()),
+        Some(_) => Err("WRONGPASS invalid username-password pair or user is disabled."),
+    }
+}
+
+/// AUTH [username] password
+pub fn auth(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+    if args.len() > 3 {
+        out.error(SYNTAX);
+        return;
+    }
+    if args.len() == 2 && shared.config.requirepass.is_none() {
+        out.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        return;
+    }
+    let (user, pass) = if args.len() == 3 {
+        (Some(args.get(1)), args.get(2))
+    } else {
+        (None, args.get(1))
+    };
+    match check_password(shared, user, pass) {
+        Ok(()) => {
+            client.authed = true;
+            out.ok();
+        }
+        Err(e) => out.error(e),
+    }
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+pub fn hello(
+    shared: &Shared,
+    state: &State,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+) {
+    let mut proto = out.proto;
+    if let Some(v) = args.opt(1) {
+        match parse_i64(v) {
+            None => {
+                out.error("ERR Protocol version is not an integer or out of range");
+                return;
+            }
+            Some(2) => proto = 2,
+            Some(3) => proto = 3,
+            Some(_) => {
+                out.error("NOPROTO unsupported protocol version");
+                return;
+            }
+        }
+    }
+    let mut i = 2;
+    let mut setname = None;
+    while i < args.len() {
+        let a = args.get(i);
+        if eq(a, "auth") && i + 2 < args.len() {
+            if let Err(e) = check_password(shared, Some(args.get(i + 1)), args.get(i + 2)) {
+                out.error(e);
+                return;
+            }
+            client.authed = true;
+            i += 3;
+        } else if eq(a, "setname") && i + 1 < args.len() {
+            setname = Some(args.get(i + 1).to_vec());
+            i += 2;
+        } else {
+            out.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(a)
+            ));
+            return;
+        }
+    }
+    if !client.authed {
+        out.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return;
+    }
+    if let Some(n) = setname {
+        client.name = Some(n);
+    }
+    out.proto = proto;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(COMPAT_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(i64::from(proto));
+    out.bulk(b"id");
+    out.int(client.id as i64);
+    out.bulk(b"mode");
+    out.bulk(if shared.config.cluster_enabled {
+        b"cluster"
+    } else {
+        b"standalone"
+    });
+    out.bulk(b"role");
+    out.bulk(if state.repl.is_replica() {
+        b"replica"
+    } else {
+        b"master"
+    });
+    out.bulk(b"modules");
+    out.array(0);
+}
+
+/// CLIENT ID | SETNAME | GETNAME | SETINFO | INFO | LIST | NO-EVICT | NO-TOUCH
+pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out, now: u64) {
+    let sub = args.get(1);
+    let arity_err = |out: &mut Out, name: &str| {
+        out.error(&format!(
+            "ERR wrong number of arguments for 'client|{name}' command"
+        ))
+    };
+    if eq(sub, "id") {
+        if args.len() != 2 {
+            return arity_err(out, "id");
+        }
+        out.int(client.id as i64);
+    } else if eq(sub, "setname") {
+        if args.len() != 3 {
+            return arity_err(out, "setname");
+        }
+        let name = args.get(2);
+        if name.iter().any(|&b| b <= b' ' || b > b'~') {
+            out.error("ERR Client names cannot contain spaces, newlines or special characters.");
+            return;
+        }
+        client.name = if name.is_empty() {
+            None
+        } else {
+            Some(name.to_vec())
+        };
+        out.ok();
+    } else if eq(sub, "getname") {
+        if args.len() != 2 {
+            return arity_err(out, "getname");
+        }
+        match &client.name {
+            Some(n) => out.bulk(n),
+            None => out.null(),
+        }
+    } else if eq(sub, "setinfo") {
+        if args.len() != 4 {
+            return arity_err(out, "setinfo");
+        }
+        let (attr, val) = (args.get(2), args.get(3));
+        if val.iter().any(|&b| b < b'!' || b > b'~') {
+            out.error(&format!(
+                "ERR {} cannot contain spaces, newlines or special characters.",
+                String::from_utf8_lossy(attr).to_ascii_lowercase()
+            ));
+            return;
+        }
+        if eq(attr, "lib-name") {
+            client.lib_name = Some(val.to_vec());
+        } else if eq(attr, "lib-ver") {
+            client.lib_ver = Some(val.to_vec());
+        } else {
+            out.error(&format!(
+                "ERR Unrecognized option '{}'",
+                String::from_utf8_lossy(attr)
+            ));
+            return;
+        }
+        out.ok();
+    } else if eq(sub, "info") {
+        let mut line = client.info_line(now);
+        line.push('\n');
+        out.verbatim(line.as_bytes());
+    } else if eq(sub, "list") {
+        // Only this connection is visible from its thread without a global client registry.
+        let mut line = client.info_line(now);
+        line.push('\n');
+        out.verbatim(line.as_bytes());
+    } else if eq(sub, "no-evict") || eq(sub, "no-touch") {
+        match args.opt(2) {
+            Some(v) if eq(v, "on") || eq(v, "off") => out.ok(),
+            _ => out.error(SYNTAX),
+        }
+    } else {
+        let _ = shared;
+        out.error(&format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+}
+
+fn command_entry(spec: &table::Spec, out: &mut Out) {
+    out.array(10);
+    out.bulk(spec.name.as_bytes());
+    out.int(i64::from(spec.arity));
+    let flags: Vec<&str> = flag::NAMES
+        .iter()
+        .filter(|(bit, _)| spec.flags & bit != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    out.set(flags.len());
+    for f in flags {
+        out.simple(f);
+    }
+    out.int(i64::from(spec.first_key));
+    out.int(i64::from(spec.last_key));
+    out.int(i64::from(spec.step));
+    out.set(0); // ACL categories
+    out.set(0); // tips
+    out.array(0); // key specs
+    out.array(0); // subcommands
+}
+
+/// COMMAND [COUNT | INFO name... | DOCS [name...] | LIST | GETKEYS cmd args...]
+pub fn command(args: &Args<'_>, out: &mut Out) {
+    let Some(sub) = args.opt(1) else {
+        out.array(TABLE.len());
+        for spec in TABLE {
+            command_entry(spec, out);
+        }
+        return;
+    };
+    if eq(sub, "count") {
+        out.int(TABLE.len() as i64);
+    } else if eq(sub, "info") {
+        if args.len() == 2 {
+            out.array(TABLE.len());
+            for spec in TABLE {
+                command_entry(spec, out);
+            }
+            return;
+        }
+        out.array(args.len() - 2);
+        for i in 2..args.len() {
+            match table::lookup(args.get(i)) {
+                Some(spec) => command_entry(spec, out),
+                None => out.null_array(),
+            }
+        }
+    } else if eq(sub, "docs") {
+        let names: Vec<&table::Spec> = if args.len() == 2 {
+            TABLE.iter().collect()
+        } else {
+            (2..args.len())
+                .filter_map(|i| table::lookup(args.get(i)))
+                .collect()
+        };
+        out.map(names.len());
+        for spec in names {
+            out.bulk(spec.name.as_bytes());
+            out.map(1);
+            out.bulk(b"summary");
+            out.bulk(b"");
+        }
+    } else if eq(sub, "list") {
+        out.array(TABLE.len());
+        for spec in TABLE {
+            out.bulk(spec.name.as_bytes());
+        }
+    } else if eq(sub, "getkeys") {
+        let Some(spec) = args.opt(2).and_then(table::lookup) else {
+            out.error("ERR Invalid command specified");
+            return;
+        };
+        let argc = args.len() - 2;
+        if !spec.arity_ok(argc) {
+            out.error("ERR Invalid number of arguments specified for command");
+            return;
+        }
+        let keys: Vec<usize> = spec.key_positions(argc).collect();
+        if keys.is_empty() {
+            out.error("ERR The command has no key arguments");
+            return;
+        }
+        out.array(keys.len());
+        for k in keys {
+            out.bulk(args.get(k + 2));
+        }
+    } else {
+        out.error(&format!(
+            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+}
+
+/// Resident set size of this process in bytes (from /proc/self/status).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.2}G", bytes as f64 / (1u64 << 30) as f64)
+    } else if bytes >= 1 << 20 {
+        format!("{:.2}M", bytes as f64 / (1u64 << 20) as f64)
+    } else if bytes >= 1 << 10 {
+        format!("{:.2}K", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+/// INFO [section ...]
+pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now: u64) {
+    let mut wanted: Vec<String> = (1..args.len())
+        .map(|i| String::from_utf8_lossy(args.get(i)).to_ascii_lowercase())
+        .collect();
+    if wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| w == "all" || w == "everything" || w == "default")
+    {
+        wanted = [
+            "server",
+            "clients",
+            "memory",
+            "persistence",
+            "stats",
+            "replication",
+            "cpu",
+            "cluster",
+            "keyspace",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    }
+    let want = |s: &str| wanted.iter().any(|w| w == s);
+    let mut text = String::with_capacity(2048);
+    let (connected, total_conns, net_in, net_out) = shared.stats.snapshot();
+    let cfg = &shared.config;
+    if want("server") {
+        let uptime = now.saturating_sub(shared.start_ms) / 1000;
+        text.push_str(&format!(
+            "# Server\r\nredis_version:{COMPAT_VERSION}\r\nferrocluster_version:{}\r\nredis_mode:{}\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:\r\nio_threads_active:{}\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            if cfg.cluster_enabled { "cluster" } else { "standalone" },
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            shared.run_id,
+            cfg.port,
+            uptime / 86400,
+            cfg.hz,
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            cfg.io_threads,
+        ));
+    }
+    if want("clients") {
+        text.push_str(&format!(
+            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:10000\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
+            state.cluster.as_ref().map_or(0, |c| c.link_count()),
+            state.repl.waiting_clients(),
+        ));
+    }
+    if want("memory") {
+        let rss = rss_bytes();
+        text.push_str(&format!(
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n\r\n",
+            human(rss),
+            human(rss),
+        ));
+    }
+    if want("persistence") {
+        text.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
+    }
+    if want("stats") {
+        text.push_str(&format!(
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:0\r\n\r\n",
+            state.commands_processed,
+            state.expired_keys,
+            state.keyspace_hits,
+            state.keyspace_misses,
+            shared.pubsub.read().channel_count(),
+        ));
+    }
+    if want("replication") {
+        text.push_str(&state.repl.info_section(now));
+        text.push_str("\r\n");
+    }
+    if want("cpu") {
+        text.push_str("# CPU\r\n\r\n");
+    }
+    if want("cluster") {
+        text.push_str(&format!(
+            "# Cluster\r\ncluster_enabled:{}\r\n\r\n",
+            u8::from(cfg.cluster_enabled)
+        ));
+    }
+    if want("keyspace") {
+        text.push_str("# Keyspace\r\n");
+        for db in 0..state.kv.databases() {
+            let n = state.kv.dbsize(db).unwrap_or(0);
+            if n > 0 {
+                text.push_str(&format!("db{db}:keys={n},expires=0,avg_ttl=0\r\n"));
+            }
+        }
+    }
+    while text.ends_with("\r\n\r\n") {
+        text.truncate(text.len() - 2);
+    }
+    out.verbatim(text.as_bytes());
+}
+
+/// CONFIG GET pattern... (read-only view of the settings tools ask for); CONFIG SET refuses.
+pub fn config(shared: &Shared, args: &Args<'_>, out: &mut Out) {
+    let sub = args.get(1);
+    if eq(sub, "get") {
+        if args.len() < 3 {
+            out.error("ERR wrong number of arguments for 'config|get' command");
+            return;
+        }
+        let c = &shared.config;
+        let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+        let params: Vec<(&str, String)> = vec![
+            ("port", c.port.to_string()),
+            ("bind", c.bind.clone()),
+            ("cluster-enabled", yn(c.cluster_enabled)),
+            ("cluster-port", c.bus_port().unwrap_or(0).to_string()),
+            ("cluster-config-file", c.cluster_config_file.clone()),
+            ("dir", c.dir.display().to_string()),
+            (
+                "cluster-node-timeout",
+                c.cluster_node_timeout_ms.to_string(),
+            ),
+            (
+                "cluster-require-full-coverage",
+                yn(c.cluster_require_full_coverage),
+            ),
+            (
+                "cluster-replica-validity-factor",
+                c.cluster_replica_validity_factor.to_string(),
+            ),
+            (
+                "cluster-migration-barrier",
+                c.cluster_migration_barrier.to_string(),
+            ),
+            (
+                "cluster-allow-replica-migration",
+                yn(c.cluster_allow_replica_migration),
+            ),
+            ("cluster-databases", c.cluster_databases.to_string()),
+            (
+                "databases",
+                if c.cluster_enabled {
+                    c.cluster_databases
+                } else {
+                    16
+                }
+                .to_string(),
+            ),
+            ("save", String::new()),
+            ("appendonly", "no".into()),
+            ("maxmemory", "0".into()),
+            ("hz", c.hz.to_string()),
+            ("io-threads", c.io_threads.to_string()),
+        ];
+        let mut hits = Vec::new();
+        for (name, value) in &params {
+            if (2..args.len())
+                .any(|i| glob_match(&args.get(i).to_ascii_lowercase(), name.as_bytes()))
+            {
+                hits.push((name, value));
+            }
+        }
+        out.map(hits.len());
+        for (n, v) in hits {
+            out.bulk(n.as_bytes());
+            out.bulk(v.as_bytes());
+        }
+    } else if eq(sub, "set") {
+        out.error(
+            "ERR CONFIG SET is not supported by ferrocluster-server; restart with the new flag",
+        );
+    } else if eq(sub, "resetstat") || eq(sub, "rewrite") {
+        out.ok();
+    } else {
+        out.error(&format!(
+            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+}

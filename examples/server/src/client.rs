@@ -1,0 +1,254 @@
+//! Per-connection state the commands see, the argument view, and cross-thread deliveries.
+
+use crate::resp::Out;
+use crate::server::Shared;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A request's arguments: byte ranges into the connection's read buffer (no copies).
+pub struct Args<'a> {
+    buf: &'a [u8],
+    ranges: &'a [Range<usize>],
+}
+
+impl<'a> Args<'a> {
+    /// Wraps ranges into `buf`.
+    pub fn new(buf: &'a [u8], ranges: &'a [Range<usize>]) -> Args<'a> {
+        Args { buf, ranges }
+    }
+
+    /// Number of arguments, the command name included.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Argument `i` (0 is the command name). Panics when out of range; callers check arity
+    /// first through the command table.
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        &self.buf[self.ranges[i].clone()]
+    }
+
+    /// Argument `i`, or `None` past the end.
+    pub fn opt(&self, i: usize) -> Option<&'a [u8]> {
+        self.ranges.get(i).map(|r| &self.buf[r.clone()])
+    }
+
+    /// Copies every argument (MULTI queues them).
+    pub fn to_owned_vec(&self) -> Vec<Vec<u8>> {
+        self.ranges
+            .iter()
+            .map(|r| self.buf[r.clone()].to_vec())
+            .collect()
+    }
+}
+
+/// What the connection does after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on reading.
+    Continue,
+    /// Flush the reply and close (QUIT).
+    Close,
+}
+
+/// Something another thread asks a connection to write.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    /// A pub/sub message: `kind` is `message` or `smessage`.
+    Message {
+        /// `message` or `smessage`.
+        kind: &'static str,
+        /// Channel name.
+        channel: Arc<[u8]>,
+        /// Payload.
+        payload: Arc<[u8]>,
+    },
+    /// The reply of a WAIT that was waiting: the number of replicas that acknowledged.
+    WaitDone(i64),
+    /// Bytes of the replication stream for a replica's connection.
+    Raw(Arc<[u8]>),
+}
+
+impl Delivery {
+    /// Encodes the delivery into the connection's output buffer.
+    pub fn write_to(&self, out: &mut Out, client: &mut ClientCtx) {
+        match self {
+            Delivery::Message {
+                kind,
+                channel,
+                payload,
+            } => {
+                out.push(3);
+                out.bulk(kind.as_bytes());
+                out.bulk(channel);
+                out.bulk(payload);
+            }
+            Delivery::WaitDone(n) => {
+                client.blocked = false;
+                out.int(*n);
+            }
+            Delivery::Raw(b) => out.buf.extend_from_slice(b),
+        }
+    }
+}
+
+/// One connection's session state.
+#[derive(Debug)]
+pub struct ClientCtx {
+    /// CLIENT ID (unique, increasing).
+    pub id: u64,
+    /// I/O thread owning the connection.
+    pub io_thread: usize,
+    /// Slot of the connection in its thread.
+    pub token: usize,
+    /// Peer address.
+    pub addr: Option<SocketAddr>,
+    /// Local address.
+    pub laddr: Option<SocketAddr>,
+    /// CLIENT SETNAME.
+    pub name: Option<Vec<u8>>,
+    /// CLIENT SETINFO LIB-NAME.
+    pub lib_name: Option<Vec<u8>>,
+    /// CLIENT SETINFO LIB-VER.
+    pub lib_ver: Option<Vec<u8>>,
+    /// SELECTed database.
+    pub db: usize,
+    /// Authenticated (always true without requirepass).
+    pub authed: bool,
+    /// Queued MULTI commands (`Some` inside MULTI).
+    pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command queued in MULTI failed (EXEC aborts).
+    pub multi_error: bool,
+    /// READONLY was sent.
+    pub readonly: bool,
+    /// ASKING was sent (valid for the next command only).
+    pub asking: bool,
+    /// SUBSCRIBEd channels.
+    pub channels: BTreeSet<Vec<u8>>,
+    /// SSUBSCRIBEd shard channels.
+    pub shard_channels: BTreeSet<Vec<u8>>,
+    /// Creation time (unix ms).
+    pub created_ms: u64,
+    /// Waiting for a WAIT reply.
+    pub blocked: bool,
+    /// Name of the last command (CLIENT INFO `cmd=`).
+    pub last_cmd: &'static str,
+    /// This connection is a replica's replication stream (REPLCONF/PSYNC).
+    pub is_replica_link: bool,
+    /// REPLCONF listening-port of a replica.
+    pub listening_port: Option<u16>,
+    /// Cluster mode: the command crate's per-connection state (ASKING, READONLY, MULTI, db).
+    pub cluster: Option<ferrocluster_command::ClientState>,
+}
+
+impl ClientCtx {
+    /// A new session for an accepted connection.
+    pub fn new(
+        shared: &Shared,
+        io_thread: usize,
+        token: usize,
+        addr: Option<SocketAddr>,
+        laddr: Option<SocketAddr>,
+    ) -> ClientCtx {
+        shared.stats.client_connected();
+        let mut c = ClientCtx::internal(shared);
+        c.io_thread = io_thread;
+        c.token = token;
+        c.addr = addr;
+        c.laddr = laddr;
+        if shared.config.cluster_enabled {
+            let ipv6 = addr.is_some_and(|a| a.is_ipv6());
+            c.cluster = Some(ferrocluster_command::ClientState::new(false, ipv6));
+        }
+        c
+    }
+
+    /// A session not tied to a connection (the replication stream applier).
+    pub fn internal(shared: &Shared) -> ClientCtx {
+        let id = shared.next_client_id();
+        ClientCtx {
+            id,
+            io_thread: usize::MAX,
+            token: usize::MAX,
+            addr: None,
+            laddr: None,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            db: 0,
+            authed: shared.config.requirepass.is_none(),
+            multi: None,
+            multi_error: false,
+            readonly: false,
+            asking: false,
+            channels: BTreeSet::new(),
+            shard_channels: BTreeSet::new(),
+            created_ms: crate::server::unix_ms(),
+            blocked: false,
+            last_cmd: "NULL",
+            is_replica_link: false,
+            listening_port: None,
+            cluster: None,
+        }
+    }
+
+    /// Number of subscriptions (channels and shard channels).
+    pub fn subscriptions(&self) -> usize {
+        self.channels.len() + self.shard_channels.len()
+    }
+
+    /// Cleans up shared registries when the connection closes.
+    pub fn on_close(&mut self, shared: &Shared) {
+        shared.stats.client_disconnected();
+        if self.subscriptions() > 0 {
+            let mut ps = shared.pubsub.write();
+            for ch in std::mem::take(&mut self.channels) {
+                ps.unsubscribe(false, &ch, self.id);
+            }
+            for ch in std::mem::take(&mut self.shard_channels) {
+                ps.unsubscribe(true, &ch, self.id);
+            }
+        }
+        if self.is_replica_link {
+            crate::repl::replica_link_closed(&mut shared.state.lock(), self.id);
+        }
+    }
+
+    /// The CLIENT INFO / CLIENT LIST line for this client (Redis 7 field order, a subset).
+    pub fn info_line(&self, now_ms: u64) -> String {
+        let age = now_ms.saturating_sub(self.created_ms) / 1000;
+        let name = self
+            .name
+            .as_deref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default();
+        let flags = if self.is_replica_link {
+            "S"
+        } else if self.multi.is_some() {
+            "x"
+        } else if self.readonly {
+            "r"
+        } else {
+            "N"
+        };
+        format!(
+            "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub=0 ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr.map(|a| a.to_string()).unwrap_or_default(),
+            self.laddr.map(|a| a.to_string()).unwrap_or_default(),
+            name,
+            age,
+            flags,
+            self.db,
+            self.channels.len(),
+            self.shard_channels.len(),
+            self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1),
+            self.last_cmd,
+            2,
+            self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+            self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+        )
+    }
+}

@@ -1,0 +1,139 @@
+//! `ferrocluster-server`: the reference host for ferrocluster.
+//!
+//! A thin process that wires the Sans-IO `ClusterNode` (crates/node) and `KvStore`
+//! (crates/kvstore) to TCP sockets, threads and files: RESP2/RESP3 on the data port, the
+//! cluster bus on the bus port, nodes.conf written atomically, replication inside a shard.
+//! All cluster logic stays in the crates; this binary only moves bytes, time and files.
+//!
+//! `ferrocluster-server [configfile] [--name value ...]` runs one node (redis-server's flag
+//! names); `ferrocluster-server demo` runs a six-node cluster demo.
+// This is a host: it reads clocks, opens sockets and spawns threads, which the workspace's
+// clippy.toml forbids in the Sans-IO engine crates.
+#![allow(clippy::disallowed_methods)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod admin;
+mod client;
+mod cluster;
+mod commands;
+mod config;
+mod demo;
+mod net;
+mod repl;
+mod resp;
+mod server;
+mod table;
+
+use config::{Invocation, USAGE};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let inv = match config::parse_args(&args, |p| std::fs::read_to_string(p)) {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprintln!("ferrocluster-server: {e}");
+            eprintln!("{USAGE}");
+            return ExitCode::from(1);
+        }
+    };
+    match inv {
+        Invocation::Version => {
+            println!(
+                "ferrocluster-server v={} (redis compat {})",
+                env!("CARGO_PKG_VERSION"),
+                admin::COMPAT_VERSION
+            );
+            ExitCode::SUCCESS
+        }
+        Invocation::Help => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Invocation::Demo { base_port } => demo::run(base_port),
+        Invocation::Server(config) => match run_server(*config) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ferrocluster-server: {e}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+fn init_logging(config: &config::Config) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(config.loglevel.filter()));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    match &config.logfile {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("can't open the log file {}: {e}", path.display()))?;
+            builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .init();
+        }
+        None => builder.with_writer(std::io::stderr).init(),
+    }
+    Ok(())
+}
+
+fn run_server(config: config::Config) -> Result<(), String> {
+    init_logging(&config)?;
+    let addr = format!("{}:{}", config.bind, config.port);
+    let listener =
+        std::net::TcpListener::bind(&addr).map_err(|e| format!("can't listen on {addr}: {e}"))?;
+    let cluster = if config.cluster_enabled {
+        let seed = server::unix_ms() ^ (u64::from(std::process::id()) << 40);
+        Some(cluster::build_node(&config, seed)?)
+    } else {
+        None
+    };
+    let shared = Arc::new(server::Shared::new(config, cluster)?);
+    let io = net::spawn_io_threads(&shared).map_err(|e| format!("can't start I/O threads: {e}"))?;
+    let _ = shared.io.set(io.clone());
+    if shared.config.cluster_enabled {
+        cluster::spawn_bus_thread(&shared)?;
+    }
+    spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
+    tracing::info!(
+        port = shared.config.port,
+        io_threads = shared.config.io_threads,
+        cluster = shared.config.cluster_enabled,
+        "ready to accept connections"
+    );
+    net::accept_loop(listener, io);
+    Ok(())
+}
+
+/// Active expiry (`hz` times a second) and WAIT deadlines (every 10 ms).
+fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("timer".into())
+        .spawn(move || {
+            let expire_every = 1000 / u64::from(shared.config.hz.max(1));
+            let mut last_expire = 0;
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                let now = server::unix_ms();
+                let mut st = shared.state.lock();
+                repl::check_waiters(&shared, &mut st, now);
+                if now.saturating_sub(last_expire) >= expire_every {
+                    last_expire = now;
+                    // Redis's active expiry examines about 20 keys per db per loop and repeats
+                    // while more than 25% were expired; a fixed budget per tick keeps the lock short.
+                    let n = st.kv.expire_cycle(now, 2000);
+                    st.expired_keys += n;
+                }
+            }
+        })?;
+    Ok(())
+}

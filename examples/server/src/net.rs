@@ -1,0 +1,404 @@
+//! The data-port network layer: one accept thread and `io-threads` event-loop threads.
+//!
+//! Each I/O thread owns its connections and a `mio::Poll`. One loop turn:
+//! 1. wait for readiness (no wait when a connection still has unread bytes or pending output);
+//! 2. take new connections and cross-thread deliveries (pub/sub messages, deferred replies)
+//!    from the thread's channel (a `mio::Waker` wakes the loop);
+//! 3. for every readable connection: one `read` into its buffer, parse every complete request,
+//!    and run the whole batch under one lock of the shared state ([`crate::server::Shared`]);
+//! 4. for every connection with output: one `write`; what is left waits for WRITABLE.
+//!
+//! Sockets are edge-triggered, so a connection whose read filled the buffer is kept on a
+//! "read again" list for the next turn instead of being drained in a loop: one busy client
+//! cannot starve the others. Arguments are byte ranges into the read buffer and replies are
+//! encoded into the connection's output buffer, so a command allocates nothing here.
+
+use crate::client::{ClientCtx, Delivery};
+use crate::resp::{parse_request, Limits, Out, Parsed};
+use crate::server::Shared;
+use crossbeam_channel::{Receiver, Sender};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::io::{ErrorKind, Read, Write};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+const WAKER: Token = Token(usize::MAX);
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A message to an I/O thread.
+pub enum ToIo {
+    /// A freshly accepted connection.
+    Accepted(std::net::TcpStream),
+    /// Something to write to one of the thread's connections (pub/sub message, WAIT reply).
+    Deliver {
+        /// The connection's slot in the thread.
+        token: usize,
+        /// Its client id (guards against a slot reused by a newer connection).
+        client_id: u64,
+        /// What to write.
+        what: Delivery,
+    },
+}
+
+/// The sending half to one I/O thread.
+#[derive(Clone)]
+pub struct IoHandle {
+    tx: Sender<ToIo>,
+    waker: Arc<Waker>,
+}
+
+impl IoHandle {
+    /// Sends a message and wakes the thread. A closed thread is ignored (shutdown).
+    pub fn send(&self, msg: ToIo) {
+        if self.tx.send(msg).is_ok() {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+struct Conn {
+    stream: TcpStream,
+    rbuf: Vec<u8>,
+    out: Out,
+    args: Vec<Range<usize>>,
+    client: ClientCtx,
+    /// Close once the output is flushed (QUIT, protocol error).
+    close_after_flush: bool,
+    /// Waiting for WRITABLE.
+    want_write: bool,
+}
+
+/// Creates the I/O threads; returns their handles (index = thread number).
+///
+/// # Errors
+/// When a poller cannot be created.
+pub fn spawn_io_threads(shared: &Arc<Shared>) -> std::io::Result<Vec<IoHandle>> {
+    let n = shared.config.io_threads;
+    let mut handles = Vec::with_capacity(n);
+    let mut parts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        handles.push(IoHandle { tx, waker });
+        parts.push((poll, rx));
+    }
+    for (i, (poll, rx)) in parts.into_iter().enumerate() {
+        let shared = Arc::clone(shared);
+        std::thread::Builder::new()
+            .name(format!("io-{i}"))
+            .spawn(move || IoThread::new(i, shared, poll, rx).run())?;
+    }
+    Ok(handles)
+}
+
+/// Runs the blocking accept loop on `listener`, handing connections round-robin to `io`.
+pub fn accept_loop(listener: std::net::TcpListener, io: Vec<IoHandle>) {
+    let mut next = 0usize;
+    for stream in listener.incoming() {
+        match stream {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                io[next % io.len()].send(ToIo::Accepted(s));
+                next = next.wrapping_add(1);
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+struct IoThread {
+    index: usize,
+    shared: Arc<Shared>,
+    poll: Poll,
+    rx: Receiver<ToIo>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    /// Connections to read from this turn (readable, or a full buffer last turn).
+    to_read: Vec<usize>,
+    /// Connections with output to write this turn.
+    to_write: Vec<usize>,
+    read_again: Vec<usize>,
+    limits: Limits,
+}
+
+impl IoThread {
+    fn new(index: usize, shared: Arc<Shared>, poll: Poll, rx: Receiver<ToIo>) -> IoThread {
+        let limits = Limits {
+            max_bulk_len: shared.config.proto_max_bulk_len,
+            max_multibulk: 1024 * 1024 * 1024,
+        };
+        IoThread {
+            index,
+            shared,
+            poll,
+            rx,
+            conns: Vec::new(),
+            free: Vec::new(),
+            to_read: Vec::new(),
+            to_write: Vec::new(),
+            read_again: Vec::new(),
+            limits,
+        }
+    }
+
+    fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let timeout = if self.read_again.is_empty() {
+                Some(Duration::from_millis(250))
+            } else {
+                Some(Duration::ZERO)
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != ErrorKind::Interrupted {
+                    tracing::error!("poll failed: {e}");
+                }
+                continue;
+            }
+            self.to_read.clear();
+            self.to_read.append(&mut self.read_again);
+            for ev in events.iter() {
+                let t = ev.token();
+                if t == WAKER {
+                    continue;
+                }
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.to_read.push(t.0);
+                }
+                if ev.is_writable() {
+                    if let Some(Some(c)) = self.conns.get_mut(t.0) {
+                        if c.want_write {
+                            self.to_write.push(t.0);
+                        }
+                    }
+                }
+            }
+            self.drain_channel();
+            let mut i = 0;
+            while i < self.to_read.len() {
+                let t = self.to_read[i];
+                self.read_and_execute(t);
+                i += 1;
+            }
+            self.flush_all();
+        }
+    }
+
+    fn drain_channel(&mut self) {
+        while let Ok(msg) = self.rx.try_recv() {
+            match msg {
+                ToIo::Accepted(s) => self.add_conn(s),
+                ToIo::Deliver {
+                    token,
+                    client_id,
+                    what,
+                } => {
+                    if let Some(Some(c)) = self.conns.get_mut(token) {
+                        if c.client.id == client_id {
+                            let was_blocked = c.client.blocked;
+                            what.write_to(&mut c.out, &mut c.client);
+                            self.to_write.push(token);
+                            if was_blocked && !c.client.blocked {
+                                // Requests pipelined after the WAIT run now.
+                                execute_buffer(&self.shared, c, self.limits);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn add_conn(&mut self, s: std::net::TcpStream) {
+        if s.set_nonblocking(true).is_err() {
+            return;
+        }
+        let peer = s.peer_addr().ok();
+        let local = s.local_addr().ok();
+        let mut stream = TcpStream::from_std(s);
+        let token = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if self
+            .poll
+            .registry()
+            .register(&mut stream, Token(token), Interest::READABLE)
+            .is_err()
+        {
+            self.free.push(token);
+            return;
+        }
+        let client = ClientCtx::new(&self.shared, self.index, token, peer, local);
+        self.conns[token] = Some(Conn {
+            stream,
+            rbuf: Vec::with_capacity(READ_CHUNK),
+            out: Out::new(),
+            args: Vec::with_capacity(8),
+            client,
+            close_after_flush: false,
+            want_write: false,
+        });
+        // Bytes may already be waiting; edge-triggered readiness would not report them again.
+        self.to_read.push(token);
+    }
+
+    fn close(&mut self, token: usize) {
+        if let Some(mut c) = self.conns.get_mut(token).and_then(Option::take) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            c.client.on_close(&self.shared);
+            self.free.push(token);
+        }
+    }
+
+    fn read_and_execute(&mut self, token: usize) {
+        let Some(Some(c)) = self.conns.get_mut(token) else {
+            return;
+        };
+        if c.close_after_flush || c.client.blocked {
+            // A client blocked in WAIT reads nothing until it is answered; edge-triggered
+            // readiness is not lost: the delivery re-runs the buffer, and the next read
+            // happens with the next readiness or read-again turn.
+            if c.client.blocked {
+                self.read_again.push(token);
+            }
+            return;
+        }
+        let old = c.rbuf.len();
+        c.rbuf.resize(old + READ_CHUNK, 0);
+        let n = match c.stream.read(&mut c.rbuf[old..]) {
+            Ok(0) => {
+                c.rbuf.truncate(old);
+                self.close(token);
+                return;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                c.rbuf.truncate(old);
+                return;
+            }
+            Err(_) => {
+                c.rbuf.truncate(old);
+                self.close(token);
+                return;
+            }
+        };
+        c.rbuf.truncate(old + n);
+        if n == READ_CHUNK {
+            self.read_again.push(token);
+        }
+        let Some(Some(c)) = self.conns.get_mut(token) else {
+            return;
+        };
+        self.shared.stats.net_input_bytes(n);
+        execute_buffer(&self.shared, c, self.limits);
+        if c.rbuf.len() > self.shared.config.client_query_buffer_limit {
+            c.out.error(
+                "ERR Protocol error: client query buffer limit exceeded, closing connection",
+            );
+            c.close_after_flush = true;
+            c.rbuf.clear();
+        }
+        if !c.out.buf.is_empty() || c.close_after_flush {
+            self.to_write.push(token);
+        }
+    }
+
+    fn flush_all(&mut self) {
+        let mut list = std::mem::take(&mut self.to_write);
+        list.sort_unstable();
+        list.dedup();
+        for &token in &list {
+            let Some(Some(c)) = self.conns.get_mut(token) else {
+                continue;
+            };
+            let mut closed = false;
+            if !c.out.buf.is_empty() {
+                match c.stream.write(&c.out.buf) {
+                    Ok(n) => {
+                        self.shared.stats.net_output_bytes(n);
+                        c.out.buf.drain(..n);
+                    }
+                    Err(e)
+                        if e.kind() == ErrorKind::WouldBlock
+                            || e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => closed = true,
+                }
+            }
+            if closed || (c.out.buf.is_empty() && c.close_after_flush) {
+                self.close(token);
+                continue;
+            }
+            let need = !c.out.buf.is_empty();
+            if need != c.want_write {
+                c.want_write = need;
+                let interest = if need {
+                    Interest::READABLE | Interest::WRITABLE
+                } else {
+                    Interest::READABLE
+                };
+                let _ = self
+                    .poll
+                    .registry()
+                    .reregister(&mut c.stream, Token(token), interest);
+            }
+            if c.out.buf.capacity() > 1024 * 1024 && c.out.buf.is_empty() {
+                c.out.buf = Vec::with_capacity(16 * 1024);
+            }
+        }
+        list.clear();
+        self.to_write = list;
+    }
+}
+
+/// Parses every complete request in the connection's buffer and runs them as one batch.
+fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) {
+    let mut pos = 0;
+    let mut guard = None;
+    loop {
+        match parse_request(&c.rbuf[pos..], &mut c.args, limits) {
+            Parsed::Command { consumed } => {
+                if !c.args.is_empty() {
+                    let args = crate::client::Args::new(&c.rbuf[pos..], &c.args);
+                    let state = guard.get_or_insert_with(|| shared.state.lock());
+                    let flow =
+                        crate::commands::execute(shared, state, &mut c.client, &args, &mut c.out);
+                    if flow == crate::client::Flow::Close {
+                        c.close_after_flush = true;
+                        pos += consumed;
+                        break;
+                    }
+                    if c.client.blocked {
+                        pos += consumed;
+                        break;
+                    }
+                }
+                pos += consumed;
+            }
+            Parsed::Incomplete => break,
+            Parsed::Error(e) => {
+                c.out.buf.extend_from_slice(b"-ERR ");
+                c.out.buf.extend_from_slice(e.as_bytes());
+                c.out.buf.extend_from_slice(b"\r\n");
+                c.close_after_flush = true;
+                pos = c.rbuf.len();
+                break;
+            }
+        }
+    }
+    if let Some(mut state) = guard {
+        crate::repl::flush(shared, &mut state);
+    }
+    if pos > 0 {
+        c.rbuf.drain(..pos);
+    }
+    if c.rbuf.capacity() > 4 * READ_CHUNK && c.rbuf.len() < READ_CHUNK {
+        c.rbuf.shrink_to(2 * READ_CHUNK);
+    }
+}

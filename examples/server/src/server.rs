@@ -1,0 +1,258 @@
+//! The shared state of one server process and its start-up.
+//!
+//! Locking: all keyspace and cluster state sits in one [`State`] behind a `parking_lot::Mutex`.
+//! An I/O thread takes it once per batch of pipelined requests from one read, so a pipeline of
+//! 16 commands costs one lock round-trip; the cluster thread takes it per bus event batch.
+//! Keeping the node and the keyspace under one lock makes routing decisions and slot changes
+//! atomic with respect to the data (no command runs against a slot the node just gave away).
+//! Pub/sub subscriptions live in their own `RwLock` (publishers read, subscribers write).
+
+use crate::client::Delivery;
+use crate::config::Config;
+use crate::net::{IoHandle, ToIo};
+use ferrocluster_kvstore::KvStore;
+use parking_lot::{Mutex, RwLock};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The value type the server stores: byte strings (16 bytes inline in the table entry).
+pub type Value = Box<[u8]>;
+
+/// Current Unix time in milliseconds (the host's clock; engine crates get it as a parameter).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Everything the commands mutate, behind one lock.
+pub struct State {
+    /// The keyspace.
+    pub kv: KvStore<Value>,
+    /// RNG for RANDOMKEY (seeded from the clock at start: randomness here is not a test input).
+    pub rng: ChaCha8Rng,
+    /// Cluster side (node, links), when cluster mode is on.
+    pub cluster: Option<crate::cluster::ClusterSide>,
+    /// Replication bookkeeping (both roles).
+    pub repl: crate::repl::ReplState,
+    /// Commands executed (INFO stats).
+    pub commands_processed: u64,
+    /// Keys removed by expiry (INFO stats `expired_keys`).
+    pub expired_keys: u64,
+    /// Keyspace hits/misses (INFO stats).
+    pub keyspace_hits: u64,
+    /// Keyspace misses.
+    pub keyspace_misses: u64,
+}
+
+/// Lock-free counters.
+#[derive(Default)]
+pub struct Stats {
+    connected: AtomicU64,
+    total_connections: AtomicU64,
+    net_in: AtomicU64,
+    net_out: AtomicU64,
+}
+
+impl Stats {
+    /// A client connected.
+    pub fn client_connected(&self) {
+        self.connected.fetch_add(1, Ordering::Relaxed);
+        self.total_connections.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A client disconnected.
+    pub fn client_disconnected(&self) {
+        self.connected.fetch_sub(1, Ordering::Relaxed);
+    }
+    /// Bytes read from clients.
+    pub fn net_input_bytes(&self, n: usize) {
+        self.net_in.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    /// Bytes written to clients.
+    pub fn net_output_bytes(&self, n: usize) {
+        self.net_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    /// (connected clients, total connections received, net in bytes, net out bytes)
+    pub fn snapshot(&self) -> (u64, u64, u64, u64) {
+        (
+            self.connected.load(Ordering::Relaxed),
+            self.total_connections.load(Ordering::Relaxed),
+            self.net_in.load(Ordering::Relaxed),
+            self.net_out.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Where a subscriber lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subscriber {
+    /// Client id.
+    pub client_id: u64,
+    /// I/O thread.
+    pub io_thread: usize,
+    /// Connection slot.
+    pub token: usize,
+}
+
+/// Channel -> subscribers, for SUBSCRIBE and SSUBSCRIBE.
+#[derive(Default)]
+pub struct PubSub {
+    channels: HashMap<Vec<u8>, Vec<Subscriber>>,
+    shard_channels: HashMap<Vec<u8>, Vec<Subscriber>>,
+}
+
+impl PubSub {
+    fn map(&mut self, shard: bool) -> &mut HashMap<Vec<u8>, Vec<Subscriber>> {
+        if shard {
+            &mut self.shard_channels
+        } else {
+            &mut self.channels
+        }
+    }
+
+    /// Adds a subscriber.
+    pub fn subscribe(&mut self, shard: bool, channel: &[u8], sub: Subscriber) {
+        let list = self.map(shard).entry(channel.to_vec()).or_default();
+        if !list.iter().any(|s| s.client_id == sub.client_id) {
+            list.push(sub);
+        }
+    }
+
+    /// Removes a subscriber.
+    pub fn unsubscribe(&mut self, shard: bool, channel: &[u8], client_id: u64) {
+        let map = self.map(shard);
+        if let Some(list) = map.get_mut(channel) {
+            list.retain(|s| s.client_id != client_id);
+            if list.is_empty() {
+                map.remove(channel);
+            }
+        }
+    }
+
+    /// Subscribers of a channel.
+    pub fn subscribers(&self, shard: bool, channel: &[u8]) -> &[Subscriber] {
+        let map = if shard {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        map.get(channel).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Number of channels with subscribers (INFO `pubsub_channels`).
+    pub fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+}
+
+/// The process-wide shared state.
+pub struct Shared {
+    /// Configuration.
+    pub config: Config,
+    /// Keyspace and cluster state.
+    pub state: Mutex<State>,
+    /// Subscriptions.
+    pub pubsub: RwLock<PubSub>,
+    /// Counters.
+    pub stats: Stats,
+    /// Handles of the I/O threads (set once at start).
+    pub io: OnceLock<Vec<IoHandle>>,
+    /// Start time (unix ms).
+    pub start_ms: u64,
+    /// Random 40-hex run id (INFO `run_id`).
+    pub run_id: String,
+    next_client_id: AtomicU64,
+}
+
+impl Shared {
+    /// Builds the shared state (no threads yet).
+    ///
+    /// # Errors
+    /// When the keyspace cannot be built (bad database count).
+    pub fn new(
+        config: Config,
+        cluster: Option<crate::cluster::ClusterSide>,
+    ) -> Result<Shared, String> {
+        let databases = if config.cluster_enabled {
+            config.cluster_databases as usize
+        } else {
+            16
+        };
+        let kv = KvStore::new(databases).map_err(|e| e.to_string())?;
+        let now = unix_ms();
+        let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
+        let run_id = random_hex(&mut seed_rng);
+        Ok(Shared {
+            state: Mutex::new(State {
+                kv,
+                rng: ChaCha8Rng::seed_from_u64(now),
+                cluster,
+                repl: crate::repl::ReplState::new(random_hex(&mut seed_rng)),
+                commands_processed: 0,
+                expired_keys: 0,
+                keyspace_hits: 0,
+                keyspace_misses: 0,
+            }),
+            config,
+            pubsub: RwLock::new(PubSub::default()),
+            stats: Stats::default(),
+            io: OnceLock::new(),
+            start_ms: now,
+            run_id,
+            next_client_id: AtomicU64::new(1),
+        })
+    }
+
+    /// A new client id.
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a delivery to a connection on any I/O thread.
+    pub fn deliver(&self, io_thread: usize, token: usize, client_id: u64, what: Delivery) {
+        if let Some(h) = self.io.get().and_then(|v| v.get(io_thread)) {
+            h.send(ToIo::Deliver {
+                token,
+                client_id,
+                what,
+            });
+        }
+    }
+
+    /// Publishes to local subscribers; returns how many received it.
+    pub fn publish_local(&self, shard: bool, channel: &[u8], payload: &[u8]) -> i64 {
+        let ps = self.pubsub.read();
+        let subs = ps.subscribers(shard, channel);
+        if subs.is_empty() {
+            return 0;
+        }
+        let channel: Arc<[u8]> = channel.into();
+        let payload: Arc<[u8]> = payload.into();
+        let kind = if shard { "smessage" } else { "message" };
+        for s in subs {
+            self.deliver(
+                s.io_thread,
+                s.token,
+                s.client_id,
+                Delivery::Message {
+                    kind,
+                    channel: Arc::clone(&channel),
+                    payload: Arc::clone(&payload),
+                },
+            );
+        }
+        subs.len() as i64
+    }
+}
+
+/// 40 random hex characters (run ids, replication ids).
+pub fn random_hex(rng: &mut ChaCha8Rng) -> String {
+    use rand_core::RngCore;
+    let mut b = [0u8; 20];
+    rng.fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

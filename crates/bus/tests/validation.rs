@@ -472,6 +472,16 @@ fn framer_loses_framing_on_bad_signature_at_the_first_wrong_byte() {
     dec.push(b"RX");
     let e = dec.next_frame().unwrap_err();
     assert!(e.framing_lost());
+    assert_eq!(
+        e,
+        DecodeError::BadSignature {
+            found: b"RX".to_vec()
+        }
+    );
+    // The error names the bytes up to the first wrong one, however the stream was split.
+    let mut whole = FrameDecoder::new();
+    whole.push(b"RXmb\x00\x00\x08\xd0");
+    assert_eq!(whole.next_frame().unwrap_err(), e);
     // Sticky: later calls repeat it and later bytes are ignored.
     dec.push(&ping_with_ext_data());
     assert_eq!(dec.next_message().unwrap_err(), e);

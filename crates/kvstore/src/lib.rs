@@ -17,8 +17,8 @@
 //!
 //! # Layout and memory
 //!
-//! A slot table is a dense entry vector (16-byte inline key + the value) plus a hashbrown
-//! `HashTable` of positions (1, 2 or 8 bytes each, by table size); deadlines live in a
+//! A slot table is a dense entry vector (16-byte inline key + the value) plus an open-addressing
+//! index of positions packed with hash tags (2, 4 or 8 bytes per bucket, by table size); deadlines live in a
 //! vector allocated only for slots that have keys with a deadline. See `benches/kvstore_memory.rs`
 //! for the measured heap bytes per key.
 //!
@@ -61,6 +61,7 @@
 mod bits;
 mod error;
 mod glob;
+mod index;
 mod key;
 mod scan;
 mod stats;

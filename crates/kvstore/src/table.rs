@@ -1,19 +1,21 @@
-//! One hash slot's table: a dense entry vector plus a hashbrown index of positions into it.
+//! One hash slot's table: a dense entry vector plus an index of positions into it.
 //!
 //! Layout (why): entries live in a `Vec` in insertion order; removal is `swap_remove` (the last
-//! entry moves into the hole). The hashbrown `HashTable` holds only positions — `u8` while the
-//! table has at most 256 entries, `u16` up to 65536, `usize` beyond — so the per-bucket cost
-//! is 2 to 9 bytes however large the value type is, and the entry vector grows by 1/16 instead of
-//! doubling. Because entries only ever move *down* (from the last position into a hole), a
-//! cursor that walks positions from the top down sees every entry that stays present: this is
-//! what gives SCAN its guarantee without depending on hashbrown's internal order.
+//! entry moves into the hole). The index ([`crate::index`]) holds only positions packed with a
+//! hash tag — 2 bytes per bucket while the table has at most 255 entries, 4 up to 65535, 8
+//! beyond — so the per-bucket cost is small however large the value type is, a lookup reads
+//! one index line and then the entry, and the entry vector grows by 1/16 instead of doubling.
+//! Because entries only ever move *down* (from the last position into a hole), a cursor that
+//! walks positions from the top down sees every entry that stays present: this is what gives
+//! SCAN its guarantee, independent of the index's internal order.
 //!
-//! Invariants: every index value is a position `< entries.len()`, each position appears exactly
-//! once, and `deadlines` (when present) has the same length as `entries`.
+//! Invariants: every live index word holds a position `< entries.len()`, each position appears
+//! exactly once, `tombstones` counts the tombstone words, and `deadlines` (when present) has the
+//! same length as `entries`.
 
+use crate::index::{self, Word};
 use crate::key::CompactKey;
 use crate::KvValue;
-use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
 /// Internal marker for "no deadline" in the deadline vector (callers' `u64::MAX` deadlines are
@@ -38,61 +40,20 @@ pub(crate) fn entry_memory<V: KvValue>(key: &CompactKey, value: &V) -> u64 {
     (std::mem::size_of::<Entry<V>>() + key.heap_size() + value.heap_size()) as u64
 }
 
-/// A position stored in the index.
-trait Ix: Copy {
-    fn new(i: usize) -> Self;
-    fn get(self) -> usize;
-}
-
-impl Ix for u8 {
-    #[inline]
-    fn new(i: usize) -> Self {
-        // Callers keep `i < 256` while the index is `U8` (see `widen_if_needed`).
-        i as u8
-    }
-    #[inline]
-    fn get(self) -> usize {
-        usize::from(self)
-    }
-}
-
-impl Ix for u16 {
-    #[inline]
-    fn new(i: usize) -> Self {
-        // Callers keep `i < 65536` while the index is `U16` (see `widen_if_needed`).
-        i as u16
-    }
-    #[inline]
-    fn get(self) -> usize {
-        usize::from(self)
-    }
-}
-
-impl Ix for usize {
-    #[inline]
-    fn new(i: usize) -> Self {
-        i
-    }
-    #[inline]
-    fn get(self) -> usize {
-        self
-    }
-}
-
-/// Positions keyed by the key's hash, in the narrowest integer that fits the table.
+/// The index words, in the narrowest width whose position field fits the table.
 enum Index {
-    U8(HashTable<u8>),
-    U16(HashTable<u16>),
-    Wide(HashTable<usize>),
+    U16(Box<[u16]>),
+    U32(Box<[u32]>),
+    U64(Box<[u64]>),
 }
 
-/// Runs `$body` with `$t` bound to whichever index table is in use.
+/// Runs `$body` with `$t` bound to whichever word slice is in use.
 macro_rules! with_index {
     ($index:expr, $t:ident => $body:expr) => {
         match $index {
-            Index::U8($t) => $body,
             Index::U16($t) => $body,
-            Index::Wide($t) => $body,
+            Index::U32($t) => $body,
+            Index::U64($t) => $body,
         }
     };
 }
@@ -101,8 +62,12 @@ macro_rules! with_index {
 pub(crate) struct SlotTable<V> {
     index: Index,
     pub(crate) entries: Vec<Entry<V>>,
-    /// Deadlines (ms) parallel to `entries`; allocated only while `volatile > 0`.
+    /// Deadlines (ms) parallel to `entries`; allocated only while `volatile > 0`. Boxed so the
+    /// field costs 8 bytes, not 24, in the 16384-table array of every database.
+    #[allow(clippy::box_collection)]
     deadlines: Option<Box<Vec<u64>>>,
+    /// Tombstone words in the index.
+    tombstones: usize,
     /// Entries with a deadline.
     volatile: usize,
     /// Sum of [`Entry::memory`] over the entries (bytes).
@@ -112,9 +77,10 @@ pub(crate) struct SlotTable<V> {
 impl<V: KvValue> SlotTable<V> {
     pub(crate) fn new() -> SlotTable<V> {
         SlotTable {
-            index: Index::U8(HashTable::new()),
+            index: Index::U16(Box::new([])),
             entries: Vec::new(),
             deadlines: None,
+            tombstones: 0,
             volatile: 0,
             memory: 0,
         }
@@ -134,9 +100,8 @@ impl<V: KvValue> SlotTable<V> {
     #[inline]
     pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
         let entries = &self.entries;
-        with_index!(&self.index, t => t
-            .find(hash, |&i| entries[i.get()].key.as_bytes() == key)
-            .map(|&i| i.get()))
+        let eq = |p: usize| entries.get(p).is_some_and(|e| e.key.as_bytes() == key);
+        with_index!(&self.index, w => index::find(w, hash, eq).map(|(_, p)| p))
     }
 
     /// The deadline of the entry at `pos`, if it has one.
@@ -200,7 +165,6 @@ impl<V: KvValue> SlotTable<V> {
             // Grow by 1/16 (at least 4): little spare capacity, still amortised O(1).
             self.entries.reserve_exact((pos / 16).max(4));
         }
-        self.widen_if_needed(pos, hasher);
         self.entries.push(Entry { key, value });
         if let Some(d) = self.deadlines.as_mut() {
             if d.len() == d.capacity() {
@@ -208,40 +172,48 @@ impl<V: KvValue> SlotTable<V> {
             }
             d.push(NO_DEADLINE);
         }
-        let entries = &self.entries;
-        with_index!(&mut self.index, t => {
-            t.insert_unique(hash, Ix::new(pos), |&i| {
-                hasher.hash_one(entries[i.get()].key.as_bytes())
-            });
-        });
+        self.index_insert(hash, pos, hasher);
         pos
     }
 
-    /// Moves to a wider index before position `pos` would not fit the current one.
-    fn widen_if_needed<S: BuildHasher>(&mut self, pos: usize, hasher: &S) {
-        let widen = match self.index {
-            Index::U8(_) => pos > usize::from(u8::MAX),
-            Index::U16(_) => pos > usize::from(u16::MAX),
-            Index::Wide(_) => false,
-        };
-        if !widen {
+    /// Adds position `pos` (the entry just pushed) to the index, rebuilding it first when it
+    /// is full (counting tombstones) or its words cannot hold the position.
+    fn index_insert<S: BuildHasher>(&mut self, hash: u64, pos: usize, hasher: &S) {
+        let len = self.entries.len();
+        let filled = len + self.tombstones;
+        let fits = with_index!(&self.index, w => fits_words(w, filled, len));
+        if !fits {
+            // The rebuild indexes every entry, the new one included.
+            self.rebuild(hasher);
             return;
         }
-        let hash_at = |i: usize| hasher.hash_one(self.entries[i].key.as_bytes());
+        let reused = with_index!(&mut self.index, w => index::insert(w, hash, pos));
+        if reused {
+            self.tombstones -= 1;
+        }
+    }
+
+    /// Rebuilds the index for the current entries at a load of about 5/8, without tombstones,
+    /// in the narrowest word width that fits.
+    fn rebuild<S: BuildHasher>(&mut self, hasher: &S) {
         let n = self.entries.len();
-        self.index = if pos <= usize::from(u16::MAX) {
-            let mut t = HashTable::<u16>::with_capacity(n + 1);
-            for i in 0..n {
-                t.insert_unique(hash_at(i), Ix::new(i), |&j| hash_at(j.get()));
+        let entries = &self.entries;
+        let hash_at = |p: usize| hasher.hash_one(entries[p].key.as_bytes());
+        let mut cap = index::cap_for(n);
+        // Stay in 2-byte (4-byte) words while the table fits 256 (65536) buckets.
+        for limit in [256, 65_536] {
+            if cap > limit && n <= index::max_filled(limit) {
+                cap = limit;
             }
-            Index::U16(t)
+        }
+        self.index = if n <= u16::MAX_ENTRIES && cap <= 256 {
+            Index::U16(index::build(cap, n, hash_at))
+        } else if n <= u32::MAX_ENTRIES && cap <= 65_536 {
+            Index::U32(index::build(cap, n, hash_at))
         } else {
-            let mut t = HashTable::<usize>::with_capacity(n + 1);
-            for i in 0..n {
-                t.insert_unique(hash_at(i), i, |&j| hash_at(j));
-            }
-            Index::Wide(t)
+            Index::U64(index::build(cap, n, hash_at))
         };
+        self.tombstones = 0;
     }
 
     /// Removes the entry at `pos` (whose key hashes to `hash`); the last entry moves into its
@@ -253,13 +225,16 @@ impl<V: KvValue> SlotTable<V> {
         hasher: &S,
     ) -> (Entry<V>, Option<u64>) {
         let last = self.entries.len() - 1;
-        with_index!(&mut self.index, t => {
-            if let Ok(e) = t.find_entry(hash, |&i| i.get() == pos) {
-                e.remove();
-            } else {
-                debug_assert!(false, "index lost position {pos}");
+        let delta = with_index!(&mut self.index, w => {
+            match index::find(w, hash, |p| p == pos) {
+                Some((bucket, _)) => index::remove(w, bucket),
+                None => {
+                    debug_assert!(false, "index lost position {pos}");
+                    0
+                }
             }
         });
+        self.tombstones = self.tombstones.saturating_add_signed(delta);
         let deadline = self.deadline(pos);
         if deadline.is_some() {
             self.set_deadline(pos, None);
@@ -270,33 +245,34 @@ impl<V: KvValue> SlotTable<V> {
         }
         if pos != last {
             let moved = hasher.hash_one(self.entries[pos].key.as_bytes());
-            with_index!(&mut self.index, t => {
-                if let Some(i) = t.find_mut(moved, |&i| i.get() == last) {
-                    *i = Ix::new(pos);
-                } else {
-                    debug_assert!(false, "index lost position {last}");
-                }
-            });
+            let found = with_index!(&mut self.index, w => index::repoint(w, moved, last, pos));
+            debug_assert!(found, "index lost position {last}");
         }
         self.shrink_if_sparse(hasher);
         (entry, deadline)
     }
 
-    /// Gives memory back after many removals (capacity more than 4x the length).
+    /// Gives memory back after many removals: the entry vector when its capacity is more than
+    /// 4x the length, the index when under 1/4 of its room is used.
     fn shrink_if_sparse<S: BuildHasher>(&mut self, hasher: &S) {
         let len = self.entries.len();
-        if self.entries.capacity() < 64 || len >= self.entries.capacity() / 4 {
-            return;
+        if self.entries.capacity() >= 64 && len < self.entries.capacity() / 4 {
+            self.entries.shrink_to(len + len / 16);
+            if let Some(d) = self.deadlines.as_mut() {
+                d.shrink_to(self.entries.capacity());
+            }
         }
-        self.entries.shrink_to(len + len / 16);
-        if let Some(d) = self.deadlines.as_mut() {
-            d.shrink_to(self.entries.capacity());
+        let cap = with_index!(&self.index, w => w.len());
+        if cap > 16 && len < index::max_filled(cap) / 4 {
+            self.rebuild(hasher);
         }
-        let entries = &self.entries;
-        with_index!(&mut self.index, t => {
-            t.shrink_to(len, |&i| hasher.hash_one(entries[i.get()].key.as_bytes()));
-        });
     }
+}
+
+/// Whether the word slice `w` takes `filled` words and positions below `len`.
+#[inline]
+fn fits_words<W: Word>(w: &[W], filled: usize, len: usize) -> bool {
+    index::fits::<W>(w.len(), filled, len)
 }
 
 #[cfg(test)]
@@ -318,7 +294,7 @@ mod tests {
             assert_eq!(t.find(h, &k), None);
             t.push(h, CompactKey::new(&k), vec![], &s);
         }
-        assert!(matches!(t.index, Index::Wide(_)));
+        assert!(matches!(t.index, Index::U64(_)));
         for i in (0..70_000).step_by(7) {
             let k = key(i);
             assert!(t.find(s.hash_one(&k[..]), &k).is_some(), "{i}");

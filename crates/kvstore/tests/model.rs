@@ -112,10 +112,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// (db, key) -> (value, deadline): what is physically stored.
+type ModelMap = BTreeMap<(usize, Vec<u8>), (Vec<u8>, Option<u64>)>;
+
 #[derive(Default)]
 struct Model {
-    /// (db, key) -> (value, deadline): what is physically stored.
-    map: BTreeMap<(usize, Vec<u8>), (Vec<u8>, Option<u64>)>,
+    map: ModelMap,
     hidden: BTreeSet<Slot>,
     now: u64,
 }

@@ -21,10 +21,17 @@
 //! 3. Wait for the first of: bytes on a link, a new inbound connection, a connect result, a
 //!    close, or the instant [`ClusterNode::poll_timeout`].
 //! 4. Feed what happened, with the current time:
-//!    [`ClusterNode::handle_accept`] (returns the new link's ID),
+//!    [`ClusterNode::handle_accept`] (returns the new link's ID; a host that knows the
+//!    connection's local address SHOULD use [`ClusterNode::handle_accept_local`], which lets
+//!    the node learn its own IP as Valkey does, §7.3),
 //!    [`ClusterNode::handle_link_bytes`], [`ClusterNode::handle_link`],
-//!    [`ClusterNode::handle_timeout`]. Commands ([`ClusterNode::meet`],
-//!    [`ClusterNode::add_slots`], …) are inputs too.
+//!    [`ClusterNode::handle_timeout`]. Commands are inputs too: CLUSTER subcommands through
+//!    [`ClusterNode::cluster_command`] / [`ClusterNode::cluster_command_argv`] (replies with
+//!    Valkey's exact texts; the host's keyspace is read through [`SlotKeys`]), keyed client
+//!    commands through [`ClusterNode::route`] / [`ClusterNode::dispatch_client_command`],
+//!    PUBLISH / SPUBLISH fan-out through [`ClusterNode::publish`] / [`ClusterNode::spublish`]
+//!    (received ones come back as [`Event::PubSubMessage`]), and the older typed shortcuts
+//!    ([`ClusterNode::meet`], [`ClusterNode::add_slots`], …).
 //! 5. Go to 2.
 //!
 //! ```
@@ -89,16 +96,24 @@
 
 mod config;
 mod error;
+mod exec;
+mod keys;
 mod node;
 mod output;
+mod pubsub;
+mod routing;
 mod stats;
 
 pub use config::{
     ClusterConfig, ConfigError, PreferredEndpoint, BUS_PORT_OFFSET, MAX_PORT_WITH_DEFAULT_BUS_PORT,
 };
 pub use error::NodeError;
+pub use exec::{error_reply, CommandOutcome, CommandRequest, ManualFailoverRequest};
+pub use ferrocluster_command::{ClusterCommand, FailoverMode};
 pub use ferrocluster_gossip::{CommandError, LinkId};
+pub use ferrocluster_topology::Reply;
 pub use ferrocluster_topology::{Millis, NodeId, Topology};
+pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};
 pub use node::ClusterNode;
 pub use output::{Event, LinkEvent, Output};
 pub use stats::MessageStats;

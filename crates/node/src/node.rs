@@ -3,7 +3,7 @@
 use crate::output::OutputQueue;
 use crate::stats::MessageStats;
 use crate::{ClusterConfig, Event, LinkEvent, NodeError, Output};
-use ferrocluster_bus::{encode, Body, FrameDecoder, Message, NodeName};
+use ferrocluster_bus::{encode, Body, FrameDecoder, Message, MessageType, NodeName};
 use ferrocluster_failure::{
     self as failure, ClusterState, FailureConfig, FailureEffect, StateConfig,
 };
@@ -29,25 +29,29 @@ use std::net::IpAddr;
 /// order reaches an output, so the same inputs give the same outputs.
 #[derive(Debug)]
 pub struct ClusterNode {
-    config: ClusterConfig,
-    gossip_cfg: GossipConfig,
-    failure_cfg: FailureConfig,
-    state_cfg: StateConfig,
-    topo: Topology,
-    gossip: Gossip,
-    state: ClusterState,
-    rng: ChaCha8Rng,
-    decoders: BTreeMap<LinkId, FrameDecoder>,
-    queue: OutputQueue,
+    pub(crate) config: ClusterConfig,
+    pub(crate) gossip_cfg: GossipConfig,
+    pub(crate) failure_cfg: FailureConfig,
+    pub(crate) state_cfg: StateConfig,
+    pub(crate) topo: Topology,
+    pub(crate) gossip: Gossip,
+    pub(crate) state: ClusterState,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) decoders: BTreeMap<LinkId, FrameDecoder>,
+    pub(crate) queue: OutputQueue,
     /// Outputs of the current step, released by `finish`.
-    staged: Vec<Output>,
-    last_now: Millis,
-    next_cron: Millis,
-    save_pending: bool,
-    save_critical: bool,
-    state_dirty: bool,
-    persist_seq: u64,
-    stats: MessageStats,
+    pub(crate) staged: Vec<Output>,
+    pub(crate) last_now: Millis,
+    pub(crate) next_cron: Millis,
+    pub(crate) save_pending: bool,
+    pub(crate) save_critical: bool,
+    pub(crate) state_dirty: bool,
+    pub(crate) persist_seq: u64,
+    pub(crate) stats: MessageStats,
+    /// Local address of accepted links, when the host told it (own-IP learning, §7.3).
+    pub(crate) local_ips: BTreeMap<LinkId, IpAddr>,
+    /// The last CLUSTER FAILOVER accepted on this replica, for the epoch wiring.
+    pub(crate) manual_failover: Option<crate::ManualFailoverRequest>,
 }
 
 impl ClusterNode {
@@ -107,12 +111,14 @@ impl ClusterNode {
             state_dirty: true,
             persist_seq: 0,
             stats: MessageStats::default(),
+            local_ips: BTreeMap::new(),
+            manual_failover: None,
         };
         node.finish(now);
         Ok(node)
     }
 
-    fn clamp(&mut self, now: Millis) -> Millis {
+    pub(crate) fn clamp(&mut self, now: Millis) -> Millis {
         if now > self.last_now {
             self.last_now = now;
         }
@@ -130,6 +136,21 @@ impl ClusterNode {
             .links
             .open(LinkDirection::Inbound, None, Some(peer_ip), now);
         self.decoders.insert(link, FrameDecoder::new());
+        link
+    }
+
+    /// Like [`ClusterNode::handle_accept`], with the local address of the accepted
+    /// connection (`getsockname`). Without `cluster-announce-ip`, a MEET arriving on this link
+    /// (or any PING while myself has no IP yet) sets myself's IP to `local_ip` (§7.3 "own IP
+    /// discovery", §8 step 5), saved to nodes.conf, with [`Event::MyIpChanged`].
+    pub fn handle_accept_local(
+        &mut self,
+        peer_ip: IpAddr,
+        local_ip: IpAddr,
+        now: Millis,
+    ) -> LinkId {
+        let link = self.handle_accept(peer_ip, now);
+        self.local_ips.insert(link, local_ip);
         link
     }
 
@@ -157,6 +178,7 @@ impl ClusterNode {
                 self.gossip
                     .handle_link_closed(&mut self.topo, link, false, now);
                 self.decoders.remove(&link);
+                self.local_ips.remove(&link);
             }
         }
         self.apply_gossip_effects(out, now);
@@ -308,15 +330,10 @@ impl ClusterNode {
         if p.is_replica() {
             return Err(NodeError::ReplicateReplica);
         }
-        let shard = p.shard_id;
         if self.topo.myself().is_primary() && self.topo.myself().slot_count() != 0 {
             return Err(NodeError::ReplicateWithSlots);
         }
-        // Both known and distinct (checked above).
-        let _ = self.topo.set_primary(&me, *primary);
-        self.topo.myself_mut().shard_id = shard;
-        self.save_pending = true;
-        self.state_dirty = true;
+        self.become_replica_of(primary, now);
         self.broadcast_pong(now);
         self.finish(now);
         Ok(())
@@ -344,6 +361,14 @@ impl ClusterNode {
     /// None today; the `Result` leaves room for checks the node will own.
     pub fn reset(&mut self, hard: bool, now: Millis) -> Result<(), NodeError> {
         let now = self.clamp(now);
+        self.reset_inner(hard, now);
+        self.finish(now);
+        Ok(())
+    }
+
+    /// RESET effects without the step end: see [`ClusterNode::reset`].
+    pub(crate) fn reset_inner(&mut self, hard: bool, now: Millis) {
+        let was_replica = self.topo.myself().is_replica();
         let mut out = Vec::new();
         let kind = if hard {
             ResetKind::Hard
@@ -353,10 +378,15 @@ impl ClusterNode {
         self.gossip
             .reset(&mut self.topo, kind, &mut self.rng, &mut out);
         self.decoders.clear();
+        self.local_ips.clear();
+        self.manual_failover = None;
         apply_config_to_myself(&mut self.topo, &self.config);
         self.apply_gossip_effects(out, now);
-        self.finish(now);
-        Ok(())
+        if was_replica {
+            self.staged.push(Output::Event(Event::BecamePrimary));
+        }
+        self.staged
+            .push(Output::Event(Event::ClusterReset { hard, was_replica }));
     }
 
     // ----- queries -----
@@ -379,6 +409,18 @@ impl ClusterNode {
     /// Whether the cluster state is `ok` (§10).
     pub fn cluster_state_ok(&self) -> bool {
         self.state.is_ok()
+    }
+
+    /// The CLUSTER FAILOVER last accepted on this replica and not yet taken up (§13.1); the
+    /// epoch engine consumes it with [`ClusterNode::take_manual_failover_request`].
+    pub fn manual_failover_request(&self) -> Option<&crate::ManualFailoverRequest> {
+        self.manual_failover.as_ref()
+    }
+
+    /// Takes the pending CLUSTER FAILOVER request (see
+    /// [`ClusterNode::manual_failover_request`]).
+    pub fn take_manual_failover_request(&mut self) -> Option<crate::ManualFailoverRequest> {
+        self.manual_failover.take()
     }
 
     /// Message counters.
@@ -421,7 +463,8 @@ impl ClusterNode {
 
     // ----- internals -----
 
-    fn process_message(&mut self, link: LinkId, msg: &Message, now: Millis) {
+    pub(crate) fn process_message(&mut self, link: LinkId, msg: &Message, now: Millis) {
+        self.learn_own_ip(link, msg);
         let mut out = Vec::new();
         let sender = self.gossip.handle_message(
             &mut self.topo,
@@ -441,10 +484,33 @@ impl ClusterNode {
                 self.apply_failure_effects(fout, now);
             }
         }
-        // UPDATE, FAILOVER_AUTH_*, MFSTART, PUBLISH, MODULE: later parts (epoch, pub/sub).
+        // §8 steps 8 and 13: Pub/Sub and module messages from a known sender.
+        if let Some(from) = sender {
+            self.deliver_bus_message(from, &msg.body);
+        }
+        // UPDATE, FAILOVER_AUTH_*, MFSTART: the epoch engine (later).
     }
 
-    fn transmit(&mut self, link: LinkId, message: &Message) {
+    /// §7.3 own-IP discovery on a PING/MEET received on an accepted link whose local address
+    /// the host gave ([`ClusterNode::handle_accept_local`]).
+    fn learn_own_ip(&mut self, link: LinkId, msg: &Message) {
+        if self.config.announce_ip.is_some() {
+            return;
+        }
+        let t = msg.message_type();
+        let wanted =
+            t == MessageType::Meet || (t == MessageType::Ping && self.topo.myself().ip.is_none());
+        let Some(ip) = self.local_ips.get(&link).copied() else {
+            return;
+        };
+        if wanted && msg.full_header().is_some() && self.topo.myself().ip != Some(ip) {
+            self.topo.myself_mut().ip = Some(ip);
+            self.save_pending = true;
+            self.staged.push(Output::Event(Event::MyIpChanged(ip)));
+        }
+    }
+
+    pub(crate) fn transmit(&mut self, link: LinkId, message: &Message) {
         MessageStats::count(&mut self.stats.sent, message.message_type());
         self.staged.push(Output::Transmit {
             link,
@@ -452,7 +518,7 @@ impl ClusterNode {
         });
     }
 
-    fn apply_gossip_effects(&mut self, effects: Vec<GossipEffect>, now: Millis) {
+    pub(crate) fn apply_gossip_effects(&mut self, effects: Vec<GossipEffect>, now: Millis) {
         for e in effects {
             match e {
                 GossipEffect::Connect { link, ip, port, .. } => {
@@ -508,7 +574,7 @@ impl ClusterNode {
         }
     }
 
-    fn apply_failure_effects(&mut self, effects: Vec<FailureEffect>, _now: Millis) {
+    pub(crate) fn apply_failure_effects(&mut self, effects: Vec<FailureEffect>, _now: Millis) {
         for e in effects {
             self.state_dirty = true;
             let ev = match e {
@@ -530,7 +596,7 @@ impl ClusterNode {
         }
     }
 
-    fn broadcast_fail(&mut self, about: &NodeId) {
+    pub(crate) fn broadcast_fail(&mut self, about: &NodeId) {
         let header = build_header(&self.topo, &self.gossip_cfg, self.gossip.state_byte);
         let msg = Message::full(
             header,
@@ -547,7 +613,7 @@ impl ClusterNode {
         }
     }
 
-    fn broadcast_pong(&mut self, now: Millis) {
+    pub(crate) fn broadcast_pong(&mut self, now: Millis) {
         let ids: Vec<NodeId> = self
             .topo
             .nodes()
@@ -573,7 +639,7 @@ impl ClusterNode {
     /// into the queue — a `Persist` first when the config changed, and, when the change must
     /// be durable before anyone hears of it (a bumped configEpoch), every transmit of the step
     /// held until that persist is acknowledged.
-    fn finish(&mut self, now: Millis) {
+    pub(crate) fn finish(&mut self, now: Millis) {
         if self.state_dirty {
             self.state_dirty = false;
             if let Some(h) = self.state.update(&self.topo, now, &self.state_cfg) {

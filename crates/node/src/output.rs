@@ -84,6 +84,53 @@ pub enum Event {
         /// Why.
         error: DecodeError,
     },
+    /// A PUBLISH (`sharded = false`) or PUBLISHSHARD (`sharded = true`) message arrived from
+    /// a known node, with a full or a light header (§8 step 8, §17): the host delivers it to
+    /// its local (shard) channel subscribers. It is never propagated further.
+    PubSubMessage {
+        /// The node that published it.
+        from: NodeId,
+        /// The channel.
+        channel: Vec<u8>,
+        /// The message.
+        message: Vec<u8>,
+        /// PUBLISHSHARD (SPUBLISH) rather than PUBLISH.
+        sharded: bool,
+    },
+    /// A MODULE message arrived from a known node (§4.5, §8 step 13): the host hands it to
+    /// the module receivers registered for (`module_id`, `module_type`).
+    ModuleMessage {
+        /// The sender.
+        from: NodeId,
+        /// The module ID (as the codec reads it, see `ferrocluster_bus::ModuleMsg`).
+        module_id: u64,
+        /// The module-defined message type.
+        module_type: u8,
+        /// The payload.
+        payload: Vec<u8>,
+    },
+    /// Myself became a replica of `primary` (REPLICATE, SETSLOT NODE taking my last slot):
+    /// the host starts replicating from it.
+    BecameReplica {
+        /// The new primary.
+        primary: NodeId,
+    },
+    /// Myself, a replica, became a primary (RESET): the host stops replicating.
+    BecamePrimary,
+    /// CLUSTER RESET ran (§19.6). When `was_replica`, Valkey also empties the data set; the
+    /// host does that (a primary with keys is refused before).
+    ClusterReset {
+        /// HARD (new node ID, epochs zeroed) rather than SOFT.
+        hard: bool,
+        /// Myself was a replica before.
+        was_replica: bool,
+    },
+    /// CLUSTER FAILOVER was accepted on this replica (§13.1); see
+    /// [`crate::ClusterNode::manual_failover_request`].
+    ManualFailoverRequested(ferrocluster_command::FailoverMode),
+    /// Myself's IP was learned from the local address of a link a MEET (or a first PING)
+    /// arrived on (§7.3).
+    MyIpChanged(IpAddr),
     /// Framing was lost on the link: it was closed ([`Output::Close`] precedes this event).
     FramingLost {
         /// The link.

@@ -133,6 +133,78 @@ pub fn cluster_sim_with(
     Ok(sim)
 }
 
+/// Builds a simulator of `hosts` `ClusterNode`s that start from a nodes.conf already listing
+/// the whole cluster, as after a restart: host *i* at [`host_ip`]`(i)`, every node a primary
+/// with configEpoch *i* + 1 and an equal contiguous share of the 16384 slots, IDs drawn from
+/// `seed`. Loading sets the saved non-zero pong times to the load time (§18.3), so the first
+/// PINGs go out one ping interval (NODE_TIMEOUT / 2) after the start. No invariants are
+/// registered (benchmarks; add them with [`Sim::add_invariant`]).
+///
+/// # Errors
+/// A [`Violation`] of `engine start` if a node refuses its configuration.
+pub fn preset_cluster_sim(
+    seed: u64,
+    hosts: usize,
+    config: ClusterConfig,
+    net: NetConfig,
+) -> Result<ClusterSim, Violation> {
+    use rand_chacha::rand_core::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let start = crate::sim::START_TIME;
+    let records: Vec<Node> = (0..hosts)
+        .map(|i| {
+            let id = NodeId::random(&mut rng);
+            let shard = ferrocluster_topology::ShardId::random(&mut rng);
+            let mut node = Node::new(id, shard, start);
+            node.flags = NodeFlags::PRIMARY;
+            node.ip = Some(host_ip(i));
+            node.port = CLIENT_PORT;
+            node.bus_port = BUS_PORT;
+            node.config_epoch = ferrocluster_topology::ConfigEpoch(i as u64 + 1);
+            node.pong_received = Some(start);
+            node
+        })
+        .collect();
+    Sim::new(
+        seed,
+        net,
+        hosts,
+        Box::new(move |i, now, seed, saved| {
+            let conf = match saved {
+                Some(bytes) => bytes.to_vec(),
+                None => preset_nodes_conf(&records, i),
+            };
+            ClusterNode::new(host_config(&config, i), now, seed, Some(&conf))
+                .map_err(|e| format!("host {i}: ClusterNode::new refused: {e}"))
+        }),
+    )
+}
+
+/// Host `me`'s nodes.conf for the cluster `nodes` (see [`preset_cluster_sim`]).
+fn preset_nodes_conf(nodes: &[Node], me: usize) -> Vec<u8> {
+    let mut myself = nodes[me].clone();
+    myself.link = ferrocluster_topology::LinkState::Connected;
+    let mut topo = Topology::new(myself);
+    for (i, node) in nodes.iter().enumerate() {
+        if i != me {
+            // IDs are distinct (random 160-bit) and the records carry no MYSELF flag.
+            let _ = topo.add_node(node.clone());
+        }
+    }
+    let n = nodes.len();
+    for s in 0..ferrocluster_slot::SLOT_COUNT {
+        if let Ok(slot) = Slot::new(s as u16) {
+            // The owner is one of the nodes just added.
+            let _ = topo.set_slot_owner(
+                slot,
+                Some(*nodes[s * n / ferrocluster_slot::SLOT_COUNT].id()),
+            );
+        }
+    }
+    topo.current_epoch = ferrocluster_topology::CurrentEpoch(n as u64);
+    ferrocluster_topology::save_nodes_conf(&topo).into_bytes()
+}
+
 /// Scenario helpers on a [`ClusterSim`]. Host indexes are simulator hosts; node IDs are what
 /// each node calls itself.
 pub trait ClusterSimExt {

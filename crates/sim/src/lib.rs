@@ -56,12 +56,14 @@ pub mod sniff;
 pub mod trace;
 
 pub use cluster::{
-    check_converged, cluster_sim, cluster_sim_with, ClusterInvariants, ClusterSim, ClusterSimExt,
-    SimError,
+    check_converged, cluster_sim, cluster_sim_with, preset_cluster_sim, ClusterInvariants,
+    ClusterSim, ClusterSimExt, SimError,
 };
 pub use disk::Disk;
 pub use engine::{Engine, EngineOutput, LinkEvent};
 pub use faults::{random_fault_run, FaultPlan, RunReport};
+/// The node crate, re-exported so users of the simulator (benchmarks) need one dependency.
+pub use ferrocluster_node as node;
 pub use net::{NetConfig, PartitionedConnect, Partitions};
 pub use sim::{
     host_ip, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation, BUS_PORT,

@@ -40,22 +40,6 @@ pub fn replay_hint(seed: u64, test: &str) -> String {
     format!("{SEED_ENV}={seed} cargo test -p ferrocluster-sim {test} -- --nocapture")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seeds_parse_in_decimal_and_hex() {
-        assert_eq!(parse_seed("1234"), Some(1234));
-        assert_eq!(parse_seed(" 0x10 "), Some(16));
-        assert_eq!(parse_seed("nope"), None);
-        assert_eq!(
-            replay_hint(7, "chain"),
-            "FERROCLUSTER_SIM_SEED=7 cargo test -p ferrocluster-sim chain -- --nocapture"
-        );
-    }
-}
-
 /// Runs `f` for every seed of [`seeds_or`]`(seeds)` and panics on the first failure with the
 /// seed, the error and the command that replays it. This is the harness of the simulator's
 /// tests; the panic is its purpose.
@@ -74,5 +58,21 @@ pub fn check_seeds<E: std::fmt::Display>(
                 replay_hint(seed, test)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_parse_in_decimal_and_hex() {
+        assert_eq!(parse_seed("1234"), Some(1234));
+        assert_eq!(parse_seed(" 0x10 "), Some(16));
+        assert_eq!(parse_seed("nope"), None);
+        assert_eq!(
+            replay_hint(7, "chain"),
+            "FERROCLUSTER_SIM_SEED=7 cargo test -p ferrocluster-sim chain -- --nocapture"
+        );
     }
 }

@@ -231,6 +231,9 @@ struct Host<E: Engine> {
 }
 
 /// The deterministic simulator. See the crate docs for the model.
+///
+/// Host indexes run from 0 to [`Sim::hosts`]` - 1`; the methods that take one panic on an
+/// index out of range (a bug in the test driving the simulator, not an input to handle).
 pub struct Sim<E: Engine> {
     seed: u64,
     rng: ChaCha8Rng,

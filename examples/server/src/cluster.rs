@@ -6,13 +6,15 @@ use crate::config::Config;
 use crate::resp::Out;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
+use crate::server::Value;
 use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply, RoutingConfig};
+use ferrocluster_kvstore::KvStore;
 use ferrocluster_node::{
-    ClusterConfig, ClusterNode, Event, LinkEvent, LinkId, Millis, NodeError, Output,
+    ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Event, LinkEvent, LinkId, Millis,
+    NodeError, Output, SlotKeys,
 };
-use ferrocluster_slot::{key_hash_slot, Slot, SlotSet};
-use ferrocluster_topology::views::{self, ViewOptions};
-use ferrocluster_topology::{NodeId, Reply};
+use ferrocluster_slot::Slot;
+use ferrocluster_topology::Reply;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
@@ -142,7 +144,10 @@ pub fn dispatch(
     let ctx = ClusterContext {
         view: side.node.topology(),
         state_ok: side.node.cluster_state_ok(),
-        config: side.routing,
+        config: RoutingConfig {
+            databases: side.routing.databases,
+            ..side.node.routing_config()
+        },
     };
     // A key that is stored but logically expired counts as present (LOOKUP_NOEXPIRE).
     let keys = |db: usize, key: &[u8]| kv.exists(db, key, 0).unwrap_or(false);
@@ -183,10 +188,19 @@ pub fn route_request(
     None
 }
 
-/// PUBLISH reaches other nodes over the bus in a real cluster; the node crate does not send
-/// PUBLISH messages yet, so messages stay on this node.
+/// PUBLISH goes to every node, SPUBLISH to the nodes of my shard, over the bus
+/// (`ClusterNode::publish` / `spublish`); they deliver it to their own subscribers when the
+/// bus thread sees `Event::PubSubMessage`.
 pub fn propagate_publish(state: &mut State, shard: bool, channel: &[u8], payload: &[u8]) {
-    let _ = (state, shard, channel, payload);
+    if let Some(side) = state.cluster.as_mut() {
+        let now = Millis(unix_ms());
+        if shard {
+            side.node.spublish(channel, payload, now);
+        } else {
+            side.node.publish(channel, payload, now);
+        }
+        side.wake();
+    }
 }
 
 fn write_reply(reply: &Reply, out: &mut Out) {
@@ -197,265 +211,49 @@ fn write_reply(reply: &Reply, out: &mut Out) {
     }
 }
 
-fn eq(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
+/// The host's keyspace as the node's CLUSTER executor reads it (COUNTKEYSINSLOT,
+/// GETKEYSINSLOT, the "node holds keys" checks).
+struct KvKeys<'a>(&'a KvStore<Value>);
+
+impl SlotKeys for KvKeys<'_> {
+    fn count_keys_in_slot(&self, db: usize, slot: Slot) -> u64 {
+        self.0.count_keys_in_slot(db, slot).unwrap_or(0)
+    }
+    fn keys_in_slot(&self, db: usize, slot: Slot, count: usize) -> Vec<Vec<u8>> {
+        self.0.keys_in_slot(db, slot, count).unwrap_or_default().into_iter().map(|k| k.to_vec()).collect()
+    }
+    fn db_size(&self, db: usize) -> u64 {
+        self.0.dbsize(db).unwrap_or(0)
+    }
+    fn databases(&self) -> usize {
+        self.0.databases()
+    }
 }
 
-fn parse_slot(b: &[u8]) -> Option<Slot> {
-    let n = crate::commands::parse_i64(b)?;
-    u16::try_from(n).ok().and_then(|n| Slot::new(n).ok())
-}
-
-fn parse_id(b: &[u8]) -> Option<NodeId> {
-    std::str::from_utf8(b)
-        .ok()
-        .and_then(|s| NodeId::parse(s).ok())
-}
-
-/// CLUSTER subcommands, executed with the node's public API.
-pub fn cluster_command(
-    shared: &Shared,
-    state: &mut State,
-    client: &mut ClientCtx,
-    args: &Args<'_>,
-    out: &mut Out,
-    now: u64,
-) {
-    let sub = args.get(1);
-    let State {
-        kv, cluster, repl, ..
-    } = state;
+/// CLUSTER subcommands: parsed by the command crate and executed by the node
+/// (`ClusterNode::cluster_command_argv`), replies encoded here.
+pub fn cluster_command(shared: &Shared, state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out, now: u64) {
+    let State { kv, cluster, .. } = state;
     let Some(side) = cluster.as_mut() else {
         out.error("ERR This instance has cluster support disabled");
         return;
     };
-    let now_m = Millis(now);
-    let opts = ViewOptions::default();
-    let unknown_node = |out: &mut Out, b: &[u8]| {
-        out.error(&format!("ERR Unknown node {}", String::from_utf8_lossy(b)));
-    };
-    if eq(sub, "info") {
-        let text = side.node.cluster_info();
-        out.verbatim(text.as_bytes());
-    } else if eq(sub, "nodes") {
-        let text = side.node.cluster_nodes();
-        out.verbatim(text.as_bytes());
-    } else if eq(sub, "slots") {
-        write_reply(&views::cluster_slots(side.node.topology(), &opts), out);
-    } else if eq(sub, "shards") {
-        write_reply(&views::cluster_shards(side.node.topology(), &opts), out);
-    } else if eq(sub, "myid") {
-        write_reply(&views::cluster_myid(side.node.topology()), out);
-    } else if eq(sub, "myshardid") {
-        write_reply(&views::cluster_myshardid(side.node.topology()), out);
-    } else if eq(sub, "keyslot") {
-        out.int(i64::from(u16::from(key_hash_slot(args.get(2)))));
-    } else if eq(sub, "countkeysinslot") {
-        match parse_slot(args.get(2)) {
-            Some(s) => out.int(kv.count_keys_in_slot(client.db, s).unwrap_or(0) as i64),
-            None => out.error("ERR Invalid slot"),
-        }
-    } else if eq(sub, "getkeysinslot") {
-        let slot = parse_slot(args.get(2));
-        let count = crate::commands::parse_i64(args.get(3)).filter(|n| *n >= 0);
-        match (slot, count) {
-            (Some(s), Some(n)) => {
-                let keys = kv
-                    .keys_in_slot(client.db, s, n as usize)
-                    .unwrap_or_default();
-                out.array(keys.len());
-                for k in keys {
-                    out.bulk(&k);
-                }
-            }
-            _ => out.error("ERR Invalid slot or number of keys"),
-        }
-    } else if eq(sub, "meet") {
-        let ip_arg = args.get(2);
-        let port_arg = args.get(3);
-        let Some(port) = crate::commands::parse_i64(port_arg) else {
-            out.error(&format!(
-                "ERR Invalid base port specified: {}",
-                String::from_utf8_lossy(port_arg)
-            ));
-            return;
-        };
-        let bus = match args.opt(4) {
-            Some(b) => match crate::commands::parse_i64(b) {
-                Some(n) => Some(n),
-                None => {
-                    out.error(&format!(
-                        "ERR Invalid bus port specified: {}",
-                        String::from_utf8_lossy(b)
-                    ));
-                    return;
-                }
-            },
-            None => None,
-        };
-        let ip = std::str::from_utf8(ip_arg)
-            .ok()
-            .and_then(|s| s.parse::<IpAddr>().ok());
-        let port16 = u16::try_from(port).ok().filter(|p| *p != 0);
-        let bus16 = match bus {
-            Some(b) => u16::try_from(b).ok().filter(|p| *p != 0).map(Some),
-            None => Some(None),
-        };
-        let (Some(ip), Some(port16), Some(bus16)) = (ip, port16, bus16) else {
-            out.error(&format!(
-                "ERR Invalid node address specified: {}:{}",
-                String::from_utf8_lossy(ip_arg),
-                String::from_utf8_lossy(port_arg)
-            ));
-            return;
-        };
-        match side.node.meet(ip, port16, bus16, now_m) {
-            Ok(()) => out.ok(),
-            Err(_) => out.error(&format!(
-                "ERR Invalid node address specified: {}:{}",
-                String::from_utf8_lossy(ip_arg),
-                String::from_utf8_lossy(port_arg)
-            )),
-        }
-    } else if eq(sub, "addslots") || eq(sub, "addslotsrange") {
-        let range = eq(sub, "addslotsrange");
-        let mut set = SlotSet::new();
-        if range && (args.len() - 2) % 2 != 0 {
-            out.error("ERR wrong number of arguments for 'cluster|addslotsrange' command");
-            return;
-        }
-        let mut i = 2;
-        while i < args.len() {
-            let Some(a) = parse_slot(args.get(i)) else {
-                out.error("ERR Invalid or out of range slot");
-                return;
-            };
-            if range {
-                let Some(b) = parse_slot(args.get(i + 1)) else {
-                    out.error("ERR Invalid or out of range slot");
-                    return;
-                };
-                if a > b {
-                    out.error(&format!(
-                        "ERR start slot number {a} is greater than end slot number {b}"
-                    ));
-                    return;
-                }
-                for s in u16::from(a)..=u16::from(b) {
-                    // In range: both ends are valid slots.
-                    if let Ok(s) = Slot::new(s) {
-                        if set.contains(s) {
-                            out.error(&format!("ERR Slot {s} specified multiple times"));
-                            return;
-                        }
-                        set.insert(s);
-                    }
-                }
-                i += 2;
-            } else {
-                if set.contains(a) {
-                    out.error(&format!("ERR Slot {a} specified multiple times"));
-                    return;
-                }
-                set.insert(a);
-                i += 1;
-            }
-        }
-        match side.node.add_slots(&set, now_m) {
-            Ok(()) => {
-                tracing::info!(slots = set.len(), "slots assigned to myself");
-                out.ok()
-            }
-            Err(e) => out.error(&format!("ERR {e}")),
-        }
-    } else if eq(sub, "replicate") {
-        let Some(id) = parse_id(args.get(2)) else {
-            return unknown_node(out, args.get(2));
-        };
-        if side.node.topology().myself().is_primary()
-            && kv.dbsize(0).unwrap_or(0) > 0
-            && side.node.topology().myself().slot_count() == 0
-        {
-            out.error("ERR To set a master the node must be empty and without assigned slots.");
-            return;
-        }
-        match side.node.replicate(&id, now_m) {
-            Ok(()) => out.ok(),
-            Err(e) => out.error(&format!("ERR {e}")),
-        }
-    } else if eq(sub, "forget") {
-        let Some(id) = parse_id(args.get(2)) else {
-            return unknown_node(out, args.get(2));
-        };
-        match side.node.forget(&id, now_m) {
-            Ok(()) => out.ok(),
-            Err(e) => out.error(&format!("ERR {e}")),
-        }
-    } else if eq(sub, "reset") {
-        let hard = match args.opt(2) {
-            None => false,
-            Some(a) if eq(a, "soft") => false,
-            Some(a) if eq(a, "hard") => true,
-            Some(_) => {
-                out.error("ERR syntax error");
-                return;
-            }
-        };
-        if side.node.topology().myself().is_primary() && kv.dbsize(0).unwrap_or(0) > 0 {
-            out.error("ERR CLUSTER RESET can't be called with master nodes containing keys");
-            return;
-        }
-        match side.node.reset(hard, now_m) {
-            Ok(()) => {
-                kv.flush_all();
-                out.ok()
-            }
-            Err(e) => out.error(&format!("ERR {e}")),
-        }
-    } else if eq(sub, "replicas") || eq(sub, "slaves") {
-        let text = String::from_utf8_lossy(args.get(2)).into_owned();
-        if parse_id(args.get(2))
-            .and_then(|id| side.node.topology().node(&id).map(|_| ()))
-            .is_none()
-        {
-            return unknown_node(out, args.get(2));
-        }
-        write_reply(
-            &views::cluster_replicas(side.node.topology(), &text, &opts),
-            out,
-        );
-    } else if eq(sub, "count-failure-reports") {
-        match parse_id(args.get(2)).and_then(|id| side.node.failure_report_count(&id, now_m)) {
-            Some(n) => out.int(n as i64),
-            None => unknown_node(out, args.get(2)),
-        }
-    } else if eq(sub, "saveconfig") {
-        let path = shared.config.nodes_conf_path();
-        match write_atomically(&path, side.node.nodes_conf().as_bytes()) {
-            Ok(()) => out.ok(),
-            Err(e) => out.error(&format!("ERR error saving the cluster node config: {e}")),
-        }
-    } else if eq(sub, "help") {
-        let lines = [
-            "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "INFO, NODES, SLOTS, SHARDS, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT,",
-            "MEET, ADDSLOTS, ADDSLOTSRANGE, REPLICATE, FORGET, RESET, REPLICAS, SLAVES,",
-            "COUNT-FAILURE-REPORTS, SAVECONFIG, HELP",
-        ];
-        out.array(lines.len());
-        for l in lines {
-            out.simple(l);
-        }
+    let _ = shared;
+    let mut req = client.cluster.as_ref().map(CommandRequest::from_client).unwrap_or_default();
+    req.db = client.db;
+    let keys = KvKeys(kv);
+    let mut outcome = with_argv(args, |argv| side.node.cluster_command_argv(argv, &req, &keys, Millis(now)));
+    if let CommandOutcome::ReplicateFirst { .. } = outcome {
+        // The node asks that the command reach our replicas first (Valkey 8 replicates
+        // SETSLOT before applying it). Our replication stream carries data only, so the
+        // command is applied at once (see the report).
+        req.replication_done = true;
+        outcome = with_argv(args, |argv| side.node.cluster_command_argv(argv, &req, &keys, Millis(now)));
+    }
+    if let Some(reply) = outcome.reply() {
+        write_reply(reply, out);
     } else {
-        let _ = repl;
-        // Known to Valkey but without an executor in the node's public API yet (see the
-        // report): SET-CONFIG-EPOCH, DELSLOTS(RANGE), SETSLOT, FAILOVER, FLUSHSLOTS, BUMPEPOCH,
-        // LINKS, SLOT-STATS.
-        out.error(&format!(
-            "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
-            String::from_utf8_lossy(sub)
-        ));
-        return;
+        out.error("ERR the node deferred this command");
     }
     side.wake();
 }
@@ -545,7 +343,7 @@ struct BusThread {
 }
 
 enum Input {
-    Accepted(TcpStream, IpAddr),
+    Accepted(TcpStream, IpAddr, Option<IpAddr>),
     Bytes(LinkId, Vec<u8>),
     Link(LinkEvent),
 }
@@ -566,7 +364,10 @@ impl BusThread {
                 match ev.token() {
                     LISTENER => loop {
                         match self.listener.accept() {
-                            Ok((s, peer)) => inputs.push(Input::Accepted(s, peer.ip())),
+                            Ok((s, peer)) => {
+                                let local = s.local_addr().ok().map(|a| a.ip());
+                                inputs.push(Input::Accepted(s, peer.ip(), local))
+                            }
                             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                             Err(e) => {
                                 tracing::warn!("bus accept failed: {e}");
@@ -593,8 +394,11 @@ impl BusThread {
                 };
                 for input in inputs {
                     match input {
-                        Input::Accepted(mut s, ip) => {
-                            let link = side.node.handle_accept(ip, now);
+                        Input::Accepted(mut s, ip, local) => {
+                            let link = match local {
+                                Some(local) => side.node.handle_accept_local(ip, local, now),
+                                None => side.node.handle_accept(ip, now),
+                            };
                             let token = self.next_token;
                             self.next_token += 1;
                             if self
@@ -846,7 +650,19 @@ impl BusThread {
                         }
                     }
                 }
-                Output::Event(e) => log_event(&e),
+                Output::Event(e) => {
+                    log_event(&e);
+                    match e {
+                        Event::PubSubMessage { channel, message, sharded, .. } => {
+                            self.shared.publish_local(sharded, &channel, &message);
+                        }
+                        Event::ClusterReset { was_replica: true, .. } => {
+                            // Valkey empties the data set of a replica that is reset.
+                            self.shared.state.lock().kv.flush_all();
+                        }
+                        _ => {}
+                    }
+                }
             }
         }
         if !late_inputs.is_empty() {

@@ -205,8 +205,10 @@ impl IoThread {
                             what.write_to(&mut c.out, &mut c.client);
                             self.to_write.push(token);
                             if was_blocked && !c.client.blocked {
-                                // Requests pipelined after the WAIT run now.
+                                // Requests pipelined after the WAIT run now, and bytes that
+                                // arrived meanwhile are read next turn.
                                 execute_buffer(&self.shared, c, self.limits);
+                                self.read_again.push(token);
                             }
                         }
                     }
@@ -262,12 +264,8 @@ impl IoThread {
             return;
         };
         if c.close_after_flush || c.client.blocked {
-            // A client blocked in WAIT reads nothing until it is answered; edge-triggered
-            // readiness is not lost: the delivery re-runs the buffer, and the next read
-            // happens with the next readiness or read-again turn.
-            if c.client.blocked {
-                self.read_again.push(token);
-            }
+            // A client blocked in WAIT reads nothing until it is answered. Edge-triggered
+            // readiness is not lost: the answer re-runs the buffer and schedules a read.
             return;
         }
         let old = c.rbuf.len();

@@ -2,7 +2,10 @@
 //! clock, nodes that can be cut off.
 #![allow(dead_code)]
 
-use ferrocluster_node::{ClusterConfig, ClusterNode, Event, LinkEvent, LinkId, Millis, Output};
+use ferrocluster_node::{
+    ClusterConfig, ClusterNode, Event, LinkEvent, LinkId, Millis, Output, SlotKeys,
+};
+use ferrocluster_slot::{key_hash_slot, Slot};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -97,7 +100,8 @@ impl Net {
                 port: dst_port,
             } => match self.index_of(dst_ip, dst_port) {
                 Some(j) if !self.down.contains(&i) && !self.down.contains(&j) => {
-                    let peer_link = self.nodes[j].handle_accept(ip(i), now);
+                    // The connection's local address on j is j's own address (§7.3).
+                    let peer_link = self.nodes[j].handle_accept_local(ip(i), ip(j), now);
                     self.wires.insert((i, link), (j, peer_link));
                     self.wires.insert((j, peer_link), (i, link));
                     self.nodes[i].handle_link(LinkEvent::Connected(link), now);
@@ -196,5 +200,83 @@ impl Net {
         (0..n).all(|a| {
             self.nodes[a].topology().len() == n && (0..n).all(|b| a == b || self.knows(a, b))
         })
+    }
+}
+
+// ----- captured vectors (Valkey 8.0) -----
+
+pub const FLAVOR: &str = "valkey-8.0";
+
+/// The exact reply bytes of a captured case (`text/<file>`).
+pub fn captured(file: &str) -> Vec<u8> {
+    ferrocluster_testvectors::read(format!("{FLAVOR}/text/{file}"))
+}
+
+/// The argv of the last step of a captured case (from `text/index.json`).
+pub fn case_argv(file: &str) -> Vec<Vec<u8>> {
+    let index = ferrocluster_testvectors::read_json(format!("{FLAVOR}/text/index.json"));
+    let entry = index["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["file"] == file)
+        .unwrap_or_else(|| panic!("{file} not in index.json"));
+    let step = entry["steps"].as_array().unwrap().last().unwrap();
+    step["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().as_bytes().to_vec())
+        .collect()
+}
+
+/// The node at data port `port` as saved in nodes.conf at `moment`, loaded into a node
+/// whose configuration matches the capture (`cluster-node-timeout 2000`).
+pub fn load(moment: &str, port: u16) -> ClusterNode {
+    let conf = ferrocluster_testvectors::read(format!(
+        "{FLAVOR}/text/nodes-conf/{moment}/nodes-{port}.conf"
+    ));
+    let cfg = ClusterConfig {
+        port,
+        node_timeout_ms: 2000,
+        ..ClusterConfig::default()
+    };
+    ClusterNode::new(cfg, Millis(1_796_060_450_000), u64::from(port), Some(&conf)).unwrap()
+}
+
+/// A keyspace of database 0 given by key names, in insertion order.
+#[derive(Debug, Clone, Default)]
+pub struct TestKeys(pub Vec<Vec<u8>>);
+
+impl TestKeys {
+    pub fn new(keys: &[&str]) -> TestKeys {
+        TestKeys(keys.iter().map(|k| k.as_bytes().to_vec()).collect())
+    }
+}
+
+impl SlotKeys for TestKeys {
+    fn count_keys_in_slot(&self, db: usize, slot: Slot) -> u64 {
+        if db != 0 {
+            return 0;
+        }
+        self.0.iter().filter(|k| key_hash_slot(k) == slot).count() as u64
+    }
+    fn keys_in_slot(&self, db: usize, slot: Slot, count: usize) -> Vec<Vec<u8>> {
+        if db != 0 {
+            return Vec::new();
+        }
+        self.0
+            .iter()
+            .filter(|k| key_hash_slot(k) == slot)
+            .take(count)
+            .cloned()
+            .collect()
+    }
+    fn db_size(&self, db: usize) -> u64 {
+        if db == 0 {
+            self.0.len() as u64
+        } else {
+            0
+        }
     }
 }

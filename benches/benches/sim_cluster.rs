@@ -1,0 +1,127 @@
+//! The simulator at scale (issue 4): 10, 100 and 1000 `ClusterNode`s in `ferrocluster-sim`,
+//! started from a nodes.conf that already lists the whole cluster (as after a restart), with
+//! every slot assigned. Prints, per run: simulated time, wall time, simulated/wall ratio, and
+//! the bus traffic per node per second in steady state (frames and bytes), with the
+//! cluster-wide PING rate next to the worked example of the Redis Cluster specification: 100
+//! nodes with a 60 s node timeout send about 330 PINGs per second in the whole cluster (each
+//! node pings every other node once per NODE_TIMEOUT / 2: 100 × 99 / 30 s ≈ 330). That
+//! example ignores that a node adopts newer pong times from gossip entries (facts sheet §7.4),
+//! which is why the measured rate is lower.
+//!
+//! `harness = false`: this prints figures rather than criterion statistics, because one
+//! sample of the 1000-node run takes long. Sizes: `SIM_BENCH_SIZES` (default `10,100,1000`);
+//! simulated seconds: `SIM_BENCH_SECS` (default 60) and `SIM_BENCH_SECS_1000` for 1000 nodes
+//! (default 20); node timeouts in ms: `SIM_BENCH_TIMEOUTS` (default `15000,60000`).
+#![allow(clippy::disallowed_methods)] // a host: wall-clock time is what it measures
+
+use ferrocluster_sim::node::ClusterConfig;
+use ferrocluster_sim::{preset_cluster_sim, NetConfig};
+use std::time::Instant;
+
+/// The PING type code (facts sheet §4).
+const PING: usize = 0;
+
+fn env_list(name: &str, default: &[u64]) -> Vec<u64> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|v: &Vec<u64>| !v.is_empty())
+        .unwrap_or_else(|| default.to_vec())
+}
+
+struct Figures {
+    wall_secs: f64,
+    events: u64,
+    window_secs: f64,
+    pings_per_sec: f64,
+    frames_per_node_per_sec: f64,
+    bytes_per_node_per_sec: f64,
+}
+
+fn run(n: usize, timeout_ms: u64, sim_secs: u64) -> Figures {
+    let config = ClusterConfig {
+        node_timeout_ms: timeout_ms,
+        ..ClusterConfig::default()
+    };
+    let started = Instant::now();
+    let mut sim = match preset_cluster_sim(7, n, config, NetConfig::default()) {
+        Ok(s) => s,
+        Err(v) => panic!("cluster did not start: {v}"),
+    };
+    sim.set_check_invariants(false);
+    // Steady state: the first round of PINGs (one ping interval after the load) is past;
+    // measure over the rest of the run.
+    let total_ms = sim_secs * 1000;
+    let warm_ms = (timeout_ms / 2 + 2_000).min(total_ms / 2);
+    if let Err(v) = sim.run_for(warm_ms) {
+        panic!("{v}");
+    }
+    let before = sim.total_traffic();
+    if let Err(v) = sim.run_for(total_ms - warm_ms) {
+        panic!("{v}");
+    }
+    let after = sim.total_traffic();
+    let wall_secs = started.elapsed().as_secs_f64();
+    let window_secs = (total_ms - warm_ms) as f64 / 1000.0;
+    let per_node = window_secs * n as f64;
+    Figures {
+        wall_secs,
+        events: sim.events(),
+        window_secs,
+        pings_per_sec: (after.frames_by_type[PING] - before.frames_by_type[PING]) as f64
+            / window_secs,
+        frames_per_node_per_sec: (after.frames() - before.frames()) as f64 / per_node,
+        bytes_per_node_per_sec: (after.bytes - before.bytes) as f64 / per_node,
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a plain argument selects one size, e.g. `100`.
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let sizes = env_list("SIM_BENCH_SIZES", &[10, 100, 1000]);
+    let timeouts = env_list("SIM_BENCH_TIMEOUTS", &[15_000, 60_000]);
+    let secs = env_list("SIM_BENCH_SECS", &[60])[0];
+    let secs_1000 = env_list("SIM_BENCH_SECS_1000", &[20])[0];
+    println!(
+        "{:>5} {:>7} {:>5} {:>8} {:>8} {:>10} {:>7} {:>10} {:>11} {:>12} {:>12}",
+        "nodes",
+        "timeout",
+        "sim s",
+        "wall s",
+        "sim/wall",
+        "events",
+        "window",
+        "PING/s",
+        "expected",
+        "frames/nd/s",
+        "bytes/nd/s"
+    );
+    for &n in &sizes {
+        if filter.as_deref().is_some_and(|f| f != n.to_string()) {
+            continue;
+        }
+        for &t in &timeouts {
+            let sim_secs = if n >= 1000 { secs_1000 } else { secs };
+            let f = run(n as usize, t, sim_secs);
+            // Each node pings each other node once per NODE_TIMEOUT / 2 (§7.2 step 3) when
+            // nothing else refreshes its pong time; gossip does (§7.4 adopts newer pong
+            // times from gossip entries), and the once-a-second random ping adds N per second.
+            let expected = (n * (n - 1)) as f64 / (t as f64 / 2000.0);
+            println!(
+                "{:>5} {:>6}s {:>5} {:>8.2} {:>8.2} {:>10} {:>6.1}s {:>10.1} {:>11.1} {:>12.2} {:>12.0}",
+                n,
+                t / 1000,
+                sim_secs,
+                f.wall_secs,
+                sim_secs as f64 / f.wall_secs,
+                f.events,
+                f.window_secs,
+                f.pings_per_sec,
+                expected,
+                f.frames_per_node_per_sec,
+                f.bytes_per_node_per_sec
+            );
+        }
+    }
+    println!("worked example (Redis Cluster specification): 100 nodes, 60 s node timeout: about 330 PINGs/s in the whole cluster");
+}

@@ -1,0 +1,191 @@
+use super::util::*;
+use crate::*;
+use ferrocluster_slot::SlotSet;
+use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeFlags, Topology};
+use proptest::prelude::*;
+
+/// Voter `v` (primary of 100..=199, epoch 2); failed primary `p` (0..=99, epoch 1) with
+/// replicas `r` and `s`. currentEpoch 5.
+fn setup() -> Topology {
+    let mut t = topo('v', 2, &slots(100..=199));
+    add_primary(&mut t, 'p', 'p', 1, &slots(0..=99));
+    add_replica(&mut t, 'r', 'p', 10);
+    add_replica(&mut t, 's', 'p', 10);
+    t.node_mut(&id('p')).unwrap().flags.insert(NodeFlags::FAIL);
+    t.current_epoch = CurrentEpoch(5);
+    t
+}
+
+fn req(from: char, epoch: u64, force_ack: bool, s: &SlotSet) -> AuthRequest<'_> {
+    AuthRequest {
+        requester: id(from),
+        current_epoch: CurrentEpoch(epoch),
+        config_epoch: ConfigEpoch(1),
+        slots: s,
+        force_ack,
+    }
+}
+
+#[test]
+fn grant_persists_last_vote_epoch_before_the_ack() {
+    // §12.3 rule 7 and §22 item 7.
+    let mut t = setup();
+    let s = slots(0..=99);
+    let mut out = Vec::new();
+    let o = Epoch::new().handle_auth_request(
+        &mut t,
+        &EpochConfig::default(),
+        &req('r', 5, false, &s),
+        T0,
+        &mut out,
+    );
+    assert_eq!(o, VoteOutcome::Granted(CurrentEpoch(5)));
+    assert_eq!(t.last_vote_epoch, CurrentEpoch(5));
+    assert_eq!(t.node(&id('p')).unwrap().voted_time, Some(T0));
+    assert_eq!(out[0], EpochEffect::Persist);
+    assert_eq!(
+        out[1],
+        EpochEffect::Send {
+            to: Target::Node(id('r')),
+            message: EpochMessage::AuthAck,
+            after_persist: true
+        }
+    );
+}
+
+#[test]
+fn rule1_only_voting_primaries_vote() {
+    let mut t = setup();
+    for s in 100..=199 {
+        t.set_slot_owner(slot(s), None).unwrap();
+    }
+    let s = slots(0..=99);
+    let mut out = Vec::new();
+    let o = Epoch::new().handle_auth_request(
+        &mut t,
+        &EpochConfig::default(),
+        &req('r', 5, false, &s),
+        T0,
+        &mut out,
+    );
+    assert_eq!(o, VoteOutcome::NotVoter);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn rules_2_to_6_deny_silently_in_order() {
+    let cfg = EpochConfig::default();
+    let s = slots(0..=99);
+    let deny = |t: &mut Topology, r: AuthRequest<'_>, now: Millis| {
+        let mut out = Vec::new();
+        let o = Epoch::new().handle_auth_request(t, &cfg, &r, now, &mut out);
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, EpochEffect::Send { .. } | EpochEffect::Persist)),
+            "silence, no refusal"
+        );
+        o
+    };
+    // 2: an older request epoch.
+    let mut t = setup();
+    assert_eq!(
+        deny(&mut t, req('r', 4, false, &s), T0),
+        VoteOutcome::Denied(VoteDenied::StaleRequestEpoch)
+    );
+    // 3: already voted in this epoch (checked before the requester's role).
+    let mut t = setup();
+    t.last_vote_epoch = CurrentEpoch(5);
+    assert_eq!(
+        deny(&mut t, req('v', 5, false, &s), T0),
+        VoteOutcome::Denied(VoteDenied::AlreadyVoted)
+    );
+    // 4: a primary requester; a replica with an unknown primary; a primary that is not FAIL.
+    let mut t = setup();
+    assert_eq!(
+        deny(&mut t, req('p', 5, false, &s), T0),
+        VoteOutcome::Denied(VoteDenied::RequesterIsPrimary)
+    );
+    t.node_mut(&id('r')).unwrap().primary = None;
+    assert_eq!(
+        deny(&mut t, req('r', 5, false, &s), T0),
+        VoteOutcome::Denied(VoteDenied::PrimaryUnknown)
+    );
+    let mut t = setup();
+    t.node_mut(&id('p')).unwrap().flags.remove(NodeFlags::FAIL);
+    assert_eq!(
+        deny(&mut t, req('r', 5, false, &s), T0),
+        VoteOutcome::Denied(VoteDenied::PrimaryNotFailed)
+    );
+    // ... unless FORCEACK (manual failover).
+    let o =
+        Epoch::new().handle_auth_request(&mut t, &cfg, &req('r', 5, true, &s), T0, &mut Vec::new());
+    assert_eq!(o, VoteOutcome::Granted(CurrentEpoch(5)));
+    // 5: a vote for s 2 × NODE_TIMEOUT - 1 ms after voting for r (same primary) is refused;
+    // at exactly 2 × NODE_TIMEOUT it is allowed.
+    let mut t = setup();
+    let mut e = Epoch::new();
+    e.handle_auth_request(&mut t, &cfg, &req('r', 5, false, &s), T0, &mut Vec::new());
+    t.current_epoch = CurrentEpoch(6);
+    let o = e.handle_auth_request(
+        &mut t,
+        &cfg,
+        &req('s', 6, false, &s),
+        T0.saturating_add_ms(29_999),
+        &mut Vec::new(),
+    );
+    assert_eq!(o, VoteOutcome::Denied(VoteDenied::VotedRecently));
+    let o = e.handle_auth_request(
+        &mut t,
+        &cfg,
+        &req('s', 6, true, &s),
+        T0.saturating_add_ms(29_999),
+        &mut Vec::new(),
+    );
+    assert_eq!(
+        o,
+        VoteOutcome::Granted(CurrentEpoch(6)),
+        "FORCEACK is exempt (Valkey 8.1 #1305)"
+    );
+    t.current_epoch = CurrentEpoch(7);
+    let o = e.handle_auth_request(
+        &mut t,
+        &cfg,
+        &req('s', 7, false, &s),
+        T0.saturating_add_ms(29_999 + 30_000),
+        &mut Vec::new(),
+    );
+    assert_eq!(o, VoteOutcome::Granted(CurrentEpoch(7)));
+    // 6: a claimed slot owned by a node with a greater configEpoch (my own 100..=199, epoch 2
+    // > request's 1).
+    let mut t = setup();
+    let both = slots(0..=150);
+    assert_eq!(
+        deny(&mut t, req('r', 5, false, &both), T0),
+        VoteOutcome::Denied(VoteDenied::StaleSlotClaim)
+    );
+}
+
+proptest! {
+    /// Whatever sequence of requests arrives (requesters, epochs, FORCEACK, times), a voter
+    /// grants at most one vote per epoch, and every grant is preceded by a persist.
+    #[test]
+    fn never_two_votes_in_one_epoch(reqs in proptest::collection::vec((0usize..3, 0u64..8, any::<bool>(), 0u64..100_000), 1..40)) {
+        let mut t = setup();
+        let mut e = Epoch::new();
+        let cfg = EpochConfig::default();
+        let s = slots(0..=99);
+        let mut granted = std::collections::BTreeSet::new();
+        let mut now = T0;
+        for (who, ep, force, dt) in reqs {
+            now = now.saturating_add_ms(dt);
+            // §8 step 4: the header raises currentEpoch.
+            t.current_epoch = t.current_epoch.max(CurrentEpoch(ep));
+            let from = ['r', 's', 'p'][who];
+            let mut out = Vec::new();
+            if let VoteOutcome::Granted(g) = e.handle_auth_request(&mut t, &cfg, &req(from, ep, force, &s), now, &mut out) {
+                prop_assert!(granted.insert(g), "second vote in epoch {}", g);
+                prop_assert_eq!(&out[0], &EpochEffect::Persist);
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The voting side of replica elections (§12.3, V8 `clusterSendFailoverAuthIfNeeded`).
+
+use crate::{Epoch, EpochConfig, EpochEffect, EpochEvent, EpochMessage, Target, VoteDenied};
+use ferrocluster_slot::SlotSet;
+use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeId, Topology};
+
+/// The fields of a FAILOVER_AUTH_REQUEST header the vote reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthRequest<'a> {
+    /// The requesting replica (a known node).
+    pub requester: NodeId,
+    /// Header `currentEpoch` (the election epoch).
+    pub current_epoch: CurrentEpoch,
+    /// Header `configEpoch` (the requester's primary's, as the requester knows it).
+    pub config_epoch: ConfigEpoch,
+    /// Header `myslots` (the requester's primary's slots).
+    pub slots: &'a SlotSet,
+    /// mflags FORCEACK (manual failover).
+    pub force_ack: bool,
+}
+
+/// The result of a vote request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteOutcome {
+    /// Rule 1: myself is not a voting primary; ignored without even an event.
+    NotVoter,
+    /// Refused silently (nothing is sent).
+    Denied(VoteDenied),
+    /// Granted in this epoch: lastVoteEpoch is set, persisted, then the ACK leaves.
+    Granted(CurrentEpoch),
+}
+
+impl Epoch {
+    /// §12.3: decides on a FAILOVER_AUTH_REQUEST from a known node, checking in Valkey 8's
+    /// order:
+    /// 1. myself must be a voting primary (flag PRIMARY, ≥ 1 slot), else ignored;
+    /// 2. request currentEpoch < my currentEpoch → deny;
+    /// 3. lastVoteEpoch == currentEpoch (already voted in this epoch) → deny;
+    /// 4. the requester is flagged PRIMARY, or its primary is unknown, or its primary is not
+    ///    FAIL and FORCEACK is not set → deny;
+    /// 5. I voted for a replica of the same primary less than 2 × NODE_TIMEOUT ago → deny,
+    ///    except for FORCEACK requests (Valkey 8.1, #1305);
+    /// 6. a claimed slot is owned (and claimed, §11.4) by a node with a configEpoch greater
+    ///    than the request's → deny;
+    /// 7. grant: `lastVoteEpoch = currentEpoch`, the primary's vote time = now, then
+    ///    [`EpochEffect::Persist`] followed by the FAILOVER_AUTH_ACK to the requester with
+    ///    `after_persist` (the vote is on disk before it leaves).
+    ///
+    /// A refusal sends nothing (only [`EpochEvent::VoteDenied`]). The node MUST have run the
+    /// header bookkeeping of §8 step 4 first (my currentEpoch raised to the request's).
+    pub fn handle_auth_request(
+        &mut self,
+        topo: &mut Topology,
+        cfg: &EpochConfig,
+        req: &AuthRequest<'_>,
+        now: Millis,
+        out: &mut Vec<EpochEffect>,
+    ) -> VoteOutcome {
+        let outcome = self.decide_vote(topo, cfg, req, now);
+        match outcome {
+            VoteOutcome::NotVoter => {}
+            VoteOutcome::Denied(reason) => {
+                out.push(EpochEffect::Event(EpochEvent::VoteDenied {
+                    to: req.requester,
+                    reason,
+                }));
+            }
+            VoteOutcome::Granted(epoch) => {
+                topo.last_vote_epoch = epoch;
+                let primary = topo.node(&req.requester).and_then(|n| n.primary);
+                if let Some(p) = primary.and_then(|p| topo.node_mut(&p)) {
+                    p.voted_time = Some(now);
+                }
+                out.push(EpochEffect::Persist);
+                out.push(EpochEffect::Send {
+                    to: Target::Node(req.requester),
+                    message: EpochMessage::AuthAck,
+                    after_persist: true,
+                });
+                out.push(EpochEffect::Event(EpochEvent::VoteGranted {
+                    to: req.requester,
+                    epoch,
+                }));
+            }
+        }
+        outcome
+    }
+
+    fn decide_vote(
+        &self,
+        topo: &Topology,
+        cfg: &EpochConfig,
+        req: &AuthRequest<'_>,
+        now: Millis,
+    ) -> VoteOutcome {
+        if !topo.myself().is_voting_primary() {
+            return VoteOutcome::NotVoter;
+        }
+        let current = topo.current_epoch;
+        if req.current_epoch < current {
+            return VoteOutcome::Denied(VoteDenied::StaleRequestEpoch);
+        }
+        if topo.last_vote_epoch == current {
+            return VoteOutcome::Denied(VoteDenied::AlreadyVoted);
+        }
+        let Some(node) = topo.node(&req.requester) else {
+            return VoteOutcome::Denied(VoteDenied::PrimaryUnknown);
+        };
+        if node.is_primary() {
+            return VoteOutcome::Denied(VoteDenied::RequesterIsPrimary);
+        }
+        let Some(primary) = node.primary.and_then(|p| topo.node(&p)) else {
+            return VoteOutcome::Denied(VoteDenied::PrimaryUnknown);
+        };
+        if !primary.is_fail() && !req.force_ack {
+            return VoteOutcome::Denied(VoteDenied::PrimaryNotFailed);
+        }
+        if !req.force_ack
+            && primary
+                .voted_time
+                .is_some_and(|t| now.since(t) < cfg.vote_interval_ms())
+        {
+            return VoteOutcome::Denied(VoteDenied::VotedRecently);
+        }
+        for slot in req.slots.iter() {
+            if self.is_slot_unclaimed(topo, slot) {
+                continue;
+            }
+            let stale = topo
+                .slot_owner(slot)
+                .and_then(|o| topo.node(o))
+                .is_some_and(|o| o.config_epoch > req.config_epoch);
+            if stale {
+                return VoteOutcome::Denied(VoteDenied::StaleSlotClaim);
+            }
+        }
+        VoteOutcome::Granted(current)
+    }
+}

@@ -1,0 +1,600 @@
+//! The CLUSTER command executor: every subcommand parsed by `ferrocluster-command` runs here
+//! against the node's state, with Valkey 8's replies and error texts (facts sheet §15, §16,
+//! §19; slot-migration sheet C.2–C.4, D.6; captured replies in `vectors/*/text/`).
+
+use crate::keys::{keys_in_slot_all_dbs, SlotKeys};
+use crate::{ClusterNode, Event, PreferredEndpoint};
+use ferrocluster_command::check::{
+    check_forget, check_known_node, check_replicas, check_replicate, check_setslot,
+    check_slot_assignments,
+};
+use ferrocluster_command::{
+    parse_cluster, ClientState, ClusterCommand, ClusterError, ErrorReply, FailoverMode,
+    ParseOptions, SetSlot, SetSlotAction, SlotStatsMetric, SlotStatsQuery, CLUSTER_HELP,
+};
+use ferrocluster_slot::{Slot, SlotSet};
+use ferrocluster_topology::views::{self, EndpointType, InfoInputs, LinkDirection, LinkInfo};
+use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeId, Reply};
+
+/// Who sent a CLUSTER command and how: the per-connection facts the executor needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct CommandRequest {
+    /// The client's selected database (COUNTKEYSINSLOT, GETKEYSINSLOT, RESET, SLOT-STATS).
+    pub db: usize,
+    /// The client connection uses TLS: views show TLS ports (§19.1).
+    pub tls: bool,
+    /// The client connection is IPv6: views show announced client IPv6 addresses (§19.1).
+    pub ipv6: bool,
+    /// The command came over the replication link from my primary (Valkey `mustObeyClient`):
+    /// SETSLOT is then accepted on a replica and applied at once (§15).
+    pub from_primary: bool,
+    /// The host already replicated this SETSLOT to its replicas and they acknowledged it
+    /// (the second call after [`CommandOutcome::ReplicateFirst`]): apply it now.
+    pub replication_done: bool,
+}
+
+impl CommandRequest {
+    /// The request facts of a client connection: its database, TLS, IPv6 and whether it is
+    /// the primary's replication link.
+    pub fn from_client(client: &ClientState) -> CommandRequest {
+        CommandRequest {
+            db: client.db(),
+            tls: client.tls(),
+            ipv6: client.ipv6(),
+            from_primary: client.is_primary_link(),
+            replication_done: false,
+        }
+    }
+}
+
+/// The result of [`ClusterNode::cluster_command`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CommandOutcome {
+    /// Send this reply to the client (encode with `Reply::encode_resp2`/`encode_resp3`).
+    Reply(Reply),
+    /// Valkey 8 SETSLOT on a primary that has replicas (§15, slot-migration sheet C.2):
+    /// nothing was applied yet. The host MUST propagate the command to its replicas over
+    /// replication, block the client until every eligible replica (online, Valkey ≥ 8)
+    /// acknowledged that offset, then call [`ClusterNode::cluster_command`] again with the
+    /// same command and [`CommandRequest::replication_done`] set. If `deadline` (Unix ms;
+    /// `None` = wait forever, `TIMEOUT 0`) passes first, the host replies
+    /// `-NOREPLICAS Not enough good replicas to write.` ([`ClusterError::NoReplicas`]) and the
+    /// change is not applied. A host with no eligible replica calls again at once.
+    ReplicateFirst {
+        /// When to give up waiting for the acknowledgements.
+        deadline: Option<Millis>,
+    },
+}
+
+impl CommandOutcome {
+    /// The reply, if this outcome is one.
+    pub fn reply(&self) -> Option<&Reply> {
+        match self {
+            CommandOutcome::Reply(r) => Some(r),
+            CommandOutcome::ReplicateFirst { .. } => None,
+        }
+    }
+}
+
+/// A CLUSTER FAILOVER accepted on a replica (§13.1), kept for the failover engine: the node
+/// checks the preconditions and records the request, the `epoch` crate (when wired) runs it.
+/// Until then the host or a test reads it with [`ClusterNode::manual_failover_request`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManualFailoverRequest {
+    /// Default, FORCE or TAKEOVER.
+    pub mode: FailoverMode,
+    /// When it was requested (Unix ms).
+    pub requested_at: Millis,
+    /// `mf_end`: requested_at + `cluster-manual-failover-timeout` (§13.1).
+    pub deadline: Millis,
+}
+
+/// A [`ClusterError`] as a protocol-neutral error reply (the exact text, code first).
+pub fn error_reply(e: &impl ErrorReply) -> Reply {
+    Reply::Error(String::from_utf8_lossy(&e.text()).into_owned())
+}
+
+type Res = Result<Reply, ClusterError>;
+
+impl ClusterNode {
+    /// The options [`parse_cluster`] needs for this node and keyspace
+    /// (`cluster-slot-stats-enabled` from [`SlotKeys::slot_stats_enabled`]).
+    pub fn parse_options(&self, keys: &dyn SlotKeys) -> ParseOptions {
+        ParseOptions {
+            slot_stats_enabled: keys.slot_stats_enabled(),
+        }
+    }
+
+    /// Parses `CLUSTER <subcommand> ...` and executes it ([`ClusterNode::cluster_command`]);
+    /// a parse error becomes its exact error reply.
+    pub fn cluster_command_argv<A: AsRef<[u8]>>(
+        &mut self,
+        argv: &[A],
+        req: &CommandRequest,
+        keys: &dyn SlotKeys,
+        now: Millis,
+    ) -> CommandOutcome {
+        match parse_cluster(argv, self.parse_options(keys)) {
+            Ok(cmd) => self.cluster_command(&cmd, req, keys, now),
+            Err(e) => CommandOutcome::Reply(error_reply(&e)),
+        }
+    }
+
+    /// Executes one parsed CLUSTER subcommand with Valkey 8's semantics and replies. State
+    /// errors are checked in Valkey's order (see each [`ClusterCommand`] variant) and leave the
+    /// node unchanged. Changes are followed by the usual outputs: a `Persist` when the config
+    /// changed, PONG broadcasts, [`Event`]s for role changes (the host starts or stops
+    /// replication on [`Event::BecameReplica`] / [`Event::BecamePrimary`]).
+    ///
+    /// Notes per subcommand:
+    /// * SETSLOT on a primary with replicas first returns
+    ///   [`CommandOutcome::ReplicateFirst`] (Valkey 8 replicates SETSLOT before applying it).
+    /// * FAILOVER on a replica checks the preconditions, records a
+    ///   [`ManualFailoverRequest`] and emits [`Event::ManualFailoverRequested`]; the failover
+    ///   itself is run by the epoch engine once it is wired into the node.
+    /// * SAVECONFIG queues a `Persist` and replies `+OK` (a host whose write fails replies
+    ///   [`ClusterError::SaveConfig`] itself).
+    /// * RESET of a primary holding keys is refused; otherwise [`Event::ClusterReset`] tells
+    ///   the host to drop its data when myself was a replica.
+    pub fn cluster_command(
+        &mut self,
+        cmd: &ClusterCommand,
+        req: &CommandRequest,
+        keys: &dyn SlotKeys,
+        now: Millis,
+    ) -> CommandOutcome {
+        let now = self.clamp(now);
+        let out = self.execute(cmd, req, keys, now);
+        self.finish(now);
+        match out {
+            Ok(o) => o,
+            Err(e) => CommandOutcome::Reply(error_reply(&e)),
+        }
+    }
+
+    fn view_options(&self, req: &CommandRequest) -> views::ViewOptions {
+        views::ViewOptions {
+            tls_client: req.tls,
+            ipv6_client: req.ipv6,
+            endpoint: match self.config.preferred_endpoint {
+                PreferredEndpoint::Ip => EndpointType::Ip,
+                PreferredEndpoint::Hostname => EndpointType::Hostname,
+                PreferredEndpoint::UnknownEndpoint => EndpointType::Unknown,
+            },
+            ..views::ViewOptions::default()
+        }
+    }
+
+    fn execute(
+        &mut self,
+        cmd: &ClusterCommand,
+        req: &CommandRequest,
+        keys: &dyn SlotKeys,
+        now: Millis,
+    ) -> Result<CommandOutcome, ClusterError> {
+        let opts = self.view_options(req);
+        use ClusterCommand as C;
+        Ok(CommandOutcome::Reply(match cmd {
+            C::Help => Reply::Array(
+                CLUSTER_HELP
+                    .iter()
+                    .map(|l| Reply::Simple((*l).to_owned()))
+                    .collect(),
+            ),
+            C::Nodes => views::cluster_nodes(&self.topo, &opts),
+            C::MyId => views::cluster_myid(&self.topo),
+            C::MyShardId => views::cluster_myshardid(&self.topo),
+            C::Slots => views::cluster_slots(&self.topo, &opts),
+            C::Shards => views::cluster_shards(&self.topo, &opts),
+            C::Info => views::cluster_info(&self.topo, &self.info_inputs()),
+            C::Links => views::cluster_links(&self.link_infos()),
+            C::BumpEpoch => {
+                let word = if self.bump_epoch_without_consensus() {
+                    "BUMPED"
+                } else {
+                    "STILL"
+                };
+                Reply::Simple(format!("{word} {}", self.topo.myself().config_epoch))
+            }
+            C::SaveConfig => {
+                self.save_pending = true;
+                Reply::ok()
+            }
+            C::FlushSlots => {
+                if keys.db_size(0) != 0 {
+                    return Err(ClusterError::FlushSlotsNotEmpty);
+                }
+                let mine = self.topo.myself().slots().clone();
+                self.delete_slots(&mine);
+                Reply::ok()
+            }
+            C::KeySlot(s) => Reply::Integer(i64::from(s.get())),
+            C::CountKeysInSlot(s) => Reply::uint(keys.count_keys_in_slot(req.db, *s)),
+            C::GetKeysInSlot { slot, count } => {
+                let n = usize::try_from(*count).unwrap_or(usize::MAX);
+                Reply::Array(
+                    keys.keys_in_slot(req.db, *slot, n)
+                        .into_iter()
+                        .take(n)
+                        .map(Reply::Bulk)
+                        .collect(),
+                )
+            }
+            C::Replicas(arg) => {
+                let id = check_replicas(arg, &self.topo)?;
+                views::cluster_replicas(&self.topo, id.as_str(), &opts)
+            }
+            C::AddSlots(a) | C::AddSlotsRange(a) => {
+                let set = check_slot_assignments(a, false, &self.topo)?;
+                self.assign_slots_to_myself(&set);
+                Reply::ok()
+            }
+            C::DelSlots(a) | C::DelSlotsRange(a) => {
+                let set = check_slot_assignments(a, true, &self.topo)?;
+                self.delete_slots(&set);
+                Reply::ok()
+            }
+            C::SetSlot(parsed) => return self.exec_setslot(parsed, req, keys, now),
+            C::Meet { ip, port, bus_port } => {
+                if self
+                    .gossip
+                    .meet(
+                        &mut self.topo,
+                        *ip,
+                        *port,
+                        Some(*bus_port),
+                        now,
+                        &mut self.rng,
+                    )
+                    .is_err()
+                {
+                    // parse_cluster refused ports outside 1..=65535, the only MEET errors.
+                    return Ok(CommandOutcome::Reply(Reply::Error(format!(
+                        "ERR Invalid node address specified: {ip}:{port}"
+                    ))));
+                }
+                self.state_dirty = true;
+                Reply::ok()
+            }
+            C::Forget(arg) => {
+                let banned = arg
+                    .id()
+                    .is_some_and(|id| self.gossip.blacklist.contains(id, now));
+                if let Some(id) = check_forget(arg, &self.topo, banned)? {
+                    let mut out = Vec::new();
+                    // check_forget ran the same checks as Gossip::forget.
+                    let _ =
+                        self.gossip
+                            .forget(&mut self.topo, &self.gossip_cfg, &id, now, &mut out);
+                    self.apply_gossip_effects(out, now);
+                }
+                Reply::ok()
+            }
+            C::Replicate(arg) => {
+                let id = check_replicate(arg, &self.topo, keys.db_size(0) != 0)?;
+                self.become_replica_of(&id, now);
+                self.broadcast_pong(now);
+                Reply::ok()
+            }
+            C::CountFailureReports(arg) => {
+                let id = check_known_node(arg, &self.topo)?;
+                Reply::uint(self.failure_report_count(&id, now).unwrap_or(0) as u64)
+            }
+            C::Failover(mode) => self.exec_failover(*mode, now)?,
+            C::SetConfigEpoch(epoch) => {
+                if self.topo.len() > 1 {
+                    return Err(ClusterError::ConfigEpochOtherNodes);
+                }
+                if self.topo.myself().config_epoch != ConfigEpoch(0) {
+                    return Err(ClusterError::ConfigEpochNonZero);
+                }
+                self.topo.myself_mut().config_epoch = ConfigEpoch(*epoch);
+                if self.topo.current_epoch.get() < *epoch {
+                    self.topo.current_epoch = CurrentEpoch(*epoch);
+                }
+                self.save_pending = true;
+                self.save_critical = true;
+                self.state_dirty = true;
+                Reply::ok()
+            }
+            C::Reset { hard } => {
+                if self.topo.myself().is_primary() && keys.db_size(req.db) != 0 {
+                    return Err(ClusterError::ResetWithKeys);
+                }
+                self.reset_inner(*hard, now);
+                Reply::ok()
+            }
+            C::SlotStats(q) => self.slot_stats(q, req, keys),
+            // A subcommand added to the parser after this executor: refuse it the way Valkey
+            // refuses an unknown one.
+            _ => Reply::Error("ERR unknown subcommand. Try CLUSTER HELP.".to_owned()),
+        }))
+    }
+
+    pub(crate) fn info_inputs(&self) -> InfoInputs {
+        InfoInputs {
+            state_ok: self.state.is_ok(),
+            messages_sent: self.stats.sent,
+            messages_received: self.stats.received,
+            links_buffer_limit_exceeded: 0,
+        }
+    }
+
+    /// CLUSTER LINKS rows (§19.5): per node in table order its outbound link (`to`), then its
+    /// inbound link (`from`). Send buffers are the host's and reported as 0.
+    fn link_infos(&self) -> Vec<LinkInfo> {
+        let mut rows = Vec::new();
+        for n in self.topo.nodes().filter(|n| !n.is_myself()) {
+            let links = &self.gossip.links;
+            let pairs = [
+                (links.outbound_of(n.id()), LinkDirection::To),
+                (links.inbound_of(n.id()), LinkDirection::From),
+            ];
+            for (id, direction) in pairs {
+                if let Some(l) = id.and_then(|id| links.get(id)) {
+                    rows.push(LinkInfo {
+                        direction,
+                        node: *n.id(),
+                        create_time: l.created,
+                        readable: l.connected,
+                        writable: false,
+                        send_buffer_allocated: 0,
+                        send_buffer_used: 0,
+                    });
+                }
+            }
+        }
+        rows
+    }
+
+    /// §11.6 / slot-migration sheet C.5: if my configEpoch is 0 or not the largest known
+    /// (configEpochs and currentEpoch), take `currentEpoch + 1`; saved with fsync before any
+    /// transmit of this step. Returns whether it bumped.
+    pub(crate) fn bump_epoch_without_consensus(&mut self) -> bool {
+        let max = self
+            .topo
+            .max_config_epoch()
+            .get()
+            .max(self.topo.current_epoch.get());
+        let mine = self.topo.myself().config_epoch.get();
+        if mine != 0 && mine == max {
+            return false;
+        }
+        self.topo.current_epoch = self.topo.current_epoch.next();
+        let e = self.topo.current_epoch.as_config();
+        self.topo.myself_mut().config_epoch = e;
+        self.save_pending = true;
+        self.save_critical = true;
+        self.staged
+            .push(crate::Output::Event(Event::ConfigEpochBumped(e)));
+        true
+    }
+
+    /// ADDSLOTS effects (§15): each slot becomes myself's and loses its importing mark.
+    pub(crate) fn assign_slots_to_myself(&mut self, set: &SlotSet) {
+        let me = *self.topo.myself_id();
+        for s in set.iter() {
+            // Myself is always known.
+            let _ = self.topo.set_importing(s, None);
+            let _ = self.topo.set_slot_owner(s, Some(me));
+        }
+        self.save_pending = true;
+        self.state_dirty = true;
+    }
+
+    /// DELSLOTS / FLUSHSLOTS effects (§15): each slot loses its owner and its importing mark.
+    fn delete_slots(&mut self, set: &SlotSet) {
+        for s in set.iter() {
+            // Clearing never refers to an unknown node.
+            let _ = self.topo.set_importing(s, None);
+            let _ = self.topo.set_slot_owner(s, None);
+        }
+        self.save_pending = true;
+        self.state_dirty = true;
+    }
+
+    /// Makes myself a replica of `primary` (Valkey `clusterSetPrimary`): a primary drops its
+    /// importing/migrating marks; myself takes the primary's shard ID; a recorded manual
+    /// failover is dropped; [`Event::BecameReplica`] unless it already replicated `primary`.
+    pub(crate) fn become_replica_of(&mut self, primary: &NodeId, _now: Millis) {
+        let me = *self.topo.myself_id();
+        let already =
+            self.topo.myself().primary.as_ref() == Some(primary) && self.topo.myself().is_replica();
+        if self.topo.myself().is_primary() {
+            let marked: Vec<Slot> = self
+                .topo
+                .importing()
+                .map(|(s, _)| s)
+                .chain(self.topo.migrating().map(|(s, _)| s))
+                .collect();
+            for s in marked {
+                let _ = self.topo.set_importing(s, None);
+                let _ = self.topo.set_migrating(s, None);
+            }
+        }
+        let Some(shard) = self.topo.node(primary).map(|p| p.shard_id) else {
+            return;
+        };
+        if primary == &me || self.topo.set_primary(&me, *primary).is_err() {
+            return;
+        }
+        self.topo.myself_mut().shard_id = shard;
+        self.manual_failover = None;
+        self.save_pending = true;
+        self.state_dirty = true;
+        if !already {
+            self.staged.push(crate::Output::Event(Event::BecameReplica {
+                primary: *primary,
+            }));
+        }
+    }
+
+    fn exec_failover(&mut self, mode: FailoverMode, now: Millis) -> Res {
+        let me = self.topo.myself();
+        if me.is_primary() {
+            return Err(ClusterError::FailoverOnPrimary);
+        }
+        let Some(p) = me.primary.and_then(|id| self.topo.node(&id)) else {
+            return Err(ClusterError::FailoverPrimaryUnknown);
+        };
+        let no_link = self.gossip.links.outbound_of(p.id()).is_none();
+        if mode == FailoverMode::Default && (p.is_fail() || no_link) {
+            return Err(ClusterError::FailoverPrimaryDown);
+        }
+        self.manual_failover = Some(ManualFailoverRequest {
+            mode,
+            requested_at: now,
+            deadline: now.saturating_add_ms(self.config.manual_failover_timeout_ms),
+        });
+        self.staged
+            .push(crate::Output::Event(Event::ManualFailoverRequested(mode)));
+        Ok(Reply::ok())
+    }
+
+    fn exec_setslot(
+        &mut self,
+        parsed: &Result<SetSlot, ClusterError>,
+        req: &CommandRequest,
+        keys: &dyn SlotKeys,
+        now: Millis,
+    ) -> Result<CommandOutcome, ClusterError> {
+        let target = check_setslot(parsed, &self.topo, req.from_primary, |s| {
+            keys_in_slot_all_dbs(keys, s)
+        })?;
+        let cmd = parsed.as_ref().map_err(Clone::clone)?;
+        let me = *self.topo.myself_id();
+        let has_replicas = self.topo.replicas_of(&me).next().is_some();
+        if self.topo.myself().is_primary()
+            && has_replicas
+            && !req.replication_done
+            && !req.from_primary
+        {
+            let timeout = cmd.timeout.as_ref().map_err(Clone::clone)?;
+            let deadline = timeout.deadline_ms(now.as_u64())?;
+            return Ok(CommandOutcome::ReplicateFirst {
+                deadline: deadline.map(Millis),
+            });
+        }
+        let slot = cmd.slot;
+        // check_setslot returned the target of every action but STABLE, known and a primary.
+        match (&cmd.action, target) {
+            (SetSlotAction::Migrating(_), Some(n)) => {
+                let _ = self.topo.set_migrating(slot, Some(n));
+            }
+            (SetSlotAction::Importing(_), Some(n)) => {
+                let _ = self.topo.set_importing(slot, Some(n));
+            }
+            (SetSlotAction::Node(_), Some(n)) => self.setslot_node(slot, n, keys, now),
+            _ => {
+                let _ = self.topo.set_importing(slot, None);
+                let _ = self.topo.set_migrating(slot, None);
+            }
+        }
+        self.save_pending = true;
+        self.state_dirty = true;
+        Ok(CommandOutcome::Reply(Reply::ok()))
+    }
+
+    /// SETSLOT NODE effects (§15, slot-migration sheet C.2).
+    fn setslot_node(&mut self, slot: Slot, n: NodeId, keys: &dyn SlotKeys, now: Millis) {
+        let me = *self.topo.myself_id();
+        let my_primary = match self.topo.myself().primary {
+            Some(p) if self.topo.myself().is_replica() => p,
+            _ => me,
+        };
+        let slot_was_mine = self.topo.slot_owner(slot) == Some(&my_primary);
+        if keys_in_slot_all_dbs(keys, slot) == 0 && self.topo.migrating_to(slot).is_some() {
+            let _ = self.topo.set_migrating(slot, None);
+        }
+        // `n` is known (checked).
+        let _ = self.topo.set_slot_owner(slot, Some(n));
+        let primary_empty = self
+            .topo
+            .node(&my_primary)
+            .is_some_and(|p| p.slot_count() == 0);
+        if slot_was_mine && n != me && primary_empty && self.config.allow_replica_migration {
+            self.become_replica_of(&n, now);
+            self.save_critical = true;
+        }
+        let to_my_shard = n == me || self.topo.myself().primary == Some(n);
+        if to_my_shard && self.topo.importing_from(slot).is_some() {
+            let _ = self.topo.set_importing(slot, None);
+            if self.topo.myself().is_primary() {
+                self.bump_epoch_without_consensus();
+                self.broadcast_pong(now);
+            }
+        }
+    }
+
+    fn slot_stats(&self, q: &SlotStatsQuery, req: &CommandRequest, keys: &dyn SlotKeys) -> Reply {
+        let me = self.topo.myself();
+        let owner = match me.primary {
+            Some(p) if me.is_replica() => p,
+            _ => *me.id(),
+        };
+        let mine = self
+            .topo
+            .node(&owner)
+            .map(|n| n.slots().clone())
+            .unwrap_or_default();
+        let enabled = keys.slot_stats_enabled();
+        let usage = |s: Slot| {
+            if enabled {
+                keys.slot_usage(s).unwrap_or_default()
+            } else {
+                Default::default()
+            }
+        };
+        let row = |s: Slot| {
+            let mut stats = vec![(
+                Reply::bulk("key-count"),
+                Reply::uint(keys.count_keys_in_slot(req.db, s)),
+            )];
+            if enabled {
+                let u = usage(s);
+                stats.push((Reply::bulk("cpu-usec"), Reply::uint(u.cpu_usec)));
+                stats.push((
+                    Reply::bulk("network-bytes-in"),
+                    Reply::uint(u.network_bytes_in),
+                ));
+                stats.push((
+                    Reply::bulk("network-bytes-out"),
+                    Reply::uint(u.network_bytes_out),
+                ));
+            }
+            Reply::Array(vec![Reply::Integer(i64::from(s.get())), Reply::Map(stats)])
+        };
+        let slots: Vec<Slot> = match *q {
+            SlotStatsQuery::Range { start, end } => {
+                mine.iter().filter(|s| *s >= start && *s <= end).collect()
+            }
+            SlotStatsQuery::OrderBy {
+                metric,
+                limit,
+                descending,
+            } => {
+                let value = |s: Slot| match metric {
+                    SlotStatsMetric::KeyCount => keys.count_keys_in_slot(req.db, s),
+                    SlotStatsMetric::CpuUsec => usage(s).cpu_usec,
+                    SlotStatsMetric::NetworkBytesIn => usage(s).network_bytes_in,
+                    SlotStatsMetric::NetworkBytesOut => usage(s).network_bytes_out,
+                };
+                let mut v: Vec<(u64, Slot)> = mine.iter().map(|s| (value(s), s)).collect();
+                v.sort_by(|a, b| {
+                    let by_value = if descending {
+                        b.0.cmp(&a.0)
+                    } else {
+                        a.0.cmp(&b.0)
+                    };
+                    by_value.then(a.1.cmp(&b.1))
+                });
+                v.into_iter()
+                    .take(usize::from(limit))
+                    .map(|(_, s)| s)
+                    .collect()
+            }
+        };
+        Reply::Array(slots.into_iter().map(row).collect())
+    }
+}

@@ -1,0 +1,314 @@
+//! Helpers for the server's integration tests: spawning the built binary, a tiny RESP client,
+//! a guard that kills every process a test started (also when the test fails), external tool
+//! checks that fail with an install hint.
+#![allow(dead_code, clippy::disallowed_methods)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The server binary cargo built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
+
+/// Kills every process it holds when dropped.
+#[derive(Default)]
+pub struct Procs {
+    pub children: Vec<(u16, Option<Child>)>,
+    pub dirs: Vec<PathBuf>,
+}
+
+impl Procs {
+    /// Starts a node on `port` with its own directory under `base`, plus `extra` flags.
+    pub fn start(&mut self, base: &Path, port: u16, extra: &[&str]) -> PathBuf {
+        let dir = base.join(format!("node-{port}"));
+        std::fs::create_dir_all(&dir).expect("create node dir");
+        let log = std::fs::File::create(dir.join("stderr.log")).expect("create log");
+        let child = Command::new(BIN)
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn ferrocluster-server");
+        self.children.push((port, Some(child)));
+        wait_for_port(port, Duration::from_secs(15));
+        dir
+    }
+
+    /// Kills (SIGKILL) the node on `port`.
+    pub fn kill(&mut self, port: u16) {
+        for (p, c) in &mut self.children {
+            if *p == port {
+                if let Some(mut c) = c.take() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            if let Some(mut c) = c.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// A fresh directory for one test.
+pub fn test_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "ferrocluster-server-test-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create test dir");
+    d
+}
+
+/// Waits until `port` accepts TCP connections, panicking after `limit`.
+pub fn wait_for_port(port: u16, limit: Duration) {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("port {port} did not open within {limit:?}");
+}
+
+/// Polls `f` every 100 ms until it holds, panicking with `what` after `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out after {limit:?} waiting for: {what}");
+}
+
+/// Encodes a request as a RESP multibulk array.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// A minimal RESP client: sends requests, returns each reply's exact bytes.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(port: u16) -> Client {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Sends raw bytes.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// Reads one complete reply (RESP2 or RESP3) and returns its bytes.
+    pub fn read_reply(&mut self) -> Vec<u8> {
+        loop {
+            if let Some(used) = frame_len(&self.buf, 0) {
+                return self.buf.drain(..used).collect();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.stream.read(&mut chunk).expect("read reply");
+            assert!(n > 0, "connection closed while waiting for a reply");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Sends one command and returns its reply bytes.
+    pub fn cmd(&mut self, args: &[&str]) -> Vec<u8> {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.send_raw(&encode(&a));
+        self.read_reply()
+    }
+
+    /// Sends one command and returns its reply as text (lossy), for readable assertions.
+    pub fn cmd_s(&mut self, args: &[&str]) -> String {
+        String::from_utf8_lossy(&self.cmd(args)).into_owned()
+    }
+
+    /// Reads until the server closes the connection; returns everything that arrived.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        let _ = self.stream.read_to_end(&mut out);
+        out
+    }
+}
+
+/// The length of the one RESP2/RESP3 value starting at `pos`, or `None` while incomplete.
+/// Panics on bytes that are not RESP (the server under test is broken then).
+pub fn frame_len(buf: &[u8], pos: usize) -> Option<usize> {
+    let line_end = buf[pos..].windows(2).position(|w| w == b"\r\n")? + pos;
+    let head = &buf[pos + 1..line_end];
+    let num = || -> i64 { std::str::from_utf8(head).ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("bad RESP header {:?}", String::from_utf8_lossy(head))) };
+    let after = line_end + 2;
+    match buf.get(pos)? {
+        b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Some(after - pos),
+        b'$' | b'=' | b'!' => {
+            let n = num();
+            if n < 0 {
+                return Some(after - pos);
+            }
+            let end = after + n as usize + 2;
+            (buf.len() >= end).then_some(end - pos)
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = num();
+            let count = if matches!(buf[pos], b'%' | b'|') { 2 * n } else { n };
+            let mut p = after;
+            for _ in 0..count.max(0) {
+                p += frame_len(buf, p)?;
+            }
+            Some(p - pos)
+        }
+        other => panic!("not a RESP type byte: {other:?} in {:?}", String::from_utf8_lossy(buf)),
+    }
+}
+
+/// The text of a bulk-string reply (`$n\r\n...\r\n`) or verbatim string.
+pub fn bulk_text(reply: &[u8]) -> String {
+    let s = String::from_utf8_lossy(reply).into_owned();
+    let body = s
+        .split_once("\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    body.strip_suffix("\r\n").unwrap_or(&body).to_string()
+}
+
+/// Fails (never skips) when an external tool is missing, with the install hint.
+pub fn require_tool(cmd: &str, check_args: &[&str], hint: &str) {
+    let ok = Command::new(cmd)
+        .args(check_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "`{cmd}` is required by this test but is not installed; install it with: {hint}"
+    );
+}
+
+/// redis-cli and redis-benchmark come from Debian's redis-tools.
+pub fn require_redis_tools() {
+    let hint = "apt-get update && apt-get install -y redis-tools (or redis-server)";
+    require_tool("redis-cli", &["--version"], hint);
+    require_tool("redis-benchmark", &["--version"], hint);
+}
+
+/// redis-py from PyPI.
+pub fn require_redis_py() {
+    require_tool(
+        "python3",
+        &["-c", "import redis.cluster"],
+        "pip install redis",
+    );
+}
+
+/// Starts six nodes on `base_port..base_port+6` and forms a cluster of 3 primaries with one
+/// replica each through `redis-cli --cluster create`; waits until every node is ok and every
+/// replica is synced.
+pub fn six_node_cluster(procs: &mut Procs, dir: &Path, base_port: u16) -> Vec<u16> {
+    let ports: Vec<u16> = (0..6).map(|i| base_port + i).collect();
+    for &p in &ports {
+        procs.start(
+            dir,
+            p,
+            &["--cluster-node-timeout", "2000", "--loglevel", "verbose"],
+        );
+    }
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend(
+        ["--cluster-replicas", "1", "--cluster-yes"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    let out = run_bounded("redis-cli", &args, Duration::from_secs(60));
+    assert!(out.0, "redis-cli --cluster create failed:\n{}", out.1);
+    wait_cluster_ok(&ports);
+    ports
+}
+
+/// Waits until every node says cluster_state:ok and every replica's link is up.
+pub fn wait_cluster_ok(ports: &[u16]) {
+    wait_until(
+        Duration::from_secs(30),
+        "cluster_state:ok everywhere and replicas in sync",
+        || {
+            ports.iter().all(|&p| {
+                let mut c = Client::connect(p);
+                let info = bulk_text(&c.cmd(&["CLUSTER", "INFO"]));
+                let repl = bulk_text(&c.cmd(&["INFO", "replication"]));
+                info.contains("cluster_state:ok")
+                    && (repl.contains("role:master") || repl.contains("master_link_status:up"))
+            })
+        },
+    );
+}
+
+/// Runs a command with a deadline; returns (success, stdout+stderr).
+pub fn run_bounded(cmd: &str, args: &[String], limit: Duration) -> (bool, String) {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("can't run {cmd}: {e}"));
+    let end = Instant::now() + limit;
+    loop {
+        match child.try_wait().expect("wait") {
+            Some(_) => break,
+            None if Instant::now() > end => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "{cmd} {args:?} did not finish within {limit:?}:\n{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    let out = child.wait_with_output().expect("output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}

@@ -6,6 +6,7 @@
 #   memory growth (RSS) after DEBUG POPULATE $KEYS key 8
 # and prints ratios (ferrocluster / redis). Ports 23950 (ours) and 23960 (redis), bus +10000.
 # Usage: benches/server-compare.sh [N requests, default 1000000] [KEYS, default 1000000]
+# Env: FERROCLUSTER_SERVER=/path/to/binary to use a prebuilt server.
 # Needs: redis-server and redis-tools (apt-get install -y redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,9 +23,14 @@ for tool in redis-server redis-cli redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install -y redis-server redis-tools" >&2; exit 1; }
 done
 
-cargo build --release -q -p ferrocluster-server
+# FERROCLUSTER_SERVER=path skips the build (e.g. a binary built elsewhere).
+BIN=${FERROCLUSTER_SERVER:-}
+if [ -z "$BIN" ]; then
+  cargo build --release -q -p ferrocluster-server
+  BIN=target/release/ferrocluster-server
+fi
 mkdir -p "$work/ours" "$work/redis"
-target/release/ferrocluster-server --port $OURS --dir "$work/ours" --loglevel warning 2>"$work/ours/log" &
+"$BIN" --port $OURS --dir "$work/ours" --loglevel warning 2>"$work/ours/log" &
 pids+=($!)
 redis-server --port $REDIS --cluster-enabled yes --cluster-config-file "$work/redis/nodes.conf" \
   --dir "$work/redis" --save "" --appendonly no --enable-debug-command yes --daemonize no \

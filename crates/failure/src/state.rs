@@ -1,6 +1,6 @@
 //! The cluster state ok/fail (facts sheet §10, V8 `clusterUpdateState`).
 
-use ferrocluster_slot::Slot;
+use ferrocluster_slot::SLOT_COUNT;
 use ferrocluster_topology::{Millis, Topology};
 
 /// `CLUSTER_WRITABLE_DELAY`: a primary keeps the FAIL state this long (ms) after the first
@@ -81,39 +81,65 @@ impl ClusterState {
         self.health == ClusterHealth::Ok
     }
 
+    /// Whether the cron must re-evaluate even if nothing changed (§10: "evaluated from the
+    /// cron when something changed or the state is FAIL"): the state is FAIL (or was never
+    /// evaluated), so a writable or rejoin delay may expire and the minority time must be kept
+    /// current.
+    pub fn needs_cron_update(&self) -> bool {
+        self.health == ClusterHealth::Fail || self.first_eval.is_none()
+    }
+
     /// What the state would be from the topology alone (§10 steps 2–4), without the delays:
     /// FAIL if full coverage is required and some slot has no owner or a FAIL owner (PFAIL
     /// does not count), or if fewer than `size/2 + 1` voting primaries are reachable (neither
     /// FAIL nor PFAIL; myself always reachable). With no slots assigned anywhere the size is 0,
     /// the quorum 1 and nobody reachable: FAIL.
+    ///
+    /// Cost: one pass over the node table (a slot count per node), not over the 16384 slots:
+    /// every slot has at most one owner and the owners' slot sets mirror the owner table
+    /// (a [`Topology`] invariant), so "every slot has a non-FAIL owner" is "the non-FAIL
+    /// nodes own 16384 slots together".
     pub fn evaluate(topo: &Topology, cfg: &StateConfig) -> ClusterHealth {
-        if cfg.require_full_coverage {
-            for slot in Slot::all() {
-                match topo.slot_owner(slot).and_then(|id| topo.node(id)) {
-                    Some(owner) if !owner.is_fail() => {}
-                    _ => return ClusterHealth::Fail,
+        if Self::evaluate_parts(topo, cfg).0 {
+            ClusterHealth::Ok
+        } else {
+            ClusterHealth::Fail
+        }
+    }
+
+    /// (state ok, in minority) in one pass over the nodes.
+    fn evaluate_parts(topo: &Topology, cfg: &StateConfig) -> (bool, bool) {
+        let mut served = 0usize;
+        let mut size = 0usize;
+        let mut reachable = 0usize;
+        for n in topo.nodes() {
+            let count = if cfg.require_full_coverage || n.is_primary() {
+                n.slot_count()
+            } else {
+                0
+            };
+            if !n.is_fail() {
+                served += count;
+            }
+            if n.is_primary() && count > 0 {
+                size += 1;
+                if n.is_myself() || !(n.is_fail() || n.is_pfail()) {
+                    reachable += 1;
                 }
             }
         }
-        if Self::in_minority(topo) {
-            return ClusterHealth::Fail;
-        }
-        ClusterHealth::Ok
-    }
-
-    fn in_minority(topo: &Topology) -> bool {
-        let mut size = 0usize;
-        let mut reachable = 0usize;
-        for n in topo.nodes().filter(|n| n.is_voting_primary()) {
-            size += 1;
-            if n.is_myself() || !(n.is_fail() || n.is_pfail()) {
-                reachable += 1;
-            }
-        }
-        reachable < crate::quorum(size)
+        let minority = reachable < crate::quorum(size);
+        let covered = !cfg.require_full_coverage || served == SLOT_COUNT;
+        (covered && !minority, minority)
     }
 
     /// Re-evaluates the state (§10) at `now`; returns the new health when it changed.
+    ///
+    /// When to call it (§10, Valkey's `CLUSTER_TODO_UPDATE_STATE`): after anything the state
+    /// depends on changed (slot owners, PFAIL/FAIL flags, roles, nodes added or removed), and
+    /// from every cron run while the state is FAIL ([`ClusterState::needs_cron_update`]) so
+    /// the delays below expire on time. While the state is OK and nothing changed, the result
+    /// cannot change, so skipping the call is equivalent.
     ///
     /// Step 1: the first call's time is remembered; a primary in FAIL keeps FAIL until
     /// [`CLUSTER_WRITABLE_DELAY_MS`] have passed since then. Step 4 records `now` as the last
@@ -134,10 +160,15 @@ impl ClusterState {
         {
             return None;
         }
-        if Self::in_minority(topo) {
+        let (ok, minority) = Self::evaluate_parts(topo, cfg);
+        if minority {
             self.last_minority = Some(now);
         }
-        let new = Self::evaluate(topo, cfg);
+        let new = if ok {
+            ClusterHealth::Ok
+        } else {
+            ClusterHealth::Fail
+        };
         if new == self.health {
             return None;
         }

@@ -310,3 +310,105 @@ fn no_slots_anywhere_is_fail() {
     };
     assert_eq!(ClusterState::evaluate(&t, &scfg), ClusterHealth::Fail);
 }
+
+/// §10 steps 2–4 read slot by slot, as the facts sheet states them: the reference the fast
+/// evaluation (one pass over the nodes) must agree with.
+fn evaluate_slot_by_slot(t: &Topology, cfg: &StateConfig) -> ClusterHealth {
+    if cfg.require_full_coverage {
+        for slot in Slot::all() {
+            match t.slot_owner(slot).and_then(|id| t.node(id)) {
+                Some(owner) if !owner.is_fail() => {}
+                _ => return ClusterHealth::Fail,
+            }
+        }
+    }
+    let voting: Vec<_> = t.nodes().filter(|n| n.is_voting_primary()).collect();
+    let reachable = voting
+        .iter()
+        .filter(|n| n.is_myself() || !(n.is_fail() || n.is_pfail()))
+        .count();
+    if reachable < voting.len() / 2 + 1 {
+        return ClusterHealth::Fail;
+    }
+    ClusterHealth::Ok
+}
+
+#[test]
+fn one_unowned_slot_breaks_coverage_and_a_fail_replica_owner_too() {
+    let scfg = StateConfig {
+        require_full_coverage: true,
+        node_timeout_ms: NT,
+    };
+    let (mut t, ids) = cluster(2, 3);
+    assert_eq!(ClusterState::evaluate(&t, &scfg), ClusterHealth::Ok);
+    let s = Slot::new(16383).unwrap();
+    let owner = *t.slot_owner(s).unwrap();
+    t.set_slot_owner(s, None).unwrap();
+    assert_eq!(ClusterState::evaluate(&t, &scfg), ClusterHealth::Fail);
+    t.set_slot_owner(s, Some(owner)).unwrap();
+    assert_eq!(ClusterState::evaluate(&t, &scfg), ClusterHealth::Ok);
+    // A slot owned by a node flagged REPLICA (not PRIMARY) still counts as served until FAIL.
+    let n = t.node_mut(&ids[2]).unwrap();
+    n.flags.remove(NodeFlags::PRIMARY);
+    n.flags.insert(NodeFlags::REPLICA);
+    assert_eq!(evaluate_slot_by_slot(&t, &scfg), ClusterHealth::Ok);
+    assert_eq!(ClusterState::evaluate(&t, &scfg), ClusterHealth::Ok);
+    t.node_mut(&ids[2]).unwrap().flags.insert(NodeFlags::FAIL);
+    assert_eq!(ClusterState::evaluate(&t, &scfg), ClusterHealth::Fail);
+}
+
+#[test]
+fn cron_update_needed_only_while_fail() {
+    let scfg = StateConfig {
+        require_full_coverage: true,
+        node_timeout_ms: NT,
+    };
+    let (t, _) = cluster(2, 3);
+    let mut st = ClusterState::new();
+    assert!(st.needs_cron_update());
+    st.update(&t, Millis(0), &scfg);
+    assert!(
+        st.needs_cron_update(),
+        "still FAIL during the writable delay"
+    );
+    assert_eq!(st.update(&t, Millis(2000), &scfg), Some(ClusterHealth::Ok));
+    assert!(!st.needs_cron_update());
+}
+
+proptest::proptest! {
+    #[test]
+    fn fast_evaluation_matches_the_slot_by_slot_rule(
+        others in 0usize..5,
+        voting in 0usize..6,
+        flags in proptest::collection::vec(0u8..6, 6),
+        holes in proptest::collection::vec(0u16..16384, 0..3),
+        full in proptest::bool::ANY,
+    ) {
+        let voting = voting.min(others + 1);
+        let (mut t, ids) = cluster(others, voting);
+        for s in holes {
+            t.set_slot_owner(Slot::new(s).unwrap(), None).unwrap();
+        }
+        for (id, f) in ids.iter().zip(flags) {
+            let n = t.node_mut(id).unwrap();
+            match f {
+                1 if !n.is_myself() => n.flags.insert(NodeFlags::PFAIL),
+                2 if !n.is_myself() => n.flags.insert(NodeFlags::FAIL),
+                3 => {
+                    n.flags.remove(NodeFlags::PRIMARY);
+                    n.flags.insert(NodeFlags::REPLICA);
+                }
+                4 if !n.is_myself() => {
+                    n.flags.remove(NodeFlags::PRIMARY);
+                    n.flags.insert(NodeFlags::REPLICA | NodeFlags::FAIL);
+                }
+                _ => {}
+            }
+        }
+        let cfg = StateConfig { require_full_coverage: full, node_timeout_ms: NT };
+        proptest::prop_assert_eq!(
+            ClusterState::evaluate(&t, &cfg),
+            evaluate_slot_by_slot(&t, &cfg)
+        );
+    }
+}

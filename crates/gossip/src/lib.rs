@@ -11,15 +11,15 @@
 //! engine crate beside it (failure information leaves as [`GossipEffect::GossipHealth`] and
 //! [`GossipEffect::PongReceived`]).
 //!
-//! Slot claims (§11.1, §11.2 basics: role switch, "unclaimed or higher configEpoch wins") and
-//! the configEpoch collision rule (§11.5) are applied here in [`claims`] until the `epoch`
-//! crate takes them over; UPDATE messages, owner-not-claiming marks and elections are not.
+//! The configuration a PING/PONG/MEET header carries (§8 steps 6f–6h: role switch, slot
+//! claims, UPDATE trigger, configEpoch collision) is not applied here: [`Gossip::handle_message`]
+//! stops before step 6f with [`Received::Claims`], the caller (the `node` crate, with the
+//! `epoch` crate) applies it, then calls [`Gossip::handle_message_gossip`] for step 6i.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod blacklist;
 mod build;
-pub mod claims;
 mod commands;
 mod cron;
 mod links;
@@ -29,6 +29,7 @@ pub use blacklist::Blacklist;
 pub use build::{build_header, build_ping, gossip_wanted, PingKind};
 pub use commands::{CommandError, ResetKind};
 pub use links::{Link, LinkDirection, LinkId, Links};
+pub use process::Received;
 
 use ferrocluster_bus::Message;
 use ferrocluster_topology::{Millis, NodeFlags, NodeId, Topology};
@@ -119,8 +120,6 @@ pub enum GossipEffect {
     /// A node was deleted (handshake timeout, duplicate handshake, FORGET, forgotten-node
     /// extension).
     NodeDeleted(NodeId),
-    /// A configEpoch collision made myself take a new configEpoch (§11.5).
-    ConfigEpochBumped,
 }
 
 /// The gossip layer's own state. See the crate docs.

@@ -2,7 +2,7 @@
 //! PING/PONG/MEET), the gossip section (§7.4) and ping extensions (§6.4).
 
 use crate::build::{build_ping, PingKind};
-use crate::{claims, Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId};
+use crate::{Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId};
 use ferrocluster_bus::{msg_flags, Body, FullHeader, GossipEntry, IpField, Message, PingExt};
 use ferrocluster_topology::{
     parse_client_ipv4, parse_client_ipv6, ConfigEpoch, Hostname, HumanNodename, Millis, Node,
@@ -38,11 +38,55 @@ fn update_address(
     true
 }
 
+/// How far [`Gossip::handle_message`] got with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Received {
+    /// Processing by this layer is complete. The identified sender — a known node not in
+    /// handshake — is given for the caller's type-specific steps (FAIL, UPDATE, …); `None`
+    /// when the sender is unknown (those steps then ignore the message).
+    Done(Option<NodeId>),
+    /// A PING/PONG/MEET from this known sender reached §8 step 6f. The caller applies the
+    /// configuration its header carries (steps 6f–6h: role switch, slot claims, UPDATE,
+    /// configEpoch collision — the `epoch` crate), then MUST call
+    /// [`Gossip::handle_message_gossip`] with the same message for step 6i.
+    Claims(NodeId),
+}
+
+impl Received {
+    /// The identified sender, whichever the stage.
+    pub fn sender(&self) -> Option<NodeId> {
+        match self {
+            Received::Done(s) => *s,
+            Received::Claims(s) => Some(*s),
+        }
+    }
+}
+
 impl Gossip {
-    /// Processes one decoded message received on `link` at `now` (§8 steps 1–6; for other
-    /// types only the header bookkeeping of steps 1–4). Returns the identified sender — a known
-    /// node not in handshake — for the caller's type-specific steps (FAIL, UPDATE, …), or
-    /// `None` when the sender is unknown (those steps then ignore the message).
+    /// §8 step 1 without side effects: the sender a message on `link_id` will be attributed
+    /// to — the link's node if it is known and not in handshake, else the header's sender ID
+    /// if known and not in handshake. A caller takes the sender's prior role with it before
+    /// [`Gossip::handle_message`] changes anything (§8 step 2).
+    pub fn message_sender(
+        &self,
+        topo: &Topology,
+        link_id: LinkId,
+        msg: &Message,
+    ) -> Option<NodeId> {
+        let link = self.links.get(link_id)?;
+        let link_node = link
+            .node
+            .filter(|id| topo.node(id).is_some_and(|n| !n.in_handshake()));
+        let Some(h) = msg.full_header() else {
+            return link_node;
+        };
+        resolve_sender(topo, link_node, h)
+    }
+
+    /// Processes one decoded message received on `link` at `now`: §8 steps 1–6e (for types
+    /// other than PING/PONG/MEET only the header bookkeeping of steps 1–4). A PING/PONG/MEET
+    /// from a known sender stops before step 6f and returns [`Received::Claims`]: the caller
+    /// applies the header's configuration and then calls [`Gossip::handle_message_gossip`].
     ///
     /// A light message on a link without an identified node closes the link (§2).
     #[allow(clippy::too_many_arguments)]
@@ -55,7 +99,42 @@ impl Gossip {
         now: Millis,
         rng: &mut R,
         out: &mut Vec<GossipEffect>,
-    ) -> Option<NodeId> {
+    ) -> Received {
+        self.handle_message_inner(topo, cfg, link_id, msg, now, rng, out)
+            .unwrap_or(Received::Done(None))
+    }
+
+    /// Step 6i of a PING/PONG/MEET from `sender` after [`Received::Claims`]: the gossip
+    /// section (§7.4), then the ping extensions (§6.4). Other messages are ignored.
+    pub fn handle_message_gossip(
+        &mut self,
+        topo: &mut Topology,
+        cfg: &GossipConfig,
+        sender: &NodeId,
+        msg: &Message,
+        now: Millis,
+        out: &mut Vec<GossipEffect>,
+    ) {
+        if !topo.contains(sender) {
+            return;
+        }
+        if let Some(section) = msg.body.gossip() {
+            self.process_gossip_section(topo, sender, &section.entries, now, out);
+            self.process_extensions(topo, cfg, sender, &section.extensions, now, out);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_message_inner<R: RngCore + ?Sized>(
+        &mut self,
+        topo: &mut Topology,
+        cfg: &GossipConfig,
+        link_id: LinkId,
+        msg: &Message,
+        now: Millis,
+        rng: &mut R,
+        out: &mut Vec<GossipEffect>,
+    ) -> Option<Received> {
         let link = self.links.get(link_id)?.clone();
         let link_node = link
             .node
@@ -67,7 +146,7 @@ impl Gossip {
                     if let Some(n) = topo.node_mut(&id) {
                         n.data_received = Some(now);
                     }
-                    return Some(id);
+                    return Some(Received::Done(Some(id)));
                 }
                 None => {
                     self.links.remove(link_id);
@@ -78,10 +157,7 @@ impl Gossip {
         };
         // Step 1: the sender.
         let hdr_id = node_id(&h.sender);
-        let mut sender = link_node.or_else(|| hdr_id.filter(|id| topo.contains(id)));
-        if sender.is_some_and(|s| topo.node(&s).is_some_and(|n| n.in_handshake())) {
-            sender = None;
-        }
+        let sender = resolve_sender(topo, link_node, h);
         if let Some(s) = sender {
             if link.node.is_none() && link.direction == LinkDirection::Inbound {
                 // Bind this inbound link; an older inbound link of the node is closed (§2).
@@ -97,9 +173,6 @@ impl Gossip {
         // Step 2.
         let replicaof = h.replicaof.filter(|r| !r.is_zero());
         let claims_primary = replicaof.is_none();
-        let was_replica = sender
-            .and_then(|s| topo.node(&s))
-            .is_some_and(|n| n.is_replica());
         // Steps 3 and 4.
         if let Some(s) = sender {
             self.header_bookkeeping(topo, &s, h, claims_primary, now, out);
@@ -112,7 +185,7 @@ impl Gossip {
             _ => None,
         };
         let (Some(kind), Some(section)) = (kind, gossip) else {
-            return sender;
+            return Some(Received::Done(sender));
         };
 
         // Step 5: PING / MEET get a PONG on the same link.
@@ -241,34 +314,8 @@ impl Gossip {
                 out.push(GossipEffect::PongReceived(ln));
             }
         }
-        let s = sender?;
-        // f. Role switch (§11.1 basics).
-        let replicaof_id = replicaof.as_ref().and_then(node_id);
-        if (replicaof.is_none() || replicaof_id.is_some())
-            && claims::apply_role(topo, &s, replicaof_id)
-        {
-            out.push(GossipEffect::Save);
-            out.push(GossipEffect::UpdateState);
-        }
-        // g. Slot claims (§11.2 basics).
-        if claims_primary {
-            let differs = topo.node(&s).is_some_and(|n| *n.slots() != h.myslots);
-            if (was_replica || differs)
-                && claims::apply_slot_claims(topo, &s, ConfigEpoch(h.config_epoch), &h.myslots)
-            {
-                out.push(GossipEffect::Save);
-                out.push(GossipEffect::UpdateState);
-            }
-        }
-        // h. configEpoch collision (§11.5).
-        if claims::handle_config_epoch_collision(topo, &s) {
-            out.push(GossipEffect::ConfigEpochBumped);
-            out.push(GossipEffect::Save);
-        }
-        // i. Gossip section, then extensions.
-        self.process_gossip_section(topo, &s, &section.entries, now, out);
-        self.process_extensions(topo, cfg, &s, &section.extensions, now, out);
-        Some(s)
+        // f–h belong to the caller (the epoch layer); i follows in handle_message_gossip.
+        sender.map(Received::Claims)
     }
 
     /// §8 steps 3 and 4 for a known sender.
@@ -535,6 +582,14 @@ impl Gossip {
             self.delete_node(topo, &id, out);
         }
     }
+}
+
+/// §8 step 1: the link's (identified) node, else the header's sender if known; never a node
+/// in handshake.
+fn resolve_sender(topo: &Topology, link_node: Option<NodeId>, h: &FullHeader) -> Option<NodeId> {
+    link_node
+        .or_else(|| node_id(&h.sender).filter(|id| topo.contains(id)))
+        .filter(|s| topo.node(s).is_some_and(|n| !n.in_handshake()))
 }
 
 /// A deterministic shard ID for a node learned from gossip before its own SHARDID extension

@@ -214,3 +214,79 @@ fn gossip_section_size_follows_wanted_formula() {
     );
     assert_eq!(entries.last().unwrap().name.as_bytes(), ids[4].as_bytes());
 }
+
+/// §8: a PING from a known sender stops before step 6f (the configuration it carries is the
+/// caller's, the epoch layer's): its slot claim and role are not applied here; the gossip
+/// section (step 6i) runs only in `handle_message_gossip`.
+#[test]
+fn ping_stops_before_claims_and_gossip_section_runs_after() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let now = Millis(1_000_000);
+    // A (sender) knows B (receiver) and C, D, E (slot owners, so gossip may describe them
+    // without a link, §7.1); A owns slots 0..=99.
+    let mut a = Topology::fresh(&mut rng, now);
+    let a_id = *a.myself_id();
+    let mut b = Topology::fresh(&mut rng, now);
+    let b_id = *b.myself_id();
+    let others: Vec<NodeId> = (0..3).map(|_| NodeId::random(&mut rng)).collect();
+    let c_id = others[0];
+    for (i, id) in std::iter::once(b_id)
+        .chain(others.iter().copied())
+        .enumerate()
+    {
+        let mut n = Node::new(id, ShardId::random(&mut rng), now);
+        n.flags = NodeFlags::PRIMARY;
+        n.ip = Some(lo());
+        n.port = 7001 + i as u16;
+        n.bus_port = n.port + 10000;
+        a.add_node(n).unwrap();
+    }
+    let slot = |s: u16| ferrocluster_slot::Slot::new(s).unwrap();
+    for s in 0..100 {
+        a.set_slot_owner(slot(s), Some(a_id)).unwrap();
+    }
+    for (i, id) in others.iter().enumerate() {
+        a.set_slot_owner(slot(100 + i as u16), Some(*id)).unwrap();
+    }
+    // B knows A (as a primary without slots) but not C.
+    let mut n = Node::new(a_id, ShardId::random(&mut rng), now);
+    n.flags = NodeFlags::PRIMARY;
+    n.ip = Some(lo());
+    b.add_node(n).unwrap();
+    let ga = Gossip::new();
+    let ping = build_ping(
+        &a,
+        &ga.links,
+        &ga.blacklist,
+        &cfg(),
+        0,
+        PingKind::Ping,
+        Some(&b_id),
+        false,
+        0,
+        now,
+        &mut rng,
+    );
+    let mut gb = Gossip::new();
+    let link = gb.links.open(LinkDirection::Inbound, None, Some(lo()), now);
+    assert_eq!(gb.message_sender(&b, link, &ping), Some(a_id));
+    let mut out = Vec::new();
+    let r = gb.handle_message(&mut b, &cfg(), link, &ping, now, &mut rng, &mut out);
+    assert_eq!(r, Received::Claims(a_id));
+    assert_eq!(r.sender(), Some(a_id));
+    // Step 5: the PONG reply is out; the claim is not applied, C is not discovered yet.
+    assert!(out.iter().any(|e| matches!(
+        e,
+        GossipEffect::Send { link: l, message } if *l == link && matches!(message.body, Body::Pong(_))
+    )));
+    assert_eq!(b.node(&a_id).unwrap().slot_count(), 0);
+    assert!(!b.contains(&c_id));
+    out.clear();
+    gb.handle_message_gossip(&mut b, &cfg(), &a_id, &ping, now, &mut out);
+    assert!(
+        b.contains(&c_id),
+        "discovered from the gossip section (§7.4)"
+    );
+    assert!(out.contains(&GossipEffect::NodeDiscovered(c_id)));
+    assert_eq!(b.node(&a_id).unwrap().slot_count(), 0);
+}

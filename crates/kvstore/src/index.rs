@@ -96,6 +96,12 @@ fn pos_of<W: Word>(w: W) -> usize {
     (w.raw() >> W::TAG_BITS) as usize - 1
 }
 
+/// The position a word holds; `None` for an empty bucket or a tombstone.
+#[cfg(test)]
+pub(crate) fn position<W: Word>(w: W) -> Option<usize> {
+    (w.raw() >> W::TAG_BITS != 0).then(|| pos_of(w))
+}
+
 /// Walks the probe path of `hash` and returns `(bucket, position)` of the first live word whose
 /// tag matches and whose position satisfies `eq`; `None` at the first empty bucket.
 #[inline]
@@ -230,7 +236,7 @@ mod tests {
         // Removing the end of the run clears it and the tombstone before it.
         assert_eq!(remove(&mut w, 2), -1);
         assert_eq!(w[1], 0);
-        assert!(insert(&mut w, h(4), 5) == false);
+        assert!(!insert(&mut w, h(4), 5));
         assert_eq!(find(&w, h(4), |p| p == 5), Some((1, 5)));
         assert!(repoint(&mut w, h(4), 5, 1));
         assert_eq!(find(&w, h(4), |_| true), Some((1, 1)));

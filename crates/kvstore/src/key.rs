@@ -1,5 +1,7 @@
 //! The stored form of a key: up to [`INLINE_KEY_LEN`] bytes inline, longer keys on the heap.
 
+use crate::keyhash::Probe;
+
 /// Keys up to this many bytes are stored inline in the table entry (no heap allocation).
 pub const INLINE_KEY_LEN: usize = 14;
 
@@ -39,6 +41,19 @@ impl CompactKey {
         match self {
             CompactKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
             CompactKey::Heap(b) => b,
+        }
+    }
+
+    /// Whether this is the key `probe` was made for. Inline keys compare as one fixed-size
+    /// array (the stored bytes are zero-padded like [`Probe::inline`]).
+    #[inline]
+    pub(crate) fn matches(&self, probe: &Probe<'_>) -> bool {
+        match (self, &probe.inline) {
+            (CompactKey::Inline { len, bytes }, Some(want)) => {
+                usize::from(*len) == probe.key.len() && bytes == want
+            }
+            (CompactKey::Inline { .. }, None) => false,
+            (CompactKey::Heap(b), _) => b[..] == *probe.key,
         }
     }
 

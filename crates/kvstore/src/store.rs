@@ -2,11 +2,12 @@
 
 use crate::bits::SlotBits;
 use crate::key::CompactKey;
+use crate::keyhash::KeyHasher;
 use crate::stats::{HostCounters, SlotStats};
 use crate::table::{entry_memory, Entry, SlotTable};
 use crate::{KvError, KvValue};
 use bytes::Bytes;
-use ferrocluster_slot::{key_hash_slot, Slot, SLOT_COUNT};
+use ferrocluster_slot::{Slot, SLOT_COUNT};
 use hashbrown::DefaultHashBuilder;
 use rand_core::RngCore;
 use std::hash::BuildHasher;
@@ -25,8 +26,9 @@ const RANDOM_TRIES: usize = 100;
 /// One database: a slot table per slot (allocated on first insert, freed when empty) plus
 /// the counters that make the queries O(1).
 pub(crate) struct Db<V> {
-    /// Inline (no pointer to chase); an empty table owns no heap.
-    pub(crate) slots: Box<[SlotTable<V>]>,
+    /// One pointer per slot (16 bytes, 256 KiB per database, dense enough to stay cached);
+    /// `None` for a slot without keys.
+    pub(crate) slots: Box<[Option<Box<SlotTable<V>>>]>,
     /// Slots with at least one key.
     pub(crate) nonempty: SlotBits,
     /// Slots with at least one key that has a deadline.
@@ -42,7 +44,7 @@ pub(crate) struct Db<V> {
 impl<V: KvValue> Db<V> {
     fn new() -> Db<V> {
         Db {
-            slots: (0..SLOT_COUNT).map(|_| SlotTable::new()).collect(),
+            slots: (0..SLOT_COUNT).map(|_| None).collect(),
             nonempty: SlotBits::new(),
             volatile: SlotBits::new(),
             keys: 0,
@@ -54,7 +56,7 @@ impl<V: KvValue> Db<V> {
     /// Table of `slot`, if it has keys.
     #[inline]
     pub(crate) fn table(&self, slot: usize) -> Option<&SlotTable<V>> {
-        self.slots.get(slot).filter(|t| t.len() > 0)
+        self.slots.get(slot)?.as_deref()
     }
 
     fn add_visible(&mut self, slot: usize, n: u64) {
@@ -74,10 +76,10 @@ impl<V: KvValue> Db<V> {
         pos: usize,
         hash: u64,
         hidden: bool,
-        hasher: &S,
+        hasher: &KeyHasher<S>,
     ) -> Option<(Entry<V>, Option<u64>)> {
-        let table = self.slots.get_mut(slot)?;
-        let (entry, deadline) = table.remove_at(pos, hash, hasher);
+        let table = self.slots.get_mut(slot)?.as_mut()?;
+        let (entry, deadline) = SlotTable::remove_at(table, pos, hash, hasher);
         table.memory = table.memory.saturating_sub(entry.memory());
         let now_empty = table.len() == 0;
         let volatile = table.has_deadlines();
@@ -87,7 +89,7 @@ impl<V: KvValue> Db<V> {
         }
         if now_empty {
             // Give the empty table's memory back (Valkey frees empty tables, D.1).
-            self.slots[slot] = SlotTable::new();
+            self.slots[slot] = None;
             self.nonempty.set(slot, false);
         }
         self.volatile.set(slot, volatile);
@@ -120,7 +122,9 @@ struct ExpireCursor {
 ///
 /// * `V` is the value type ([`KvValue`]); keys are byte strings (taken as `&[u8]`, returned as
 ///   [`Bytes`]).
-/// * `S` is the hasher for the per-slot tables. Its randomness never reaches an output: every
+/// * `S` keys the hash of the per-slot tables: keys longer than 16 bytes are hashed with `S`,
+///   shorter ones with a folded multiply keyed by two words drawn from `S` when the store is
+///   made (foldhash's construction for short inputs). Its randomness never reaches an output: every
 ///   iteration order (SCAN, KEYS, GETKEYSINSLOT, RANDOMKEY) follows the tables' entry order,
 ///   which depends only on the sequence of operations.
 /// * Time: every read takes `now` (ms) and treats keys past their deadline as absent; a
@@ -133,7 +137,7 @@ pub struct KvStore<V, S = DefaultHashBuilder> {
     hidden: SlotBits,
     /// Host-fed SLOT-STATS counters; empty until first fed.
     host: Vec<HostCounters>,
-    hasher: S,
+    hasher: KeyHasher<S>,
     expire_cursor: ExpireCursor,
 }
 
@@ -162,7 +166,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             dbs: (0..databases).map(|_| None).collect(),
             hidden: SlotBits::new(),
             host: Vec::new(),
-            hasher,
+            hasher: KeyHasher::new(hasher),
             expire_cursor: ExpireCursor::default(),
         })
     }
@@ -203,11 +207,11 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let Some(d) = self.db(db)? else {
             return Ok(None);
         };
-        let Some(table) = d.table(key_hash_slot(key).index()) else {
+        let probe = self.hasher.probe(key);
+        let Some(table) = d.table(probe.slot) else {
             return Ok(None);
         };
-        let hash = self.hasher.hash_one(key);
-        Ok(table.find(hash, key).map(|pos| (table, pos)))
+        Ok(table.find(&probe).map(|pos| (table, pos)))
     }
 
     /// The value of `key` in `db` at time `now` (ms), `None` if absent or expired.
@@ -241,7 +245,8 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         now: u64,
     ) -> Result<Option<(usize, usize, u64)>, KvError> {
         self.check_db(db)?;
-        let slot = key_hash_slot(key).index();
+        let probe = self.hasher.probe(key);
+        let (slot, hash) = (probe.slot, probe.hash);
         let hidden = self.hidden.get(slot);
         let Some(d) = self.dbs[db].as_deref_mut() else {
             return Ok(None);
@@ -249,8 +254,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let Some(table) = d.table(slot) else {
             return Ok(None);
         };
-        let hash = self.hasher.hash_one(key);
-        let Some(pos) = table.find(hash, key) else {
+        let Some(pos) = table.find(&probe) else {
             return Ok(None);
         };
         if table.is_expired(pos, now) {
@@ -278,6 +282,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let Some(table) = self.dbs[db]
             .as_deref_mut()
             .and_then(|d| d.slots.get_mut(slot))
+            .and_then(|t| t.as_deref_mut())
         else {
             return Ok(None);
         };
@@ -324,12 +329,12 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         now: u64,
     ) -> Result<Option<V>, KvError> {
         self.check_db(db)?;
-        let slot = key_hash_slot(key).index();
-        let hash = self.hasher.hash_one(key);
+        let probe = self.hasher.probe(key);
+        let (slot, hash) = (probe.slot, probe.hash);
         let hidden = self.hidden.get(slot);
         let d = self.dbs[db].get_or_insert_with(|| Box::new(Db::new()));
-        let table = &mut d.slots[slot];
-        if let Some(pos) = table.find(hash, key) {
+        let table = d.slots[slot].get_or_insert_with(SlotTable::new);
+        if let Some(pos) = table.find(&probe) {
             let expired = table.is_expired(pos, now);
             let new_heap = value.heap_size() as u64;
             let old = std::mem::replace(&mut table.entries[pos].value, value);
@@ -341,7 +346,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         }
         let key = CompactKey::new(key);
         table.memory += entry_memory(&key, &value);
-        let pos = table.push(hash, key, value, &self.hasher);
+        let pos = SlotTable::push(table, hash, key, value, &self.hasher);
         if expire_at.is_some() {
             table.set_deadline(pos, expire_at);
             d.volatile.set(slot, true);
@@ -409,7 +414,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let Some(d) = self.dbs[db].as_deref_mut() else {
             return Ok(None);
         };
-        let Some(table) = d.slots.get_mut(slot) else {
+        let Some(table) = d.slots.get_mut(slot).and_then(|t| t.as_deref_mut()) else {
             return Ok(None);
         };
         let had = table.set_deadline(pos, deadline);
@@ -473,7 +478,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
                 examined += 1;
                 let Some(t) = d.table(slot) else { break };
                 if t.is_expired(pos, now) {
-                    let hash = hasher.hash_one(t.entries[pos].key.as_bytes());
+                    let hash = hasher.hash(t.entries[pos].key.as_bytes());
                     // The last entry (already examined) moves into `pos`.
                     d.remove_entry(slot, pos, hash, false, hasher);
                     expired += 1;
@@ -556,8 +561,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let hidden = self.hidden.get(s);
         let mut dropped = 0;
         for d in self.dbs.iter_mut().flatten() {
-            let t = std::mem::replace(&mut d.slots[s], SlotTable::new());
-            if t.len() > 0 {
+            if let Some(t) = d.slots[s].take() {
                 let n = t.len() as u64;
                 dropped += n;
                 d.keys -= n;

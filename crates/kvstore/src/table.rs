@@ -1,20 +1,28 @@
-//! One hash slot's table: a dense entry vector plus an index of positions into it.
+//! One hash slot's table: a dense entry vector plus an index of positions into it, the index
+//! words stored in the same allocation as the table's header.
 //!
 //! Layout (why): entries live in a `Vec` in insertion order; removal is `swap_remove` (the last
 //! entry moves into the hole). The index ([`crate::index`]) holds only positions packed with a
 //! hash tag — 2 bytes per bucket while the table has at most 255 entries, 4 up to 65535, 8
-//! beyond — so the per-bucket cost is small however large the value type is, a lookup reads
-//! one index line and then the entry, and the entry vector grows by 1/16 instead of doubling.
+//! beyond — so the per-bucket cost is small however large the value type is, and the entry
+//! vector grows by 1/16 instead of doubling. A database keeps one 16-byte pointer per slot
+//! (256 KiB, which stays in cache); the pointer leads to one allocation holding the header
+//! (entry vector, deadlines, counters) and, for tables of up to 255 entries, the 2-byte index
+//! words right behind it, in a few size classes (`[u16]` as the struct's last, unsized
+//! field). A lookup thus reads the header and an index line (independent loads, issued
+//! together) and then the entry; bigger tables keep their index in a separate box.
+//!
 //! Because entries only ever move *down* (from the last position into a hole), a cursor that
 //! walks positions from the top down sees every entry that stays present: this is what gives
 //! SCAN its guarantee, independent of the index's internal order.
 //!
 //! Invariants: every live index word holds a position `< entries.len()`, each position appears
-//! exactly once, `tombstones` counts the tombstone words, and `deadlines` (when present) has the
-//! same length as `entries`.
+//! exactly once, `tombstones` counts the tombstone words, `deadlines` (when present) has the
+//! same length as `entries`, and a stored table is never empty (the database drops it).
 
 use crate::index::{self, Word};
 use crate::key::CompactKey;
+use crate::keyhash::{KeyHasher, Probe};
 use crate::KvValue;
 use std::hash::BuildHasher;
 
@@ -40,50 +48,95 @@ pub(crate) fn entry_memory<V: KvValue>(key: &CompactKey, value: &V) -> u64 {
     (std::mem::size_of::<Entry<V>>() + key.heap_size() + value.heap_size()) as u64
 }
 
-/// The index words, in the narrowest width whose position field fits the table.
-enum Index {
-    U16(Box<[u16]>),
+/// An index that outgrew the inline words (more than 255 entries).
+enum Wide {
     U32(Box<[u32]>),
     U64(Box<[u64]>),
 }
 
-/// Runs `$body` with `$t` bound to whichever word slice is in use.
+/// Runs `$body` with `$t` bound to the table's index words (inline or wide).
 macro_rules! with_index {
-    ($index:expr, $t:ident => $body:expr) => {
-        match $index {
-            Index::U16($t) => $body,
-            Index::U32($t) => $body,
-            Index::U64($t) => $body,
+    ($table:expr, $t:ident => $body:expr) => {
+        match $table.wide.as_deref() {
+            None => {
+                let $t = &$table.words;
+                $body
+            }
+            Some(Wide::U32($t)) => $body,
+            Some(Wide::U64($t)) => $body,
         }
     };
 }
 
-/// One slot's keys (see the module docs).
-pub(crate) struct SlotTable<V> {
-    index: Index,
+/// Like `with_index!`, mutable.
+macro_rules! with_index_mut {
+    ($table:expr, $t:ident => $body:expr) => {
+        match $table.wide.as_deref_mut() {
+            None => {
+                let $t = &mut $table.words;
+                $body
+            }
+            Some(Wide::U32($t)) => $body,
+            Some(Wide::U64($t)) => $body,
+        }
+    };
+}
+
+/// One slot's keys (see the module docs); `W` is `[u16; N]` when built, `[u16]` when used.
+pub(crate) struct Table<V, W: ?Sized> {
     pub(crate) entries: Vec<Entry<V>>,
     /// Deadlines (ms) parallel to `entries`; allocated only while `volatile > 0`. Boxed so the
-    /// field costs 8 bytes, not 24, in the 16384-table array of every database.
+    /// field costs 8 bytes, not 24, in the header.
     #[allow(clippy::box_collection)]
     deadlines: Option<Box<Vec<u64>>>,
+    /// Sum of [`Entry::memory`] over the entries (bytes).
+    pub(crate) memory: u64,
     /// Tombstone words in the index.
     tombstones: usize,
     /// Entries with a deadline.
     volatile: usize,
-    /// Sum of [`Entry::memory`] over the entries (bytes).
-    pub(crate) memory: u64,
+    /// The index when it is not inline (then `words` is empty).
+    wide: Option<Box<Wide>>,
+    /// The inline index words.
+    words: W,
+}
+
+/// A slot table as the database stores it (behind a `Box`).
+pub(crate) type SlotTable<V> = Table<V, [u16]>;
+
+/// Inline word counts: with the 64-byte header, each class fills an allocator size class
+/// (64-byte steps up to 512 bytes).
+const CLASSES: [usize; 10] = [4, 8, 16, 32, 64, 96, 128, 160, 224, 288];
+
+/// A boxed table with `n` inline words (one of [`CLASSES`], or 0) holding the given parts.
+#[allow(clippy::box_collection)]
+fn boxed<V>(
+    n: usize,
+    entries: Vec<Entry<V>>,
+    deadlines: Option<Box<Vec<u64>>>,
+    memory: u64,
+    volatile: usize,
+    wide: Option<Box<Wide>>,
+) -> Box<SlotTable<V>> {
+    macro_rules! make {
+        ($($n:literal),*) => {
+            match n {
+                $($n => Box::new(Table {
+                    entries, deadlines, memory, tombstones: 0, volatile, wide, words: [0u16; $n],
+                }) as Box<SlotTable<V>>,)*
+                _ => Box::new(Table {
+                    entries, deadlines, memory, tombstones: 0, volatile, wide, words: [0u16; 0],
+                }),
+            }
+        };
+    }
+    make!(4, 8, 16, 32, 64, 96, 128, 160, 224, 288)
 }
 
 impl<V: KvValue> SlotTable<V> {
-    pub(crate) fn new() -> SlotTable<V> {
-        SlotTable {
-            index: Index::U16(Box::new([])),
-            entries: Vec::new(),
-            deadlines: None,
-            tombstones: 0,
-            volatile: 0,
-            memory: 0,
-        }
+    /// An empty table (no index words yet).
+    pub(crate) fn new() -> Box<SlotTable<V>> {
+        boxed(0, Vec::new(), None, 0, 0, None)
     }
 
     #[inline]
@@ -96,12 +149,12 @@ impl<V: KvValue> SlotTable<V> {
         self.volatile > 0
     }
 
-    /// Position of `key` (whose hash is `hash`).
+    /// Position of the key `probe` was made for.
     #[inline]
-    pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+    pub(crate) fn find(&self, probe: &Probe<'_>) -> Option<usize> {
         let entries = &self.entries;
-        let eq = |p: usize| entries.get(p).is_some_and(|e| e.key.as_bytes() == key);
-        with_index!(&self.index, w => index::find(w, hash, eq).map(|(_, p)| p))
+        let eq = |p: usize| entries.get(p).is_some_and(|e| e.key.matches(probe));
+        with_index!(self, w => index::find(w, probe.hash, eq).map(|(_, p)| p))
     }
 
     /// The deadline of the entry at `pos`, if it has one.
@@ -152,80 +205,83 @@ impl<V: KvValue> SlotTable<V> {
         had
     }
 
-    /// Appends a new entry (the key must not be present) and returns its position.
+    /// Appends a new entry (the key must not be present) to `this` and returns its position.
     pub(crate) fn push<S: BuildHasher>(
-        &mut self,
+        this: &mut Box<SlotTable<V>>,
         hash: u64,
         key: CompactKey,
         value: V,
-        hasher: &S,
+        hasher: &KeyHasher<S>,
     ) -> usize {
-        let pos = self.entries.len();
-        if pos == self.entries.capacity() {
+        let t = &mut **this;
+        let pos = t.entries.len();
+        if pos == t.entries.capacity() {
             // Grow by 1/16 (at least 4): little spare capacity, still amortised O(1).
-            self.entries.reserve_exact((pos / 16).max(4));
+            t.entries.reserve_exact((pos / 16).max(4));
         }
-        self.entries.push(Entry { key, value });
-        if let Some(d) = self.deadlines.as_mut() {
+        t.entries.push(Entry { key, value });
+        if let Some(d) = t.deadlines.as_mut() {
             if d.len() == d.capacity() {
-                d.reserve_exact(self.entries.capacity() - d.len());
+                d.reserve_exact(t.entries.capacity() - d.len());
             }
             d.push(NO_DEADLINE);
         }
-        self.index_insert(hash, pos, hasher);
+        let len = t.entries.len();
+        let filled = len + t.tombstones;
+        if !with_index!(t, w => fits_words(w, filled, len)) {
+            // The rebuild indexes every entry, the new one included.
+            Self::rebuild(this, hasher);
+            return pos;
+        }
+        if with_index_mut!(t, w => index::insert(w, hash, pos)) {
+            t.tombstones -= 1;
+        }
         pos
     }
 
-    /// Adds position `pos` (the entry just pushed) to the index, rebuilding it first when it
-    /// is full (counting tombstones) or its words cannot hold the position.
-    fn index_insert<S: BuildHasher>(&mut self, hash: u64, pos: usize, hasher: &S) {
-        let len = self.entries.len();
-        let filled = len + self.tombstones;
-        let fits = with_index!(&self.index, w => fits_words(w, filled, len));
-        if !fits {
-            // The rebuild indexes every entry, the new one included.
-            self.rebuild(hasher);
-            return;
-        }
-        let reused = with_index!(&mut self.index, w => index::insert(w, hash, pos));
-        if reused {
-            self.tombstones -= 1;
-        }
-    }
-
-    /// Rebuilds the index for the current entries at a load of about 5/8, without tombstones,
-    /// in the narrowest word width that fits.
-    fn rebuild<S: BuildHasher>(&mut self, hasher: &S) {
-        let n = self.entries.len();
-        let entries = &self.entries;
-        let hash_at = |p: usize| hasher.hash_one(entries[p].key.as_bytes());
-        let mut cap = index::cap_for(n);
-        // Stay in 2-byte (4-byte) words while the table fits 256 (65536) buckets.
-        for limit in [256, 65_536] {
-            if cap > limit && n <= index::max_filled(limit) {
-                cap = limit;
+    /// Rebuilds the index of `this` for its current entries at a load of about 5/8 (without
+    /// tombstones): inline words in the smallest class that fits while there are at most 255
+    /// entries, else a separate index of 4- or 8-byte words.
+    fn rebuild<S: BuildHasher>(this: &mut Box<SlotTable<V>>, hasher: &KeyHasher<S>) {
+        let n = this.entries.len();
+        let want = index::cap_for(n);
+        let class = CLASSES
+            .iter()
+            .copied()
+            .find(|&c| c >= want && n <= index::max_filled(c))
+            .filter(|_| n <= u16::MAX_ENTRIES);
+        let t = &mut **this;
+        let entries = std::mem::take(&mut t.entries);
+        let deadlines = t.deadlines.take();
+        let hash_at = |p: usize| hasher.hash(entries[p].key.as_bytes());
+        let (words, wide) = match class {
+            Some(c) => (c, None),
+            None if n <= u32::MAX_ENTRIES => {
+                (0, Some(Box::new(Wide::U32(index::build(want, n, hash_at)))))
+            }
+            None => (0, Some(Box::new(Wide::U64(index::build(want, n, hash_at))))),
+        };
+        let mut fresh = boxed(words, entries, deadlines, t.memory, t.volatile, wide);
+        if fresh.wide.is_none() {
+            let Table { entries, words, .. } = &mut *fresh;
+            for (p, e) in entries.iter().enumerate() {
+                index::insert(words, hasher.hash(e.key.as_bytes()), p);
             }
         }
-        self.index = if n <= u16::MAX_ENTRIES && cap <= 256 {
-            Index::U16(index::build(cap, n, hash_at))
-        } else if n <= u32::MAX_ENTRIES && cap <= 65_536 {
-            Index::U32(index::build(cap, n, hash_at))
-        } else {
-            Index::U64(index::build(cap, n, hash_at))
-        };
-        self.tombstones = 0;
+        *this = fresh;
     }
 
-    /// Removes the entry at `pos` (whose key hashes to `hash`); the last entry moves into its
-    /// place. Returns the removed entry and its deadline.
+    /// Removes the entry at `pos` of `this` (whose key hashes to `hash`); the last entry moves
+    /// into its place. Returns the removed entry and its deadline.
     pub(crate) fn remove_at<S: BuildHasher>(
-        &mut self,
+        this: &mut Box<SlotTable<V>>,
         pos: usize,
         hash: u64,
-        hasher: &S,
+        hasher: &KeyHasher<S>,
     ) -> (Entry<V>, Option<u64>) {
-        let last = self.entries.len() - 1;
-        let delta = with_index!(&mut self.index, w => {
+        let t = &mut **this;
+        let last = t.entries.len() - 1;
+        let delta = with_index_mut!(t, w => {
             match index::find(w, hash, |p| p == pos) {
                 Some((bucket, _)) => index::remove(w, bucket),
                 None => {
@@ -234,38 +290,35 @@ impl<V: KvValue> SlotTable<V> {
                 }
             }
         });
-        self.tombstones = self.tombstones.saturating_add_signed(delta);
-        let deadline = self.deadline(pos);
+        t.tombstones = t.tombstones.saturating_add_signed(delta);
+        let deadline = t.deadline(pos);
         if deadline.is_some() {
-            self.set_deadline(pos, None);
+            t.set_deadline(pos, None);
         }
-        let entry = self.entries.swap_remove(pos);
-        if let Some(d) = self.deadlines.as_mut() {
+        let entry = t.entries.swap_remove(pos);
+        if let Some(d) = t.deadlines.as_mut() {
             d.swap_remove(pos);
         }
         if pos != last {
-            let moved = hasher.hash_one(self.entries[pos].key.as_bytes());
-            let found = with_index!(&mut self.index, w => index::repoint(w, moved, last, pos));
+            let moved = hasher.hash(t.entries[pos].key.as_bytes());
+            let found = with_index_mut!(t, w => index::repoint(w, moved, last, pos));
             debug_assert!(found, "index lost position {last}");
         }
-        self.shrink_if_sparse(hasher);
-        (entry, deadline)
-    }
-
-    /// Gives memory back after many removals: the entry vector when its capacity is more than
-    /// 4x the length, the index when under 1/4 of its room is used.
-    fn shrink_if_sparse<S: BuildHasher>(&mut self, hasher: &S) {
-        let len = self.entries.len();
-        if self.entries.capacity() >= 64 && len < self.entries.capacity() / 4 {
-            self.entries.shrink_to(len + len / 16);
-            if let Some(d) = self.deadlines.as_mut() {
-                d.shrink_to(self.entries.capacity());
+        // Give memory back after many removals: the entry vector when its capacity is more
+        // than 4x the length, the index when under 1/4 of its room is used.
+        let len = t.entries.len();
+        if t.entries.capacity() >= 64 && len < t.entries.capacity() / 4 {
+            t.entries.shrink_to(len + len / 16);
+            let cap = t.entries.capacity();
+            if let Some(d) = t.deadlines.as_mut() {
+                d.shrink_to(cap);
             }
         }
-        let cap = with_index!(&self.index, w => w.len());
+        let cap = with_index!(t, w => w.len());
         if cap > 16 && len < index::max_filled(cap) / 4 {
-            self.rebuild(hasher);
+            Self::rebuild(this, hasher);
         }
+        (entry, deadline)
     }
 }
 
@@ -279,6 +332,66 @@ fn fits_words<W: Word>(w: &[W], filled: usize, len: usize) -> bool {
 mod tests {
     use super::*;
     use hashbrown::DefaultHashBuilder;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_class_gets_its_word_count() {
+        for c in CLASSES.into_iter().chain([0]) {
+            let t = boxed::<Vec<u8>>(c, Vec::new(), None, 0, 0, None);
+            assert_eq!(t.words.len(), c);
+        }
+        // The header is 64 bytes, so each class fills a 64-byte allocator step.
+        assert_eq!(std::mem::size_of::<Table<Vec<u8>, [u16; 0]>>(), 64);
+    }
+
+    /// Checks every index invariant of `t` against the set of keys it should hold.
+    fn check(t: &SlotTable<Vec<u8>>, s: &KeyHasher<DefaultHashBuilder>, model: &BTreeSet<u16>) {
+        assert_eq!(t.len(), model.len());
+        let mut seen = vec![false; t.len()];
+        let mut tombstones = 0;
+        with_index!(t, w => {
+            for &word in w.iter() {
+                match index::position(word) {
+                    Some(p) => assert!(!std::mem::replace(&mut seen[p], true), "{p} twice"),
+                    None => tombstones += usize::from(word.raw() == 1),
+                }
+            }
+        });
+        assert!(seen.iter().all(|&x| x), "a position is missing");
+        assert_eq!(tombstones, t.tombstones);
+        for &i in model {
+            let k = key(usize::from(i));
+            let pos = t.find(&s.probe(&k)).expect("present key found");
+            assert_eq!(t.entries[pos].key.as_bytes(), &k[..]);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn index_matches_a_set_under_churn(ops in proptest::collection::vec((any::<bool>(), 0..400u16), 1..900)) {
+            let s = KeyHasher::new(DefaultHashBuilder::default());
+            let mut t = SlotTable::<Vec<u8>>::new();
+            let mut model = BTreeSet::new();
+            for (insert, i) in ops {
+                let k = key(usize::from(i));
+                let found = t.find(&s.probe(&k));
+                prop_assert_eq!(found.is_some(), model.contains(&i));
+                match (insert, found) {
+                    (true, None) => {
+                        SlotTable::push(&mut t, s.hash(&k), CompactKey::new(&k), vec![], &s);
+                        model.insert(i);
+                    }
+                    (false, Some(pos)) if t.len() > 1 => {
+                        SlotTable::remove_at(&mut t, pos, s.hash(&k), &s);
+                        model.remove(&i);
+                    }
+                    _ => {}
+                }
+            }
+            check(&t, &s, &model);
+        }
+    }
 
     fn key(i: usize) -> Vec<u8> {
         format!("k{i}").into_bytes()
@@ -286,47 +399,54 @@ mod tests {
 
     #[test]
     fn widens_and_keeps_every_key_findable() {
-        let s = DefaultHashBuilder::default();
+        let s = KeyHasher::new(DefaultHashBuilder::default());
         let mut t = SlotTable::<Vec<u8>>::new();
         for i in 0..70_000 {
             let k = key(i);
-            let h = s.hash_one(&k[..]);
-            assert_eq!(t.find(h, &k), None);
-            t.push(h, CompactKey::new(&k), vec![], &s);
+            let h = s.hash(&k[..]);
+            assert_eq!(t.find(&s.probe(&k)), None);
+            SlotTable::push(&mut t, h, CompactKey::new(&k), vec![], &s);
         }
-        assert!(matches!(t.index, Index::U64(_)));
+        assert!(matches!(t.wide.as_deref(), Some(Wide::U64(_))));
         for i in (0..70_000).step_by(7) {
             let k = key(i);
-            assert!(t.find(s.hash_one(&k[..]), &k).is_some(), "{i}");
+            assert!(t.find(&s.probe(&k)).is_some(), "{i}");
         }
         // Remove most keys: positions stay consistent and the table shrinks.
         for i in 0..69_000 {
             let k = key(i);
-            let h = s.hash_one(&k[..]);
-            let pos = t.find(h, &k).unwrap();
-            let (e, _) = t.remove_at(pos, h, &s);
+            let h = s.hash(&k[..]);
+            let pos = t.find(&s.probe(&k)).unwrap();
+            let (e, _) = SlotTable::remove_at(&mut t, pos, h, &s);
             assert_eq!(e.key.as_bytes(), &k[..]);
         }
         assert_eq!(t.len(), 1000);
         assert!(t.entries.capacity() < 4000);
-        for i in 69_000..70_000 {
+        // Small again: back to inline words.
+        for i in 69_000..69_900 {
             let k = key(i);
-            assert!(t.find(s.hash_one(&k[..]), &k).is_some(), "{i}");
+            let pos = t.find(&s.probe(&k)).unwrap();
+            SlotTable::remove_at(&mut t, pos, s.hash(&k[..]), &s);
+        }
+        assert!(t.wide.is_none() && !t.words.is_empty());
+        for i in 69_900..70_000 {
+            let k = key(i);
+            assert!(t.find(&s.probe(&k)).is_some(), "{i}");
         }
     }
 
     #[test]
     fn deadlines_follow_swap_remove() {
-        let s = DefaultHashBuilder::default();
+        let s = KeyHasher::new(DefaultHashBuilder::default());
         let mut t = SlotTable::<Vec<u8>>::new();
         for i in 0..4 {
             let k = key(i);
-            t.push(s.hash_one(&k[..]), CompactKey::new(&k), vec![], &s);
+            SlotTable::push(&mut t, s.hash(&k[..]), CompactKey::new(&k), vec![], &s);
         }
         t.set_deadline(3, Some(500));
         assert!(t.has_deadlines());
         let k0 = key(0);
-        let (_, d) = t.remove_at(0, s.hash_one(&k0[..]), &s);
+        let (_, d) = SlotTable::remove_at(&mut t, 0, s.hash(&k0[..]), &s);
         assert_eq!(d, None);
         // Key 3 moved into position 0 with its deadline.
         assert_eq!(t.entries[0].key.as_bytes(), b"k3");

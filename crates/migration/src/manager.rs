@@ -351,7 +351,8 @@ impl Migrations {
 
     /// Valkey `proceedWithSlotMigration` for the states that act on their own.
     pub(crate) fn proceed(&mut self, idx: usize, topo: &Topology) {
-        match self.jobs[idx].state {
+        let state = self.jobs[idx].state;
+        match state {
             JobState::ImportFailoverGranted => {
                 let j = &self.jobs[idx];
                 let (job, slots) = (j.name, j.slots.clone());
@@ -373,24 +374,20 @@ impl Migrations {
                 self.finish(idx, post, msg.as_deref(), topo, false);
             }
             JobState::WaitingToSnapshot => self.try_start_snapshot(idx),
-            JobState::WaitingToPause => {
-                if !self.try_pause(idx) {
-                    if let Some(conn) = self.jobs[idx].conn {
-                        let job = self.jobs[idx].name;
-                        self.push(MigrationOutput::QueryBacklog { job, conn });
-                    }
+            JobState::WaitingToPause if !self.try_pause(idx) => {
+                if let Some(conn) = self.jobs[idx].conn {
+                    let job = self.jobs[idx].name;
+                    self.push(MigrationOutput::QueryBacklog { job, conn });
                 }
             }
-            JobState::FailoverPaused => {
-                if self.pause_lapsed(idx) {
-                    self.finish(
-                        idx,
-                        JobState::Failed,
-                        Some("Timed out before streaming completed"),
-                        topo,
-                        false,
-                    );
-                }
+            JobState::FailoverPaused if self.pause_lapsed(idx) => {
+                self.finish(
+                    idx,
+                    JobState::Failed,
+                    Some("Timed out before streaming completed"),
+                    topo,
+                    false,
+                );
             }
             JobState::ExportFailoverGranted => {
                 if self.pause_lapsed(idx) {

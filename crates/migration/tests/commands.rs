@@ -19,7 +19,7 @@ fn migrateslots_errors_in_valkey_order() {
     let t = ids('t');
     let cases: Vec<(String, &str)> = vec![
         (
-            "SLOTSRANGE 0".into(),
+            "SLOTSRANGE".into(),
             "wrong number of arguments for 'cluster|migrateslots' command",
         ),
         (format!("NODE {t} SLOTSRANGE 0 1"), "syntax error"),
@@ -307,7 +307,7 @@ fn finish_validation() {
     let est = format!("CLUSTER SYNCSLOTS ESTABLISH NAME {n} SLOTSRANGE 0 1");
     assert_eq!(run(&mut m, &topo, Origin::Primary, &est), Some(Reply::ok()));
     for (args, e) in [
-        (format!("STATE success"), "syntax error"),
+        ("STATE success".to_string(), "syntax error"),
         (format!("NAME {n}"), "syntax error"),
         (format!("STATE maybe NAME {n}"), "syntax error"),
         (
@@ -318,7 +318,7 @@ fn finish_validation() {
             format!("STATE success NAME {}", "3".repeat(40)),
             "No such slot migration job",
         ),
-        (format!("STATE success NAME short"), "syntax error"),
+        ("STATE success NAME short".to_string(), "syntax error"),
     ] {
         assert_eq!(
             run(

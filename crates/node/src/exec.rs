@@ -12,9 +12,10 @@ use ferrocluster_command::{
     parse_cluster, ClientState, ClusterCommand, ClusterError, ErrorReply, FailoverMode,
     ParseOptions, SetSlot, SetSlotAction, SlotStatsMetric, SlotStatsQuery, CLUSTER_HELP,
 };
+use ferrocluster_epoch::{FailoverError, SetConfigEpochError};
 use ferrocluster_slot::{Slot, SlotSet};
 use ferrocluster_topology::views::{self, EndpointType, InfoInputs, LinkDirection, LinkInfo};
-use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeId, Reply};
+use ferrocluster_topology::{Millis, NodeId, Reply};
 
 /// Who sent a CLUSTER command and how: the per-connection facts the executor needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -77,9 +78,10 @@ impl CommandOutcome {
     }
 }
 
-/// A CLUSTER FAILOVER accepted on a replica (§13.1), kept for the failover engine: the node
-/// checks the preconditions and records the request, the `epoch` crate (when wired) runs it.
-/// Until then the host or a test reads it with [`ClusterNode::manual_failover_request`].
+/// A CLUSTER FAILOVER accepted on a replica (§13.1). The epoch layer runs the failover at
+/// once (MFSTART, FORCE election, TAKEOVER; see [`ClusterNode::epoch`] for its progress);
+/// this record of the request stays readable with [`ClusterNode::manual_failover_request`]
+/// until taken or until myself's role changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ManualFailoverRequest {
     /// Default, FORCE or TAKEOVER.
@@ -130,9 +132,14 @@ impl ClusterNode {
     /// Notes per subcommand:
     /// * SETSLOT on a primary with replicas first returns
     ///   [`CommandOutcome::ReplicateFirst`] (Valkey 8 replicates SETSLOT before applying it).
-    /// * FAILOVER on a replica checks the preconditions, records a
-    ///   [`ManualFailoverRequest`] and emits [`Event::ManualFailoverRequested`]; the failover
-    ///   itself is run by the epoch engine once it is wired into the node.
+    /// * FAILOVER on a replica: the epoch layer checks the preconditions and starts it
+    ///   (§13.1: MFSTART to the primary; FORCE: election at once; TAKEOVER: configEpoch bump
+    ///   and take-over, [`Event::BecamePrimary`]); a [`ManualFailoverRequest`] is recorded and
+    ///   [`Event::ManualFailoverRequested`] emitted.
+    /// * BUMPEPOCH, SET-CONFIG-EPOCH: the epoch layer (§11.6, §19.6); the new epoch is durable
+    ///   before any message carries it.
+    /// * RESET also resets the epoch layer (election, manual failover: a paused primary gets
+    ///   [`Event::UnpauseWrites`]).
     /// * SAVECONFIG queues a `Persist` and replies `+OK` (a host whose write fails replies
     ///   [`ClusterError::SaveConfig`] itself).
     /// * RESET of a primary holding keys is refused; otherwise [`Event::ClusterReset`] tells
@@ -190,12 +197,10 @@ impl ClusterNode {
             C::Info => views::cluster_info(&self.topo, &self.info_inputs()),
             C::Links => views::cluster_links(&self.link_infos()),
             C::BumpEpoch => {
-                let word = if self.bump_epoch_without_consensus() {
-                    "BUMPED"
-                } else {
-                    "STILL"
-                };
-                Reply::Simple(format!("{word} {}", self.topo.myself().config_epoch))
+                let mut eout = Vec::new();
+                let reply = ferrocluster_epoch::bump_epoch(&mut self.topo, &mut eout);
+                self.apply_epoch_effects(eout, None, now);
+                Reply::Simple(reply.to_string())
             }
             C::SaveConfig => {
                 self.save_pending = true;
@@ -283,19 +288,19 @@ impl ClusterNode {
             }
             C::Failover(mode) => self.exec_failover(*mode, now)?,
             C::SetConfigEpoch(epoch) => {
-                if self.topo.len() > 1 {
-                    return Err(ClusterError::ConfigEpochOtherNodes);
-                }
-                if self.topo.myself().config_epoch != ConfigEpoch(0) {
-                    return Err(ClusterError::ConfigEpochNonZero);
-                }
-                self.topo.myself_mut().config_epoch = ConfigEpoch(*epoch);
-                if self.topo.current_epoch.get() < *epoch {
-                    self.topo.current_epoch = CurrentEpoch(*epoch);
-                }
-                self.save_pending = true;
+                // The parser accepts 0..=i64::MAX only.
+                let epoch = i64::try_from(*epoch).unwrap_or(i64::MAX);
+                let mut eout = Vec::new();
+                ferrocluster_epoch::set_config_epoch(&mut self.topo, epoch, &mut eout).map_err(
+                    |e| match e {
+                        SetConfigEpochError::KnowsOtherNodes => ClusterError::ConfigEpochOtherNodes,
+                        SetConfigEpochError::AlreadyNonZero => ClusterError::ConfigEpochNonZero,
+                        _ => ClusterError::InvalidConfigEpoch(epoch),
+                    },
+                )?;
+                self.apply_epoch_effects(eout, None, now);
+                // Durable before any message carries the new epoch.
                 self.save_critical = true;
-                self.state_dirty = true;
                 Reply::ok()
             }
             C::Reset { hard } => {
@@ -348,29 +353,6 @@ impl ClusterNode {
         rows
     }
 
-    /// §11.6 / slot-migration sheet C.5: if my configEpoch is 0 or not the largest known
-    /// (configEpochs and currentEpoch), take `currentEpoch + 1`; saved with fsync before any
-    /// transmit of this step. Returns whether it bumped.
-    pub(crate) fn bump_epoch_without_consensus(&mut self) -> bool {
-        let max = self
-            .topo
-            .max_config_epoch()
-            .get()
-            .max(self.topo.current_epoch.get());
-        let mine = self.topo.myself().config_epoch.get();
-        if mine != 0 && mine == max {
-            return false;
-        }
-        self.topo.current_epoch = self.topo.current_epoch.next();
-        let e = self.topo.current_epoch.as_config();
-        self.topo.myself_mut().config_epoch = e;
-        self.save_pending = true;
-        self.save_critical = true;
-        self.staged
-            .push(crate::Output::Event(Event::ConfigEpochBumped(e)));
-        true
-    }
-
     /// ADDSLOTS effects (§15): each slot becomes myself's and loses its importing mark.
     pub(crate) fn assign_slots_to_myself(&mut self, set: &SlotSet) {
         let me = *self.topo.myself_id();
@@ -378,6 +360,7 @@ impl ClusterNode {
             // Myself is always known.
             let _ = self.topo.set_importing(s, None);
             let _ = self.topo.set_slot_owner(s, Some(me));
+            self.epoch.clear_not_claiming(s);
         }
         self.save_pending = true;
         self.state_dirty = true;
@@ -389,6 +372,7 @@ impl ClusterNode {
             // Clearing never refers to an unknown node.
             let _ = self.topo.set_importing(s, None);
             let _ = self.topo.set_slot_owner(s, None);
+            self.epoch.clear_not_claiming(s);
         }
         self.save_pending = true;
         self.state_dirty = true;
@@ -396,9 +380,16 @@ impl ClusterNode {
 
     /// Makes myself a replica of `primary` (Valkey `clusterSetPrimary`): a primary drops its
     /// importing/migrating marks; myself takes the primary's shard ID; a recorded manual
-    /// failover is dropped; [`Event::BecameReplica`] unless it already replicated `primary`.
-    pub(crate) fn become_replica_of(&mut self, primary: &NodeId, _now: Millis) {
+    /// failover is dropped, and the epoch layer's election and manual failover are reset (a
+    /// primary serving one unpauses writes); [`Event::BecameReplica`] and
+    /// [`Event::ReplicateFrom`] (full sync unless myself was already in the primary's shard)
+    /// unless it already replicated `primary`.
+    pub(crate) fn become_replica_of(&mut self, primary: &NodeId, now: Millis) {
         let me = *self.topo.myself_id();
+        let was_in_shard = self
+            .topo
+            .node(primary)
+            .is_some_and(|p| p.shard_id == self.topo.myself().shard_id);
         let already =
             self.topo.myself().primary.as_ref() == Some(primary) && self.topo.myself().is_replica();
         if self.topo.myself().is_primary() {
@@ -421,26 +412,54 @@ impl ClusterNode {
         }
         self.topo.myself_mut().shard_id = shard;
         self.manual_failover = None;
+        if self.epoch.manual_failover().end().is_some()
+            || self.epoch.election().auth_time().is_some()
+        {
+            let mut eout = Vec::new();
+            self.epoch.reset(&mut eout);
+            self.apply_epoch_effects(eout, None, now);
+        }
         self.save_pending = true;
         self.state_dirty = true;
         if !already {
             self.staged.push(crate::Output::Event(Event::BecameReplica {
                 primary: *primary,
             }));
+            let p = self.topo.node(primary);
+            self.staged.push(crate::Output::Event(Event::ReplicateFrom {
+                primary: *primary,
+                ip: p.and_then(|p| p.ip),
+                port: p.map_or(0, |p| p.port),
+                tls_port: p.map_or(0, |p| p.tls_port),
+                full_sync: !was_in_shard,
+            }));
         }
     }
 
+    /// CLUSTER FAILOVER [FORCE|TAKEOVER] (§13.1): the epoch layer checks the preconditions
+    /// and starts it; a FORCE election starts at once. The request is also recorded
+    /// ([`ClusterNode::manual_failover_request`]) with [`Event::ManualFailoverRequested`].
     fn exec_failover(&mut self, mode: FailoverMode, now: Millis) -> Res {
-        let me = self.topo.myself();
-        if me.is_primary() {
-            return Err(ClusterError::FailoverOnPrimary);
-        }
-        let Some(p) = me.primary.and_then(|id| self.topo.node(&id)) else {
-            return Err(ClusterError::FailoverPrimaryUnknown);
+        let emode = match mode {
+            FailoverMode::Default => ferrocluster_epoch::FailoverMode::Default,
+            FailoverMode::Force => ferrocluster_epoch::FailoverMode::Force,
+            FailoverMode::Takeover => ferrocluster_epoch::FailoverMode::Takeover,
         };
-        let no_link = self.gossip.links.outbound_of(p.id()).is_none();
-        if mode == FailoverMode::Default && (p.is_fail() || no_link) {
-            return Err(ClusterError::FailoverPrimaryDown);
+        let mut eout = Vec::new();
+        let started = self.epoch.handle_failover_command(
+            &mut self.topo,
+            &self.epoch_cfg,
+            emode,
+            now,
+            &mut eout,
+        );
+        match started {
+            Ok(()) => {}
+            Err(FailoverError::NotReplica) => return Err(ClusterError::FailoverOnPrimary),
+            Err(FailoverError::PrimaryUnknown) => return Err(ClusterError::FailoverPrimaryUnknown),
+            Err(FailoverError::PrimaryDown) => return Err(ClusterError::FailoverPrimaryDown),
+            // The parser refused other options already; the epoch layer's text otherwise.
+            Err(e) => return Ok(Reply::Error(e.to_string())),
         }
         self.manual_failover = Some(ManualFailoverRequest {
             mode,
@@ -449,6 +468,10 @@ impl ClusterNode {
         });
         self.staged
             .push(crate::Output::Event(Event::ManualFailoverRequested(mode)));
+        self.apply_epoch_effects(eout, None, now);
+        if mode == FailoverMode::Force {
+            self.run_failover(now);
+        }
         Ok(Reply::ok())
     }
 
@@ -509,6 +532,7 @@ impl ClusterNode {
         }
         // `n` is known (checked).
         let _ = self.topo.set_slot_owner(slot, Some(n));
+        self.epoch.clear_not_claiming(slot);
         let primary_empty = self
             .topo
             .node(&my_primary)
@@ -521,7 +545,9 @@ impl ClusterNode {
         if to_my_shard && self.topo.importing_from(slot).is_some() {
             let _ = self.topo.set_importing(slot, None);
             if self.topo.myself().is_primary() {
-                self.bump_epoch_without_consensus();
+                let mut eout = Vec::new();
+                ferrocluster_epoch::bump_config_epoch_without_consensus(&mut self.topo, &mut eout);
+                self.apply_epoch_effects(eout, None, now);
                 self.broadcast_pong(now);
             }
         }

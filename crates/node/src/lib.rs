@@ -1,6 +1,8 @@
 //! `ClusterNode`: a Sans-IO Valkey Cluster node engine, composing the gossip layer
-//! (`ferrocluster-gossip`), the failure detector (`ferrocluster-failure`) and the shared model
-//! (`ferrocluster-topology`), speaking the cluster bus (`ferrocluster-bus`).
+//! (`ferrocluster-gossip`), the failure detector (`ferrocluster-failure`), the epoch layer
+//! (`ferrocluster-epoch`: configuration propagation, UPDATE, elections, votes, manual
+//! failover, replica migration), failover readiness (`ferrocluster-health`) and the shared
+//! model (`ferrocluster-topology`), speaking the cluster bus (`ferrocluster-bus`).
 //!
 //! The node never touches a socket, a clock, a thread or global randomness: the host feeds it
 //! bytes, link events and the time, and carries out what it asks, in order.
@@ -17,7 +19,11 @@
 //!    * `Persist { seq, contents }`: write nodes.conf atomically and fsync, then call
 //!      [`ClusterNode::handle_persisted`]`(seq)`; transmits that depend on it are released only
 //!      then (a host that never acknowledges stalls the node, it never breaks safety);
-//!    * `Event(..)`: log or count it.
+//!    * `Event(..)`: log or count it — except the ones that ask the host to act on its data
+//!      set: [`Event::ReplicateFrom`] (start replicating, after [`Event::BecameReplica`]),
+//!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] /
+//!      [`Event::UnpauseWrites`] (manual failover), [`Event::DeleteSlotKeys`] (slots lost),
+//!      [`Event::ClusterReset`].
 //! 3. Wait for the first of: bytes on a link, a new inbound connection, a connect result, a
 //!    close, or the instant [`ClusterNode::poll_timeout`].
 //! 4. Feed what happened, with the current time:
@@ -25,7 +31,8 @@
 //!    connection's local address SHOULD use [`ClusterNode::handle_accept_local`], which lets
 //!    the node learn its own IP as Valkey does, §7.3),
 //!    [`ClusterNode::handle_link_bytes`], [`ClusterNode::handle_link`],
-//!    [`ClusterNode::handle_timeout`]. Commands are inputs too: CLUSTER subcommands through
+//!    [`ClusterNode::handle_timeout`], and myself's replication offset and link whenever they
+//!    change: [`ClusterNode::handle_replication`]. Commands are inputs too: CLUSTER subcommands through
 //!    [`ClusterNode::cluster_command`] / [`ClusterNode::cluster_command_argv`] (replies with
 //!    Valkey's exact texts; the host's keyspace is read through [`SlotKeys`]), keyed client
 //!    commands through [`ClusterNode::route`] / [`ClusterNode::dispatch_client_command`],
@@ -89,6 +96,10 @@
 //! assert_eq!(b.topology().len(), 2);
 //! ```
 //!
+//! Failover readiness, the quorum check and health are `&self` queries:
+//! [`ClusterNode::readiness`], [`ClusterNode::quorum_check`], [`ClusterNode::health`],
+//! [`ClusterNode::shard_readiness`].
+//!
 //! Facts: `shared/spec/cluster-bus.md` (§ numbers in the docs refer to it); the contract is
 //! the "Sans-IO contract of ClusterNode" in `shared/DESIGN.md`.
 #![forbid(unsafe_code)]
@@ -97,10 +108,12 @@
 mod config;
 mod error;
 mod exec;
+mod failover;
 mod keys;
 mod node;
 mod output;
 mod pubsub;
+mod readiness;
 mod routing;
 mod stats;
 
@@ -117,3 +130,8 @@ pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};
 pub use node::ClusterNode;
 pub use output::{Event, LinkEvent, Output};
 pub use stats::MessageStats;
+
+pub use ferrocluster_epoch as epoch;
+pub use ferrocluster_epoch::{EpochEvent, ReplLink, ReplicationState};
+pub use ferrocluster_health as health;
+pub use ferrocluster_health::{Health, QuorumCheck, QuorumVerdict, Readiness, ShardReadiness};

@@ -1,16 +1,20 @@
 //! `ClusterNode`: the one Sans-IO entry point.
 
-use crate::output::OutputQueue;
+use crate::output::{OutputQueue, Staged};
 use crate::stats::MessageStats;
 use crate::{ClusterConfig, Event, LinkEvent, NodeError, Output};
-use ferrocluster_bus::{encode, Body, FrameDecoder, Message, MessageType, NodeName};
+use ferrocluster_bus::{
+    encode, msg_flags, Body, FrameDecoder, Header, Message, MessageType, NodeName,
+};
+use ferrocluster_epoch::{Epoch, EpochConfig, PriorRole, ReplicationState};
 use ferrocluster_failure::{
     self as failure, ClusterState, FailureConfig, FailureEffect, StateConfig,
 };
 use ferrocluster_gossip::{
-    build_header, Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId, PingKind, ResetKind,
+    Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId, PingKind, Received, ResetKind,
     CRON_PERIOD_MS,
 };
+use ferrocluster_health::HealthConfig;
 use ferrocluster_slot::SlotSet;
 use ferrocluster_topology::views::{self, InfoInputs, ViewOptions};
 use ferrocluster_topology::{
@@ -40,18 +44,30 @@ pub struct ClusterNode {
     pub(crate) decoders: BTreeMap<LinkId, FrameDecoder>,
     pub(crate) queue: OutputQueue,
     /// Outputs of the current step, released by `finish`.
-    pub(crate) staged: Vec<Output>,
+    pub(crate) staged: Staged,
     pub(crate) last_now: Millis,
     pub(crate) next_cron: Millis,
     pub(crate) save_pending: bool,
     pub(crate) save_critical: bool,
+    /// A durable save was asked for in this step (an epoch `Persist`): every transmit staged
+    /// from now until the step ends waits for it.
+    pub(crate) gate_transmits: bool,
     pub(crate) state_dirty: bool,
     pub(crate) persist_seq: u64,
     pub(crate) stats: MessageStats,
     /// Local address of accepted links, when the host told it (own-IP learning, §7.3).
     pub(crate) local_ips: BTreeMap<LinkId, IpAddr>,
-    /// The last CLUSTER FAILOVER accepted on this replica, for the epoch wiring.
+    /// The last CLUSTER FAILOVER accepted on this replica (kept for
+    /// [`ClusterNode::manual_failover_request`]; the epoch layer runs it).
     pub(crate) manual_failover: Option<crate::ManualFailoverRequest>,
+    /// Epochs, elections, manual failover, configuration propagation (§11–§14).
+    pub(crate) epoch: Epoch,
+    pub(crate) epoch_cfg: EpochConfig,
+    pub(crate) health_cfg: HealthConfig,
+    /// Myself's replication as the host last reported it.
+    pub(crate) repl: ReplicationState,
+    /// Whether the host ever reported it ([`ClusterNode::handle_replication`]).
+    pub(crate) repl_reported: bool,
 }
 
 impl ClusterNode {
@@ -92,6 +108,21 @@ impl ClusterNode {
             require_full_coverage: config.require_full_coverage,
             node_timeout_ms: config.node_timeout_ms,
         };
+        let epoch_cfg = EpochConfig {
+            node_timeout_ms: config.node_timeout_ms,
+            replica_validity_factor: config.replica_validity_factor,
+            repl_ping_replica_period_secs: config.repl_ping_replica_period_secs,
+            replica_no_failover: config.replica_no_failover,
+            allow_replica_migration: config.allow_replica_migration,
+            migration_barrier: config.migration_barrier,
+            manual_failover_timeout_ms: config.manual_failover_timeout_ms,
+        };
+        let health_cfg = HealthConfig {
+            node_timeout_ms: config.node_timeout_ms,
+            replica_validity_factor: config.replica_validity_factor,
+            repl_ping_replica_period_ms: config.repl_ping_replica_period_secs.saturating_mul(1000),
+            require_full_coverage: config.require_full_coverage,
+        };
         let mut node = ClusterNode {
             config,
             gossip_cfg,
@@ -103,16 +134,22 @@ impl ClusterNode {
             rng,
             decoders: BTreeMap::new(),
             queue: OutputQueue::default(),
-            staged: Vec::new(),
+            staged: Staged::default(),
             last_now: now,
             next_cron: now,
             save_pending: true,
             save_critical: false,
+            gate_transmits: false,
             state_dirty: true,
             persist_seq: 0,
             stats: MessageStats::default(),
             local_ips: BTreeMap::new(),
             manual_failover: None,
+            epoch: Epoch::new(),
+            epoch_cfg,
+            health_cfg,
+            repl: ReplicationState::default(),
+            repl_reported: false,
         };
         node.finish(now);
         Ok(node)
@@ -242,8 +279,13 @@ impl ClusterNode {
         let mut fout = Vec::new();
         failure::check_pfail(&mut self.topo, now, &self.failure_cfg, &mut fout);
         self.apply_failure_effects(fout, now);
-        // §7.2 step 6: re-evaluated every run (cheap), so the delays of §10 expire on time.
-        self.state_dirty = true;
+        // §7.2 step 5: the epoch layer (manual failover timeout, election, replica migration).
+        self.epoch_cron(now);
+        // §10: re-evaluated when something changed (effects set `state_dirty`) or, every run,
+        // while the state is FAIL so its delays expire on time.
+        if self.state.needs_cron_update() {
+            self.state_dirty = true;
+        }
         self.finish(now);
     }
 
@@ -303,6 +345,7 @@ impl ClusterNode {
             // Myself is always known.
             let _ = self.topo.set_slot_owner(s, Some(me));
             let _ = self.topo.set_importing(s, None);
+            self.epoch.clear_not_claiming(s);
         }
         self.save_pending = true;
         self.state_dirty = true;
@@ -380,8 +423,11 @@ impl ClusterNode {
         self.decoders.clear();
         self.local_ips.clear();
         self.manual_failover = None;
+        let mut eout = Vec::new();
+        self.epoch.reset(&mut eout);
         apply_config_to_myself(&mut self.topo, &self.config);
         self.apply_gossip_effects(out, now);
+        self.apply_epoch_effects(eout, None, now);
         if was_replica {
             self.staged.push(Output::Event(Event::BecamePrimary));
         }
@@ -411,8 +457,9 @@ impl ClusterNode {
         self.state.is_ok()
     }
 
-    /// The CLUSTER FAILOVER last accepted on this replica and not yet taken up (§13.1); the
-    /// epoch engine consumes it with [`ClusterNode::take_manual_failover_request`].
+    /// The CLUSTER FAILOVER last accepted on this replica (§13.1), a record for the host: the
+    /// epoch layer already runs it. Cleared by [`ClusterNode::take_manual_failover_request`],
+    /// a role change or RESET.
     pub fn manual_failover_request(&self) -> Option<&crate::ManualFailoverRequest> {
         self.manual_failover.as_ref()
     }
@@ -465,8 +512,14 @@ impl ClusterNode {
 
     pub(crate) fn process_message(&mut self, link: LinkId, msg: &Message, now: Millis) {
         self.learn_own_ip(link, msg);
+        // §8 step 2: the sender's role before anything in this message changes it.
+        let prior = self
+            .gossip
+            .message_sender(&self.topo, link, msg)
+            .map(|s| PriorRole::of(&self.topo, &s))
+            .unwrap_or_default();
         let mut out = Vec::new();
-        let sender = self.gossip.handle_message(
+        let received = self.gossip.handle_message(
             &mut self.topo,
             &self.gossip_cfg,
             link,
@@ -476,19 +529,49 @@ impl ClusterNode {
             &mut out,
         );
         self.apply_gossip_effects(out, now);
-        // Type-specific steps of §8 that need a known sender.
-        if let (Some(_), Body::Fail { about }) = (sender, &msg.body) {
-            if let Ok(id) = NodeId::from_bytes(about.as_bytes()) {
-                let mut fout = Vec::new();
-                failure::handle_fail_message(&mut self.topo, &id, now, &mut fout);
-                self.apply_failure_effects(fout, now);
+        let sender = received.sender();
+        // §8 step 4, last item: a paused primary's final offset (manual failover).
+        if let (Some(s), Some(h)) = (sender, msg.full_header()) {
+            self.epoch.handle_primary_offset(
+                &self.topo,
+                &s,
+                h.has_mflags(msg_flags::PAUSED),
+                h.offset,
+            );
+        }
+        // §8 steps 6f–6h (epoch layer), then 6i (gossip section and extensions).
+        if let (Received::Claims(s), Some(h)) = (received, msg.full_header()) {
+            self.apply_ping_claims(link, &s, h, prior, now);
+            let mut out = Vec::new();
+            self.gossip.handle_message_gossip(
+                &mut self.topo,
+                &self.gossip_cfg,
+                &s,
+                msg,
+                now,
+                &mut out,
+            );
+            self.apply_gossip_effects(out, now);
+        }
+        let Some(from) = sender else { return };
+        match &msg.body {
+            // §8 step 7.
+            Body::Fail { about } => {
+                if let Ok(id) = NodeId::from_bytes(about.as_bytes()) {
+                    let mut fout = Vec::new();
+                    failure::handle_fail_message(&mut self.topo, &id, now, &mut fout);
+                    self.apply_failure_effects(fout, now);
+                }
             }
+            // §8 steps 9–12: the epoch layer.
+            Body::FailoverAuthRequest | Body::FailoverAuthAck | Body::MfStart | Body::Update(_) => {
+                if let Some(h) = msg.full_header() {
+                    self.handle_epoch_message(link, &from, h, &msg.body, now);
+                }
+            }
+            // §8 steps 8 and 13: Pub/Sub and module messages.
+            _ => self.deliver_bus_message(from, &msg.body),
         }
-        // §8 steps 8 and 13: Pub/Sub and module messages from a known sender.
-        if let Some(from) = sender {
-            self.deliver_bus_message(from, &msg.body);
-        }
-        // UPDATE, FAILOVER_AUTH_*, MFSTART: the epoch engine (later).
     }
 
     /// §7.3 own-IP discovery on a PING/MEET received on an accepted link whose local address
@@ -510,12 +593,31 @@ impl ClusterNode {
         }
     }
 
+    /// Stages `message` on `link`. While myself is a primary serving a manual failover every
+    /// full header carries mflags PAUSED (§5.2, §13.2); after an epoch `Persist` in this step
+    /// the transmit waits for that persist.
     pub(crate) fn transmit(&mut self, link: LinkId, message: &Message) {
         MessageStats::count(&mut self.stats.sent, message.message_type());
-        self.staged.push(Output::Transmit {
-            link,
-            bytes: encode(message),
-        });
+        let bytes = if self.epoch.paused_for_manual_failover(&self.topo) && !message.is_light() {
+            let mut m = message.clone();
+            if let Header::Full(h) = &mut m.header {
+                h.mflags[0] |= msg_flags::PAUSED;
+            }
+            encode(&m)
+        } else {
+            encode(message)
+        };
+        self.stage_transmit(link, bytes);
+    }
+
+    /// Stages encoded bytes on `link`, gated when this step asked for a durable save.
+    pub(crate) fn stage_transmit(&mut self, link: LinkId, bytes: Vec<u8>) {
+        let out = Output::Transmit { link, bytes };
+        if self.gate_transmits {
+            self.staged.push_gated(out);
+        } else {
+            self.staged.push(out);
+        }
     }
 
     pub(crate) fn apply_gossip_effects(&mut self, effects: Vec<GossipEffect>, now: Millis) {
@@ -555,6 +657,8 @@ impl ClusterNode {
                     self.apply_failure_effects(fout, now);
                 }
                 GossipEffect::HandshakeCompleted(id) => {
+                    // The node now counts with its real role flags.
+                    self.state_dirty = true;
                     self.staged
                         .push(Output::Event(Event::HandshakeCompleted(id)));
                 }
@@ -563,12 +667,6 @@ impl ClusterNode {
                 }
                 GossipEffect::NodeDeleted(id) => {
                     self.staged.push(Output::Event(Event::NodeDeleted(id)));
-                }
-                GossipEffect::ConfigEpochBumped => {
-                    self.save_pending = true;
-                    self.save_critical = true;
-                    let e = self.topo.myself().config_epoch;
-                    self.staged.push(Output::Event(Event::ConfigEpochBumped(e)));
                 }
             }
         }
@@ -597,7 +695,7 @@ impl ClusterNode {
     }
 
     pub(crate) fn broadcast_fail(&mut self, about: &NodeId) {
-        let header = build_header(&self.topo, &self.gossip_cfg, self.gossip.state_byte);
+        let header = self.header();
         let msg = Message::full(
             header,
             Body::Fail {
@@ -613,11 +711,23 @@ impl ClusterNode {
         }
     }
 
+    /// PONG to every known node but myself and handshake nodes, on connected outbound links
+    /// (`clusterBroadcastPong(CLUSTER_BROADCAST_ALL)`).
     pub(crate) fn broadcast_pong(&mut self, now: Millis) {
+        self.broadcast_ping_kind(PingKind::Pong, |_| true, now);
+    }
+
+    /// A PING or PONG to every node but myself and handshake nodes matching `keep`.
+    pub(crate) fn broadcast_ping_kind(
+        &mut self,
+        kind: PingKind,
+        keep: impl Fn(&ferrocluster_topology::Node) -> bool,
+        now: Millis,
+    ) {
         let ids: Vec<NodeId> = self
             .topo
             .nodes()
-            .filter(|n| !n.is_myself())
+            .filter(|n| !n.is_myself() && !n.in_handshake() && keep(n))
             .map(|n| *n.id())
             .collect();
         let mut out = Vec::new();
@@ -626,7 +736,7 @@ impl ClusterNode {
                 &mut self.topo,
                 &self.gossip_cfg,
                 &id,
-                PingKind::Pong,
+                kind,
                 now,
                 &mut self.rng,
                 &mut out,
@@ -658,18 +768,33 @@ impl ClusterNode {
                 seq: self.persist_seq,
                 contents,
             });
-            if std::mem::take(&mut self.save_critical) {
-                gate = Some(self.persist_seq);
+            gate = Some(self.persist_seq);
+        }
+        let critical = std::mem::take(&mut self.save_critical);
+        self.gate_transmits = false;
+        // A gated entry without a persist in this step (cannot happen: every gate comes with a
+        // save) waits for the latest persist instead.
+        let seq = gate.unwrap_or(self.persist_seq);
+        for (gated, o) in self.staged.drain() {
+            let hold = gated || (critical && matches!(o, Output::Transmit { .. }));
+            if hold && seq > self.queue.persisted() {
+                self.queue.push_after_persist(seq, o);
+            } else {
+                self.queue.push(o);
             }
         }
-        for o in self.staged.drain(..) {
-            match (gate, &o) {
-                (Some(seq), Output::Transmit { .. }) if seq > self.queue.persisted() => {
-                    self.queue.push_after_persist(seq, o)
-                }
-                _ => self.queue.push(o),
-            }
+    }
+
+    /// The full header of every message myself sends now (§3), with mflags PAUSED while
+    /// myself is a primary serving a manual failover (§13.2; messages the gossip layer builds
+    /// get it in [`ClusterNode::transmit`]).
+    pub(crate) fn header(&self) -> ferrocluster_bus::FullHeader {
+        let mut h =
+            ferrocluster_gossip::build_header(&self.topo, &self.gossip_cfg, self.gossip.state_byte);
+        if self.epoch.paused_for_manual_failover(&self.topo) {
+            h.mflags[0] |= msg_flags::PAUSED;
         }
+        h
     }
 }
 

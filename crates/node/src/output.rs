@@ -1,8 +1,10 @@
 //! What the node asks its host to do, and the ordered queue that holds it.
 
 use ferrocluster_bus::DecodeError;
+use ferrocluster_epoch::EpochEvent;
 use ferrocluster_gossip::LinkId;
-use ferrocluster_topology::{ConfigEpoch, NodeId};
+use ferrocluster_slot::SlotSet;
+use ferrocluster_topology::{ConfigEpoch, Millis, NodeId};
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
@@ -45,6 +47,12 @@ pub enum Output {
     },
     /// Write `contents` as nodes.conf atomically (and fsync), then call
     /// [`crate::ClusterNode::handle_persisted`] with `seq`. Sequence numbers increase by one.
+    ///
+    /// Messages that must not leave before this configuration is durable wait for it (the
+    /// queue stops at the first of them until the acknowledgement; order is kept): a
+    /// FAILOVER_AUTH_ACK after lastVoteEpoch is saved, a FAILOVER_AUTH_REQUEST after the
+    /// bumped currentEpoch, the PONG announcing a take-over after the new slots and configEpoch
+    /// (§12, §22), and every transmit of a step that changed configEpoch.
     Persist {
         /// Sequence number (cumulative acknowledgement).
         seq: u64,
@@ -75,7 +83,8 @@ pub enum Event {
     NodeFailCleared(NodeId),
     /// The cluster state changed (§10): `true` = ok.
     ClusterStateChanged(bool),
-    /// Myself took a new configEpoch after a collision (§11.5).
+    /// Myself took a new configEpoch without an election: a collision (§11.5), BUMPEPOCH,
+    /// TAKEOVER, a finished import (§11.6).
     ConfigEpochBumped(ConfigEpoch),
     /// One bad frame was dropped; the link stays open and nothing else changed.
     FrameDropped {
@@ -109,14 +118,52 @@ pub enum Event {
         /// The payload.
         payload: Vec<u8>,
     },
-    /// Myself became a replica of `primary` (REPLICATE, SETSLOT NODE taking my last slot):
-    /// the host starts replicating from it.
+    /// Myself became a replica of `primary` (REPLICATE, SETSLOT NODE taking my last slot, a
+    /// claim or UPDATE that took my shard's last slot, the sub-replica fix, replica
+    /// migration). Always immediately followed by [`Event::ReplicateFrom`], which carries the
+    /// address: a host acts on that one.
     BecameReplica {
         /// The new primary.
         primary: NodeId,
     },
-    /// Myself, a replica, became a primary (RESET): the host stops replicating.
+    /// Myself (a replica) became a primary: CLUSTER RESET, a won election, CLUSTER FAILOVER
+    /// TAKEOVER (§12.5, Valkey `replicationUnsetPrimary`). The host stops replicating and
+    /// accepts writes for the slots myself owns. On a take-over it comes before the PONG
+    /// broadcast, which waits for the new configuration's persist.
     BecamePrimary,
+    /// (Re)start replication from `primary` at `ip:port` (Valkey `replicationSetPrimary`):
+    /// follows every [`Event::BecameReplica`]. `full_sync` means the replication histories
+    /// differ (the new primary is in another shard): the host must not try a partial resync.
+    ReplicateFrom {
+        /// The new primary.
+        primary: NodeId,
+        /// Its IP; `None` while unknown (the host waits for a later `ReplicateFrom` or
+        /// retries with [`crate::ClusterNode::topology`]).
+        ip: Option<IpAddr>,
+        /// Its plaintext client port (0 = none).
+        port: u16,
+        /// Its TLS client port (0 = none); the host picks by its `tls-replication` setting.
+        tls_port: u16,
+        /// A full sync is required.
+        full_sync: bool,
+    },
+    /// Pause client writes until `until` (Unix ms): myself is a primary serving a manual
+    /// failover (§13.2, 2 × `cluster-manual-failover-timeout`). While paused, myself's
+    /// replication offset (reported with [`crate::ClusterNode::handle_replication`]) is final.
+    PauseWrites {
+        /// End of the pause.
+        until: Millis,
+    },
+    /// End a pause started by [`Event::PauseWrites`] (the manual failover ended, timed out,
+    /// or myself was reset or reconfigured).
+    UnpauseWrites,
+    /// Myself lost these slots to another node and no longer owns them: delete every key in
+    /// them (Valkey's dirty slots, §11.2). A slot without keys needs nothing.
+    DeleteSlotKeys(Box<SlotSet>),
+    /// A notable step of the epoch layer (elections, votes, manual failover, replica
+    /// migration; `ferrocluster_epoch::EpochEvent`), for logs, metrics and tests. A configEpoch
+    /// bump is reported as [`Event::ConfigEpochBumped`] instead.
+    Epoch(EpochEvent),
     /// CLUSTER RESET ran (§19.6). When `was_replica`, Valkey also empties the data set; the
     /// host does that (a primary with keys is refused before).
     ClusterReset {
@@ -125,8 +172,9 @@ pub enum Event {
         /// Myself was a replica before.
         was_replica: bool,
     },
-    /// CLUSTER FAILOVER was accepted on this replica (§13.1); see
-    /// [`crate::ClusterNode::manual_failover_request`].
+    /// CLUSTER FAILOVER was accepted on this replica (§13.1) and started; see
+    /// [`crate::ClusterNode::manual_failover_request`] and the [`Event::Epoch`] events that
+    /// follow.
     ManualFailoverRequested(ferrocluster_command::FailoverMode),
     /// Myself's IP was learned from the local address of a link a MEET (or a first PING)
     /// arrived on (§7.3).
@@ -138,6 +186,30 @@ pub enum Event {
         /// Why.
         error: DecodeError,
     },
+}
+
+/// The outputs of one step before [`crate::ClusterNode`] releases them: each may be gated
+/// on the step's persist (a transmit that must not leave before the configuration it depends
+/// on is durable).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Staged {
+    items: Vec<(bool, Output)>,
+}
+
+impl Staged {
+    /// Stages an output that may leave at once.
+    pub(crate) fn push(&mut self, out: Output) {
+        self.items.push((false, out));
+    }
+
+    /// Stages an output that waits for this step's persist.
+    pub(crate) fn push_gated(&mut self, out: Output) {
+        self.items.push((true, out));
+    }
+
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (bool, Output)> + '_ {
+        self.items.drain(..)
+    }
 }
 
 /// The ordered output queue. An entry may wait for a persist acknowledgement: the queue is

@@ -3,7 +3,6 @@
 use crate::stats::MessageStats;
 use crate::{ClusterNode, Event, Output};
 use ferrocluster_bus::{encode, Body, Message, MessageType, ModuleMsg, Publish};
-use ferrocluster_gossip::build_header;
 use ferrocluster_topology::{Millis, NodeFlags, NodeId};
 
 impl ClusterNode {
@@ -47,7 +46,7 @@ impl ClusterNode {
     ) -> usize {
         let now = self.clamp(now);
         let msg = Message::full(
-            build_header(&self.topo, &self.gossip_cfg, self.gossip.state_byte),
+            self.header(),
             Body::Module(ModuleMsg {
                 module_id,
                 module_type,
@@ -101,11 +100,8 @@ impl ClusterNode {
                     .get_or_insert_with(|| encode(&Message::light(body.clone())))
                     .clone()
             } else {
-                full.get_or_insert_with(|| {
-                    let h = build_header(&self.topo, &self.gossip_cfg, self.gossip.state_byte);
-                    encode(&Message::full(h, body.clone()))
-                })
-                .clone()
+                full.get_or_insert_with(|| encode(&Message::full(self.header(), body.clone())))
+                    .clone()
             };
             self.push_bytes(link, t, bytes);
         }
@@ -115,7 +111,7 @@ impl ClusterNode {
 
     fn push_bytes(&mut self, link: ferrocluster_gossip::LinkId, t: MessageType, bytes: Vec<u8>) {
         MessageStats::count(&mut self.stats.sent, t);
-        self.staged.push(Output::Transmit { link, bytes });
+        self.stage_transmit(link, bytes);
     }
 
     /// §8 steps 8 and 13 for a message from the known node `from`.

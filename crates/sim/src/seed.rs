@@ -19,6 +19,17 @@ pub fn parse_seed(text: &str) -> Option<u64> {
     }
 }
 
+/// Environment variable that sets how many seeds the random failover test runs.
+pub const FAILOVER_SEEDS_ENV: &str = "FERROCLUSTER_SIM_FAILOVER_SEEDS";
+
+/// How many seeds to run: the variable `env` if set and valid, else `default`.
+pub fn seed_count_from(env: &str, default: u64) -> u64 {
+    std::env::var(env)
+        .ok()
+        .and_then(|v| parse_seed(&v))
+        .unwrap_or(default)
+}
+
 /// The seeds a test should run: the one from [`SEED_ENV`] if set, else `default`.
 pub fn seeds_or(default: impl IntoIterator<Item = u64>) -> Vec<u64> {
     match seed_from_env() {
@@ -29,10 +40,7 @@ pub fn seeds_or(default: impl IntoIterator<Item = u64>) -> Vec<u64> {
 
 /// How many seeds to run: [`SEEDS_ENV`] if set and valid, else `default`.
 pub fn seed_count_or(default: u64) -> u64 {
-    std::env::var(SEEDS_ENV)
-        .ok()
-        .and_then(|v| parse_seed(&v))
-        .unwrap_or(default)
+    seed_count_from(SEEDS_ENV, default)
 }
 
 /// The command line that replays `seed` for `test` in package `ferrocluster-sim`.

@@ -58,6 +58,9 @@ pub enum StepKind {
     Persisted,
     /// A test called into the engine directly ([`Sim::with_engine`]).
     Command,
+    /// The host reported a fact of its own (replication progress, [`Sim::report_to_engine`]):
+    /// an input like a timer, not a command.
+    Report,
     /// The host was (re)started: its state is new, not a transition.
     Restart,
 }
@@ -116,6 +119,25 @@ impl fmt::Display for Violation {
 }
 
 impl std::error::Error for Violation {}
+
+/// A FAILOVER_AUTH_REQUEST or FAILOVER_AUTH_ACK frame a host transmitted, as the sniffer read
+/// it from the byte stream (header `currentEpoch` and `sender`, facts sheet §3). Recorded when
+/// the frame is handed to the network, whether or not it is delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthFrame {
+    /// When it was transmitted.
+    pub at: Millis,
+    /// Message type: 5 = FAILOVER_AUTH_REQUEST, 6 = FAILOVER_AUTH_ACK.
+    pub msg_type: u16,
+    /// The transmitting host ([`usize::MAX`] for a raw test peer).
+    pub from: usize,
+    /// The host at the other end of the link.
+    pub to: usize,
+    /// The header's currentEpoch.
+    pub current_epoch: u64,
+    /// The header's sender node name.
+    pub sender: [u8; 40],
+}
 
 /// Bus traffic sent by one host, counted from the frames on its links.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -258,6 +280,7 @@ pub struct Sim<E: Engine> {
     record_events: bool,
     recorded: Vec<(Millis, usize, E::Event)>,
     event_outputs: u64,
+    auth_frames: Vec<AuthFrame>,
 }
 
 impl<E: Engine> Sim<E> {
@@ -325,6 +348,7 @@ impl<E: Engine> Sim<E> {
             record_events: false,
             recorded: Vec::new(),
             event_outputs: 0,
+            auth_frames: Vec::new(),
         };
         for i in 0..hosts {
             sim.after_engine_call(i);
@@ -386,6 +410,18 @@ impl<E: Engine> Sim<E> {
     /// (time, host, event).
     pub fn recorded_events(&self) -> &[(Millis, usize, E::Event)] {
         &self.recorded
+    }
+    /// Takes the events recorded so far out of the simulator (recording stays as it is).
+    pub fn take_recorded_events(&mut self) -> Vec<(Millis, usize, E::Event)> {
+        std::mem::take(&mut self.recorded)
+    }
+    /// Every FAILOVER_AUTH_REQUEST and FAILOVER_AUTH_ACK frame transmitted so far, in order.
+    pub fn auth_frames(&self) -> &[AuthFrame] {
+        &self.auth_frames
+    }
+    /// The virtual time of the next queued event, if any.
+    pub fn next_event_time(&self) -> Option<Millis> {
+        self.queue.first_key_value().map(|(&(at, _), _)| at)
     }
     /// Turns event recording on or off (off by default; recorded events are kept).
     pub fn set_record_events(&mut self, on: bool) {
@@ -542,6 +578,30 @@ impl<E: Engine> Sim<E> {
         self.trace.event(now.0, 0xC0);
         self.trace.u64(host as u64);
         self.after_step(host, StepKind::Command);
+        match &self.violation {
+            Some(v) => Err(v.clone()),
+            None => Ok(Some(r)),
+        }
+    }
+
+    /// Like [`Sim::with_engine`], but the step counts as a host report
+    /// ([`StepKind::Report`]): invariants treat it as an ordinary input, not a command.
+    ///
+    /// # Errors
+    /// The first broken invariant.
+    pub fn report_to_engine<R>(
+        &mut self,
+        host: usize,
+        f: impl FnOnce(&mut E, Millis) -> R,
+    ) -> Result<Option<R>, Violation> {
+        let now = self.now;
+        let Some(engine) = self.hosts[host].engine.as_mut() else {
+            return Ok(None);
+        };
+        let r = f(engine, now);
+        self.trace.event(now.0, 0xC1);
+        self.trace.u64(host as u64);
+        self.after_step(host, StepKind::Report);
         match &self.violation {
             Some(v) => Err(v.clone()),
             None => Ok(Some(r)),
@@ -1222,6 +1282,7 @@ impl<E: Engine> Sim<E> {
             return;
         };
         let host = c.ends[side].host;
+        let peer = c.ends[1 - side].host;
         // Follow frame boundaries for traffic counts and FAIL tracking.
         let mut frames: Vec<SniffedFrame> = Vec::new();
         let d = &mut c.dirs[side];
@@ -1237,6 +1298,16 @@ impl<E: Engine> Sim<E> {
             traffic.frames_by_type[idx] += 1;
             if let Some(name) = f.fail_name {
                 d.fail_marks.push_back((f.end, name));
+            }
+            if let Some((current_epoch, sender)) = f.epoch_sender {
+                self.auth_frames.push(AuthFrame {
+                    at: self.now,
+                    msg_type: f.msg_type,
+                    from: host,
+                    to: peer,
+                    current_epoch,
+                    sender,
+                });
             }
         }
         // Split the transmit at random points; each piece is its own delivery.

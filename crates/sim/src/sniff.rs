@@ -16,6 +16,14 @@ const FAIL_NAME_START: usize = 2256;
 const FAIL_NAME_END: usize = 2296;
 /// The FAIL message type (facts sheet §4).
 pub const TYPE_FAIL: u16 = 3;
+/// The FAILOVER_AUTH_REQUEST message type (facts sheet §4).
+pub const TYPE_AUTH_REQUEST: u16 = 5;
+/// The FAILOVER_AUTH_ACK message type (facts sheet §4).
+pub const TYPE_AUTH_ACK: u16 = 6;
+/// Header fields: currentEpoch at 16..24, sender at 40..80 (facts sheet §3).
+const CURRENT_EPOCH_START: usize = 16;
+const SENDER_START: usize = 40;
+const SENDER_END: usize = 80;
 
 /// A whole frame seen by the sniffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +36,9 @@ pub struct SniffedFrame {
     pub end: u64,
     /// For a FAIL message, the 40-byte name of the failing node.
     pub fail_name: Option<[u8; 40]>,
+    /// For a full header (not light), the header's `currentEpoch` and `sender` (§3); kept
+    /// for FAILOVER_AUTH_REQUEST and FAILOVER_AUTH_ACK frames only (vote accounting).
+    pub epoch_sender: Option<(u64, [u8; 40])>,
 }
 
 /// Follows one byte stream's frame boundaries.
@@ -62,6 +73,7 @@ impl Sniffer {
             // Keep the first bytes of the frame (enough for the FAIL name).
             let want_head = match self.head_type() {
                 Some(TYPE_FAIL) => FAIL_NAME_END,
+                Some(TYPE_AUTH_REQUEST | TYPE_AUTH_ACK) => SENDER_END,
                 Some(_) => PREFIX_LEN,
                 None => PREFIX_LEN,
             };
@@ -125,11 +137,23 @@ impl Sniffer {
                         name.copy_from_slice(&self.head[FAIL_NAME_START..FAIL_NAME_END]);
                         name
                     });
+                let epoch_sender = (matches!(msg_type, TYPE_AUTH_REQUEST | TYPE_AUTH_ACK)
+                    && self.head.len() >= SENDER_END)
+                    .then(|| {
+                        let mut epoch = [0u8; 8];
+                        epoch.copy_from_slice(
+                            &self.head[CURRENT_EPOCH_START..CURRENT_EPOCH_START + 8],
+                        );
+                        let mut name = [0u8; 40];
+                        name.copy_from_slice(&self.head[SENDER_START..SENDER_END]);
+                        (u64::from_be_bytes(epoch), name)
+                    });
                 out.push(SniffedFrame {
                     msg_type,
                     len,
                     end: self.offset,
                     fail_name,
+                    epoch_sender,
                 });
                 self.head.clear();
                 self.frame_len = None;
@@ -175,6 +199,25 @@ mod tests {
             assert_eq!(out[2].msg_type, 1);
             assert_eq!(out[2].fail_name, None);
             assert!(!s.is_lost());
+        }
+    }
+
+    #[test]
+    fn auth_frames_carry_their_epoch_and_sender() {
+        let mut f = frame(TYPE_AUTH_ACK, 2256, 0);
+        f[16..24].copy_from_slice(&7u64.to_be_bytes());
+        f[40..80].fill(b'q');
+        let mut stream = frame(0, 2256, 0);
+        stream.extend(f);
+        for step in [1usize, 15, 79, 3000] {
+            let mut s = Sniffer::new();
+            let mut out = Vec::new();
+            for chunk in stream.chunks(step) {
+                s.feed(chunk, &mut out);
+            }
+            assert_eq!(out.len(), 2, "chunk size {step}");
+            assert_eq!(out[0].epoch_sender, None);
+            assert_eq!(out[1].epoch_sender, Some((7, [b'q'; 40])));
         }
     }
 

@@ -29,7 +29,7 @@ fn check_password(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(
     }
 }
 
-/// AUTH [username] password
+/// `AUTH [username] password`
 pub fn auth(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
     if args.len() > 3 {
         out.error(SYNTAX);
@@ -53,7 +53,7 @@ pub fn auth(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
     }
 }
 
-/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 pub fn hello(
     shared: &Shared,
     state: &State,
@@ -172,7 +172,7 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
             return arity_err(out, "setinfo");
         }
         let (attr, val) = (args.get(2), args.get(3));
-        if val.iter().any(|&b| b < b'!' || b > b'~') {
+        if val.iter().any(|b| !(b'!'..=b'~').contains(b)) {
             out.error(&format!(
                 "ERR {} cannot contain spaces, newlines or special characters.",
                 String::from_utf8_lossy(attr).to_ascii_lowercase()
@@ -236,7 +236,7 @@ fn command_entry(spec: &table::Spec, out: &mut Out) {
     out.array(0); // subcommands
 }
 
-/// COMMAND [COUNT | INFO name... | DOCS [name...] | LIST | GETKEYS cmd args...]
+/// `COMMAND [COUNT | INFO name... | DOCS [name...] | LIST | GETKEYS cmd args...]`
 pub fn command(args: &Args<'_>, out: &mut Out) {
     let Some(sub) = args.opt(1) else {
         out.array(TABLE.len());
@@ -334,7 +334,7 @@ fn human(bytes: u64) -> String {
     }
 }
 
-/// INFO [section ...]
+/// `INFO [section ...]`
 pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now: u64) {
     let mut wanted: Vec<String> = (1..args.len())
         .map(|i| String::from_utf8_lossy(args.get(i)).to_ascii_lowercase())

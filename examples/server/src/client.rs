@@ -211,7 +211,7 @@ impl ClientCtx {
                 ps.unsubscribe(true, &ch, self.id);
             }
         }
-        if self.is_replica_link {
+        if self.is_replica_link || self.blocked {
             crate::repl::replica_link_closed(&mut shared.state.lock(), self.id);
         }
     }

@@ -4,9 +4,9 @@
 use crate::client::{Args, ClientCtx};
 use crate::config::Config;
 use crate::resp::Out;
+use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use crate::server::Value;
 use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply, RoutingConfig};
 use ferrocluster_kvstore::KvStore;
 use ferrocluster_node::{
@@ -220,7 +220,12 @@ impl SlotKeys for KvKeys<'_> {
         self.0.count_keys_in_slot(db, slot).unwrap_or(0)
     }
     fn keys_in_slot(&self, db: usize, slot: Slot, count: usize) -> Vec<Vec<u8>> {
-        self.0.keys_in_slot(db, slot, count).unwrap_or_default().into_iter().map(|k| k.to_vec()).collect()
+        self.0
+            .keys_in_slot(db, slot, count)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| k.to_vec())
+            .collect()
     }
     fn db_size(&self, db: usize) -> u64 {
         self.0.dbsize(db).unwrap_or(0)
@@ -232,23 +237,40 @@ impl SlotKeys for KvKeys<'_> {
 
 /// CLUSTER subcommands: parsed by the command crate and executed by the node
 /// (`ClusterNode::cluster_command_argv`), replies encoded here.
-pub fn cluster_command(shared: &Shared, state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out, now: u64) {
+pub fn cluster_command(
+    shared: &Shared,
+    state: &mut State,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+    now: u64,
+) {
     let State { kv, cluster, .. } = state;
     let Some(side) = cluster.as_mut() else {
         out.error("ERR This instance has cluster support disabled");
         return;
     };
     let _ = shared;
-    let mut req = client.cluster.as_ref().map(CommandRequest::from_client).unwrap_or_default();
+    let mut req = client
+        .cluster
+        .as_ref()
+        .map(CommandRequest::from_client)
+        .unwrap_or_default();
     req.db = client.db;
     let keys = KvKeys(kv);
-    let mut outcome = with_argv(args, |argv| side.node.cluster_command_argv(argv, &req, &keys, Millis(now)));
+    let mut outcome = with_argv(args, |argv| {
+        side.node
+            .cluster_command_argv(argv, &req, &keys, Millis(now))
+    });
     if let CommandOutcome::ReplicateFirst { .. } = outcome {
         // The node asks that the command reach our replicas first (Valkey 8 replicates
         // SETSLOT before applying it). Our replication stream carries data only, so the
         // command is applied at once (see the report).
         req.replication_done = true;
-        outcome = with_argv(args, |argv| side.node.cluster_command_argv(argv, &req, &keys, Millis(now)));
+        outcome = with_argv(args, |argv| {
+            side.node
+                .cluster_command_argv(argv, &req, &keys, Millis(now))
+        });
     }
     if let Some(reply) = outcome.reply() {
         write_reply(reply, out);
@@ -303,8 +325,8 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
     let addr: SocketAddr = format!("{}:{}", shared.config.bind, bus_port)
         .parse()
         .map_err(|_| format!("bind address {:?} is not an IP address", shared.config.bind))?;
-    let mut listener =
-        TcpListener::bind(addr).map_err(|e| format!("can't listen on the bus port {addr}: {e}"))?;
+    let mut listener = crate::bind_with_retry(|| TcpListener::bind(addr))
+        .map_err(|e| format!("can't listen on the bus port {addr}: {e}"))?;
     let poll = Poll::new().map_err(|e| e.to_string())?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
@@ -325,6 +347,7 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
                 by_link: HashMap::new(),
                 next_token: 2,
                 last_role: None,
+                last_slots: None,
             }
             .run()
         })
@@ -340,6 +363,8 @@ struct BusThread {
     by_link: HashMap<LinkId, usize>,
     next_token: usize,
     last_role: Option<Option<(String, u16)>>,
+    /// Slots myself served at the last look (for the slot-change log line).
+    last_slots: Option<usize>,
 }
 
 enum Input {
@@ -389,6 +414,7 @@ impl BusThread {
             let next = {
                 let shared = Arc::clone(&self.shared);
                 let mut st = shared.state.lock();
+                let facts = st.repl.facts();
                 let Some(side) = st.cluster.as_mut() else {
                     return;
                 };
@@ -426,6 +452,9 @@ impl BusThread {
                         Input::Link(e) => side.node.handle_link(e, now),
                     }
                 }
+                if *side.node.replication() != facts {
+                    side.node.handle_replication(facts, now);
+                }
                 side.node.handle_timeout(now);
                 while let Some(o) = side.node.poll_output() {
                     outputs.push(o);
@@ -452,6 +481,18 @@ impl BusThread {
         };
         let topo = side.node.topology();
         let me = topo.myself();
+        let slots = me.slot_count();
+        if self.last_slots != Some(slots) {
+            if self.last_slots.is_some() || slots > 0 {
+                tracing::info!(
+                    before = self.last_slots.unwrap_or(0),
+                    now = slots,
+                    assigned_in_cluster = topo.assigned_slot_count(),
+                    "slots served by myself changed"
+                );
+            }
+            self.last_slots = Some(slots);
+        }
         let want = if me.is_replica() {
             me.primary
                 .and_then(|p| topo.node(&p))
@@ -653,10 +694,33 @@ impl BusThread {
                 Output::Event(e) => {
                     log_event(&e);
                     match e {
-                        Event::PubSubMessage { channel, message, sharded, .. } => {
+                        Event::PubSubMessage {
+                            channel,
+                            message,
+                            sharded,
+                            ..
+                        } => {
                             self.shared.publish_local(sharded, &channel, &message);
                         }
-                        Event::ClusterReset { was_replica: true, .. } => {
+                        Event::PauseWrites { until } => {
+                            self.shared.state.lock().writes_paused_until = Some(until.0);
+                        }
+                        Event::UnpauseWrites => {
+                            self.shared.state.lock().writes_paused_until = None;
+                        }
+                        Event::DeleteSlotKeys(slots) => {
+                            let mut st = self.shared.state.lock();
+                            let n = crate::repl::delete_slot_keys(&mut st, &slots);
+                            crate::repl::flush(&self.shared, &mut st);
+                            tracing::info!(
+                                slots = slots.len(),
+                                keys = n,
+                                "deleted the keys of slots myself lost"
+                            );
+                        }
+                        Event::ClusterReset {
+                            was_replica: true, ..
+                        } => {
                             // Valkey empties the data set of a replica that is reset.
                             self.shared.state.lock().kv.flush_all();
                         }

@@ -138,7 +138,7 @@ fn execute_cluster(
     }
     if !out.resp3()
         && client.subscriptions() > 0
-        && !spec.is_some_and(|s| s.flags & flag::SUB_OK != 0)
+        && spec.is_none_or(|s| s.flags & flag::SUB_OK == 0)
     {
         out.error(&format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
@@ -461,9 +461,6 @@ fn debug(state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut O
                 .kv
                 .insert(client.db, &key, val.into_boxed_slice(), now);
         }
-        out.ok();
-    } else if eq(sub, "sleep") {
-        // DEBUG SLEEP blocks the server in redis-server; we only accept it for tooling.
         out.ok();
     } else {
         out.error(&format!(

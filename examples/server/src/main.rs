@@ -88,9 +88,6 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
 
 fn run_server(config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
-    let addr = format!("{}:{}", config.bind, config.port);
-    let listener =
-        std::net::TcpListener::bind(&addr).map_err(|e| format!("can't listen on {addr}: {e}"))?;
     let cluster = if config.cluster_enabled {
         let seed = server::unix_ms() ^ (u64::from(std::process::id()) << 40);
         Some(cluster::build_node(&config, seed)?)
@@ -104,6 +101,11 @@ fn run_server(config: config::Config) -> Result<(), String> {
         cluster::spawn_bus_thread(&shared)?;
     }
     spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
+    // The data port opens last, so a client that can connect finds the bus up and the
+    // node running (clients and tools probe readiness by connecting).
+    let addr = format!("{}:{}", shared.config.bind, shared.config.port);
+    let listener = bind_with_retry(|| std::net::TcpListener::bind(&addr))
+        .map_err(|e| format!("can't listen on {addr}: {e}"))?;
     tracing::info!(
         port = shared.config.port,
         io_threads = shared.config.io_threads,
@@ -112,6 +114,26 @@ fn run_server(config: config::Config) -> Result<(), String> {
     );
     net::accept_loop(listener, io);
     Ok(())
+}
+
+/// Binds, retrying for up to 5 s while the port is in use. Ports in the kernel's ephemeral
+/// range (the default bus port, port + 10000, often is) can be held for a moment by the local
+/// end of an outgoing connection.
+pub(crate) fn bind_with_retry<T>(
+    mut bind: impl FnMut() -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match bind() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Active expiry (`hz` times a second) and WAIT deadlines (every 10 ms).
@@ -128,10 +150,18 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 repl::check_waiters(&shared, &mut st, now);
                 if now.saturating_sub(last_expire) >= expire_every {
                     last_expire = now;
-                    // Redis's active expiry examines about 20 keys per db per loop and repeats
-                    // while more than 25% were expired; a fixed budget per tick keeps the lock short.
-                    let n = st.kv.expire_cycle(now, 2000);
-                    st.expired_keys += n;
+                    // Like Redis's active cycle: repeat while a quarter or more of the examined
+                    // keys were expired, at most 25 ms per tick, releasing the lock between steps.
+                    let started = std::time::Instant::now();
+                    loop {
+                        let n = st.kv.expire_cycle(now, 2000);
+                        st.expired_keys += n;
+                        if n < 500 || started.elapsed() > std::time::Duration::from_millis(25) {
+                            break;
+                        }
+                        drop(st);
+                        st = shared.state.lock();
+                    }
                 }
             }
         })?;

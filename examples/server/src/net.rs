@@ -124,6 +124,8 @@ struct IoThread {
     /// Connections with output to write this turn.
     to_write: Vec<usize>,
     read_again: Vec<usize>,
+    /// Connections holding a write that waits for the end of a write pause.
+    paused: Vec<usize>,
     limits: Limits,
 }
 
@@ -143,6 +145,7 @@ impl IoThread {
             to_read: Vec::new(),
             to_write: Vec::new(),
             read_again: Vec::new(),
+            paused: Vec::new(),
             limits,
         }
     }
@@ -150,10 +153,12 @@ impl IoThread {
     fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
-            let timeout = if self.read_again.is_empty() {
-                Some(Duration::from_millis(250))
-            } else {
+            let timeout = if !self.read_again.is_empty() {
                 Some(Duration::ZERO)
+            } else if !self.paused.is_empty() {
+                Some(Duration::from_millis(10))
+            } else {
+                Some(Duration::from_millis(250))
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != ErrorKind::Interrupted {
@@ -180,6 +185,7 @@ impl IoThread {
                 }
             }
             self.drain_channel();
+            self.retry_paused();
             let mut i = 0;
             while i < self.to_read.len() {
                 let t = self.to_read[i];
@@ -203,16 +209,49 @@ impl IoThread {
                         if c.client.id == client_id {
                             let was_blocked = c.client.blocked;
                             what.write_to(&mut c.out, &mut c.client);
+                            if c.out.buf.len() > output_limit(&c.client) {
+                                // redis-server's client-output-buffer-limit (pubsub hard
+                                // limit 32 MiB): a subscriber this far behind is disconnected.
+                                tracing::warn!(
+                                    client = c.client.id,
+                                    "output buffer limit reached, closing the client"
+                                );
+                                c.out.buf.clear();
+                                c.close_after_flush = true;
+                            }
                             self.to_write.push(token);
                             if was_blocked && !c.client.blocked {
                                 // Requests pipelined after the WAIT run now, and bytes that
                                 // arrived meanwhile are read next turn.
-                                execute_buffer(&self.shared, c, self.limits);
+                                if execute_buffer(&self.shared, c, self.limits) {
+                                    self.paused.push(token);
+                                }
                                 self.read_again.push(token);
                             }
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Re-runs the buffers of connections whose writes waited for a write pause.
+    fn retry_paused(&mut self) {
+        let mut list = std::mem::take(&mut self.paused);
+        list.sort_unstable();
+        list.dedup();
+        for token in list {
+            let Some(Some(c)) = self.conns.get_mut(token) else {
+                continue;
+            };
+            if c.client.blocked || c.close_after_flush {
+                continue;
+            }
+            if execute_buffer(&self.shared, c, self.limits) {
+                self.paused.push(token);
+            }
+            if !c.out.buf.is_empty() {
+                self.to_write.push(token);
             }
         }
     }
@@ -295,7 +334,9 @@ impl IoThread {
             return;
         };
         self.shared.stats.net_input_bytes(n);
-        execute_buffer(&self.shared, c, self.limits);
+        if execute_buffer(&self.shared, c, self.limits) {
+            self.paused.push(token);
+        }
         if c.rbuf.len() > self.shared.config.client_query_buffer_limit {
             c.out.error(
                 "ERR Protocol error: client query buffer limit exceeded, closing connection",
@@ -355,8 +396,20 @@ impl IoThread {
     }
 }
 
+/// The output buffer size past which a lagging consumer is disconnected, bytes.
+fn output_limit(client: &crate::client::ClientCtx) -> usize {
+    // A replica link is not limited: its first bytes are the whole full copy, and a limit
+    // below it would make the replica resync forever.
+    if client.subscriptions() > 0 && !client.is_replica_link {
+        32 * 1024 * 1024
+    } else {
+        usize::MAX
+    }
+}
+
 /// Parses every complete request in the connection's buffer and runs them as one batch.
-fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) {
+fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
+    let mut paused = false;
     let mut pos = 0;
     let mut guard = None;
     loop {
@@ -365,6 +418,12 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) {
                 if !c.args.is_empty() {
                     let args = crate::client::Args::new(&c.rbuf[pos..], &c.args);
                     let state = guard.get_or_insert_with(|| shared.state.lock());
+                    if state.writes_paused_until.is_some() && is_paused_write(state, &args) {
+                        // A manual failover paused client writes (redis-server pauses the
+                        // client): the request stays in the buffer and is retried.
+                        paused = true;
+                        break;
+                    }
                     let flow =
                         crate::commands::execute(shared, state, &mut c.client, &args, &mut c.out);
                     if flow == crate::client::Flow::Close {
@@ -399,4 +458,14 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) {
     if c.rbuf.capacity() > 4 * READ_CHUNK && c.rbuf.len() < READ_CHUNK {
         c.rbuf.shrink_to(2 * READ_CHUNK);
     }
+    paused
+}
+
+/// Whether this request must wait for the end of a write pause.
+fn is_paused_write(state: &crate::server::State, args: &crate::client::Args<'_>) -> bool {
+    let Some(spec) = crate::table::lookup(args.get(0)) else {
+        return false;
+    };
+    let write = spec.is_write() || spec.cmd == crate::table::Cmd::Exec;
+    write && state.writes_paused(crate::server::unix_ms())
 }

@@ -76,6 +76,9 @@ pub struct ReplState {
     pub link_up: bool,
     /// Replica: last time data came from the primary (unix ms).
     pub last_io_ms: u64,
+    /// Replica: since when the link is down after having been up (`None`: up, or never
+    /// synced since this node became a replica).
+    pub down_since: Option<u64>,
     /// Primary: connected replicas.
     pub replicas: Vec<ReplicaLink>,
     waiters: Vec<Waiter>,
@@ -94,6 +97,7 @@ impl ReplState {
             primary: None,
             link_up: false,
             last_io_ms: 0,
+            down_since: None,
             replicas: Vec::new(),
             waiters: Vec::new(),
             pending: Vec::new(),
@@ -105,6 +109,30 @@ impl ReplState {
     /// Whether this node replicates from a primary.
     pub fn is_replica(&self) -> bool {
         self.primary.is_some()
+    }
+
+    /// The facts the cluster node needs for elections and its headers' `offset`: a primary's
+    /// produced offset, a replica's processed offset and the state of its link
+    /// (`ClusterNode::handle_replication`).
+    pub fn facts(&self) -> ferrocluster_node::ReplicationState {
+        use ferrocluster_node::ReplLink;
+        use ferrocluster_topology::Millis;
+        let link = if self.primary.is_none() {
+            ReplLink::Down
+        } else if self.link_up {
+            ReplLink::Up {
+                last_interaction: Millis(self.last_io_ms),
+            }
+        } else {
+            match self.down_since {
+                Some(t) => ReplLink::DownSince(Millis(t)),
+                None => ReplLink::Down,
+            }
+        };
+        ferrocluster_node::ReplicationState {
+            offset: self.offset,
+            link,
+        }
     }
 
     /// Clients blocked in WAIT.
@@ -199,6 +227,32 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
             }
         }
     }
+}
+
+/// Deletes every key of `slots` (all databases), sending the DELs to the replicas: myself
+/// lost these slots to another node (`Event::DeleteSlotKeys`, Valkey's dirty slots).
+pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -> u64 {
+    let mut deleted = 0;
+    for slot in slots.iter() {
+        if state.kv.count_keys_in_slot_all_dbs(slot) == 0 {
+            continue;
+        }
+        if !state.repl.replicas.is_empty() && !state.repl.is_replica() {
+            for db in 0..state.kv.databases() {
+                let n = state.kv.count_keys_in_slot(db, slot).unwrap_or(0) as usize;
+                if n == 0 {
+                    continue;
+                }
+                let keys = state.kv.keys_in_slot(db, slot, n).unwrap_or_default();
+                state.repl.select(db);
+                for k in keys {
+                    state.repl.append_command(&[b"DEL", &k]);
+                }
+            }
+        }
+        deleted += state.kv.drop_slot(slot);
+    }
+    deleted
 }
 
 /// Sends what was appended to the stream since the last flush to every replica.
@@ -430,9 +484,10 @@ pub fn check_waiters(shared: &Shared, state: &mut State, now: u64) {
     });
 }
 
-/// The primary's side of a closed replica connection.
+/// A connection closed: forget it as a replica and drop its pending WAIT, if any.
 pub fn replica_link_closed(state: &mut State, client_id: u64) {
     state.repl.replicas.retain(|r| r.client_id != client_id);
+    state.repl.waiters.retain(|w| w.client_id != client_id);
 }
 
 /// Makes this node a replica of `primary` (or a primary with `None`). Starts the replica
@@ -443,6 +498,7 @@ pub fn set_primary(shared: &Arc<Shared>, state: &mut State, primary: Option<Prim
     }
     let gen = state.repl.generation.fetch_add(1, Ordering::SeqCst) + 1;
     state.repl.link_up = false;
+    state.repl.down_since = None;
     match &primary {
         Some(p) => {
             tracing::info!(host = %p.host, port = p.port, "role change: now a replica, syncing from the primary");
@@ -473,8 +529,9 @@ fn replica_main(shared: Arc<Shared>, primary: PrimaryAddr, gen: u64) {
         }
         {
             let mut st = shared.state.lock();
-            if generation.load(Ordering::SeqCst) == gen {
+            if generation.load(Ordering::SeqCst) == gen && st.repl.link_up {
                 st.repl.link_up = false;
+                st.repl.down_since = Some(unix_ms());
             }
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -544,6 +601,7 @@ fn replica_session(
         st.repl.replid = replid;
         st.repl.offset = start_offset;
         st.repl.link_up = true;
+        st.repl.down_since = None;
         st.repl.last_io_ms = unix_ms();
     }
     tracing::info!(

@@ -45,6 +45,9 @@ pub struct State {
     pub expired_keys: u64,
     /// Keyspace hits/misses (INFO stats).
     pub keyspace_hits: u64,
+    /// Client writes are paused until this time (unix ms): myself is a primary serving a
+    /// manual failover (`Event::PauseWrites`).
+    pub writes_paused_until: Option<u64>,
     /// Keyspace misses.
     pub keyspace_misses: u64,
 }
@@ -56,6 +59,13 @@ pub struct Stats {
     total_connections: AtomicU64,
     net_in: AtomicU64,
     net_out: AtomicU64,
+}
+
+impl State {
+    /// Whether client writes are paused at `now`.
+    pub fn writes_paused(&self, now: u64) -> bool {
+        self.writes_paused_until.is_some_and(|t| now < t)
+    }
 }
 
 impl Stats {
@@ -196,6 +206,7 @@ impl Shared {
                 expired_keys: 0,
                 keyspace_hits: 0,
                 keyspace_misses: 0,
+                writes_paused_until: None,
             }),
             config,
             pubsub: RwLock::new(PubSub::default()),

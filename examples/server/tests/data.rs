@@ -517,3 +517,84 @@ fn garbage_on_the_bus_closes_that_link_and_the_node_goes_on() {
     assert_eq!(c.cmd_s(&["PING"]), "+PONG\r\n");
     assert!(bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok"));
 }
+
+#[test]
+fn wait_without_replicas_times_out_and_the_pipeline_goes_on() {
+    let mut procs = Procs::default();
+    let mut c = single_node(&mut procs, "wait", 23312, &[]);
+    let mut batch = common::encode(&[b"SET", b"w", b"1"]);
+    batch.extend_from_slice(&common::encode(&[b"WAIT", b"1", b"200"]));
+    batch.extend_from_slice(&common::encode(&[b"GET", b"w"]));
+    c.send_raw(&batch);
+    assert_eq!(c.read_reply(), b"+OK\r\n");
+    assert_eq!(c.read_reply(), b":0\r\n");
+    assert_eq!(c.read_reply(), b"$1\r\n1\r\n");
+    assert_eq!(c.cmd_s(&["WAIT", "0", "0"]), ":0\r\n");
+}
+
+#[test]
+fn replica_gets_a_full_copy_then_the_write_stream() {
+    let mut procs = Procs::default();
+    let mut primary = single_node(&mut procs, "fullsync", 23313, &[]);
+    assert_eq!(
+        primary.cmd_s(&["DEBUG", "POPULATE", "1000", "k", "16"]),
+        "+OK\r\n"
+    );
+    assert_eq!(primary.cmd_s(&["SET", "ttl", "v", "EX", "1000"]), "+OK\r\n");
+    let dir = test_dir("fullsync-replica");
+    procs.start(&dir, 23314, &[]);
+    assert_eq!(
+        primary.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", "23314"]),
+        "+OK\r\n"
+    );
+    let primary_id = bulk_text(&primary.cmd(&["CLUSTER", "MYID"]));
+    let mut replica = Client::connect(23314);
+    wait_until(
+        Duration::from_secs(15),
+        "the replica knows the primary",
+        || bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "NODES"])).contains(&primary_id),
+    );
+    assert_eq!(
+        replica.cmd_s(&["CLUSTER", "REPLICATE", &primary_id]),
+        "+OK\r\n"
+    );
+    wait_until(Duration::from_secs(15), "full copy on the replica", || {
+        Client::connect(23314).cmd_s(&["DBSIZE"]) == ":1001\r\n"
+    });
+    wait_until(
+        Duration::from_secs(15),
+        "the replica sees the slots served",
+        || {
+            bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "INFO"]))
+                .contains("cluster_state:ok")
+        },
+    );
+    assert_eq!(replica.cmd_s(&["READONLY"]), "+OK\r\n");
+    assert_eq!(
+        replica.cmd_s(&["GET", "k:999"]),
+        "$16\r\nvalue:999\0\0\0\0\0\0\0\r\n"
+    );
+    let ttl = replica.cmd_s(&["TTL", "ttl"]);
+    assert!(
+        ttl.starts_with(":99") || ttl.starts_with(":1000"),
+        "TTL on the replica: {ttl}"
+    );
+    assert_eq!(primary.cmd_s(&["INCRBY", "counter", "5"]), ":5\r\n");
+    assert_eq!(primary.cmd_s(&["DEL", "k:1"]), ":1\r\n");
+    assert_eq!(primary.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(replica.cmd_s(&["GET", "counter"]), "$1\r\n5\r\n");
+    assert_eq!(replica.cmd_s(&["EXISTS", "k:1"]), ":0\r\n");
+    let p = bulk_text(&primary.cmd(&["INFO", "replication"]));
+    let r = bulk_text(&replica.cmd(&["INFO", "replication"]));
+    let offset = |t: &str| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("master_repl_offset:"))
+            .map(str::to_string)
+    };
+    assert!(p.contains("connected_slaves:1"), "{p}");
+    assert!(
+        r.contains("role:slave") && r.contains("master_port:23313"),
+        "{r}"
+    );
+    assert_eq!(offset(&p), offset(&r), "offsets after WAIT:\n{p}\n{r}");
+}

@@ -140,6 +140,34 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
     assert!(bulk_text(&r.cmd(&["INFO", "replication"])).contains("master_link_status:up"));
     assert!(r.cmd_s(&["ROLE"]).starts_with("*5\r\n$5\r\nslave\r\n"));
 
+    // PUBLISH reaches subscribers on every node over the bus; SPUBLISH reaches the shard
+    // (here: a subscriber on the replica of the channel's slot owner).
+    let mut sub = Client::connect(ports[5]);
+    assert_eq!(
+        sub.cmd_s(&["SUBSCRIBE", "news"]),
+        "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n"
+    );
+    let mut publisher = Client::connect(ports[0]);
+    assert_eq!(publisher.cmd_s(&["PUBLISH", "news", "hello"]), ":0\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&sub.read_reply()),
+        "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+    );
+    let slot_owner = 23402; // "foo" and "{foo}x" hash to 12182
+    let mut ssub = Client::connect(replica_port);
+    assert_eq!(
+        ssub.cmd_s(&["SSUBSCRIBE", "{foo}x"]),
+        "*3\r\n$10\r\nssubscribe\r\n$6\r\n{foo}x\r\n:1\r\n"
+    );
+    assert_eq!(
+        Client::connect(slot_owner).cmd_s(&["SPUBLISH", "{foo}x", "s1"]),
+        ":0\r\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ssub.read_reply()),
+        "*3\r\n$8\r\nsmessage\r\n$6\r\n{foo}x\r\n$2\r\ns1\r\n"
+    );
+
     // redis-benchmark --cluster runs (a short, bounded run).
     let (ok, out) = run_bounded(
         "redis-benchmark",
@@ -161,29 +189,26 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
     assert!(out.contains("SET:") && out.contains("GET:"), "{out}");
 }
 
-/// redis-py keeps working through `kill -9` of a primary, and the restarted old primary
-/// answers MOVED to its replica's address (which became primary).
+/// redis-py keeps working through `kill -9` of a primary (its replica is elected), and the
+/// restarted old primary comes back as a replica that answers MOVED to the new address.
 #[test]
-#[ignore = "needs replica elections (epochs/failover, issue 5): ClusterNode has no election engine yet"]
 fn redis_py_survives_kill_9_of_a_primary() {
     require_redis_tools();
     require_redis_py();
     let mut procs = Procs::default();
     let dir = test_dir("failover");
-    let ports = six_node_cluster(&mut procs, &dir, 23500);
-    let (ok, out) = run_bounded(
-        "python3",
-        &[
-            script("redis_py_cluster.py"),
-            "23500".into(),
-            "10000".into(),
-            "2".into(),
-        ],
-        Duration::from_secs(180),
-    );
-    assert!(ok, "{out}");
+    let _ports = six_node_cluster(&mut procs, &dir, 23500);
+    // redis-py writes for 15 s; 3 s in, the owner of slot 12182 ("foo") is killed.
+    let writer = std::process::Command::new("python3")
+        .args([script("redis_py_failover.py"), "23500".into(), "15".into()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run redis_py_failover.py");
+    let mut writer = KillOnDrop(Some(writer));
+    std::thread::sleep(Duration::from_secs(3));
     procs.kill(23502);
-    // The replica of 23502 must be promoted: wait for a new owner of slot 12182.
+    // The replica of 23502 is elected: slot 12182 gets a new owner.
     let mut new_owner = String::new();
     wait_until(
         Duration::from_secs(30),
@@ -199,24 +224,45 @@ fn redis_py_survives_kill_9_of_a_primary() {
             }
         },
     );
-    let (ok, out) = run_bounded(
-        "python3",
-        &[
-            script("redis_py_cluster.py"),
-            "23500".into(),
-            "10000".into(),
-            "2".into(),
-        ],
-        Duration::from_secs(180),
+    let out = writer
+        .0
+        .take()
+        .expect("writer")
+        .wait_with_output()
+        .expect("writer output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(ok, "redis-py after the failover: {out}");
+    println!("{text}");
+    assert!(
+        out.status.success(),
+        "redis-py through the failover:\n{text}"
+    );
+    assert!(text.contains("last_ok_after_failure=True"), "{text}");
+    // The old primary, restarted, is a replica of the new one and redirects there.
     procs.start(&dir, 23502, &["--cluster-node-timeout", "2000"]);
     wait_until(
         Duration::from_secs(30),
         "the old primary answers MOVED to the new one",
         || Client::connect(23502).cmd_s(&["GET", "foo"]) == format!("-MOVED 12182 {new_owner}\r\n"),
     );
-    let _ = ports;
+    assert!(Client::connect(23502)
+        .cmd_s(&["ROLE"])
+        .starts_with("*5\r\n$5\r\nslave\r\n"));
+}
+
+/// Kills a helper process if the test fails before waiting for it.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 #[test]
@@ -232,6 +278,14 @@ fn demo_runs_and_checks_what_it_claims() {
         out.contains("read back 10000 / 10000 keys correctly"),
         "{out}"
     );
-    assert!(out.contains("failover time:"), "{out}");
+    assert!(
+        out.contains("failover time:") && out.contains(" ms from kill -9 to a new primary"),
+        "{out}"
+    );
+    assert!(out.contains("restarted node:    replica"), "{out}");
+    assert!(
+        out.contains("10000 before the kill, 10000 after the restart"),
+        "{out}"
+    );
     assert!(out.contains("All processes stopped."), "{out}");
 }

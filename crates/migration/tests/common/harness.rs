@@ -56,6 +56,8 @@ pub struct Pair {
     pub taken: Vec<JobName>,
     /// Backlog the scripted host reports on QueryBacklog (None = do not answer).
     pub auto_backlog: Option<u64>,
+    /// Names new jobs (one stream for the whole run, so names differ).
+    pub rng: rand_chacha::ChaCha8Rng,
 }
 
 impl Pair {
@@ -75,6 +77,7 @@ impl Pair {
             finishes: Vec::new(),
             taken: Vec::new(),
             auto_backlog: Some(0),
+            rng: rng(),
         };
         for s in 0..100u16 {
             p.s.keys.insert(super::slot(s), 10);
@@ -89,7 +92,7 @@ impl Pair {
             &self.s.topo,
             Origin::Conn(ConnId(0)),
             &argv,
-            &mut rng(),
+            &mut self.rng,
             self.now,
         );
         self.pump();
@@ -370,12 +373,15 @@ impl Pair {
                     self.r.keys.remove(&s);
                 }
             }
-            MigrationOutput::Propagate { message } => {
+            // A replica re-propagates what it received; only a promoted one originates FINISH.
+            MigrationOutput::Propagate { message } if self.r.topo.myself().is_primary() => {
                 if let SyncSlots::Finish { state, name, .. } = &message {
                     self.finishes.push((*name, *state));
                 }
             }
-            MigrationOutput::StateChanged { .. } | MigrationOutput::Close { .. } => {}
+            MigrationOutput::Propagate { .. }
+            | MigrationOutput::StateChanged { .. }
+            | MigrationOutput::Close { .. } => {}
             other => panic!("replica emitted {other:?}"),
         }
     }

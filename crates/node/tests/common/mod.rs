@@ -37,6 +37,13 @@ pub struct Net {
     pub down: BTreeSet<usize>,
     /// Every transmit: (from node, link, bytes).
     pub sent: Vec<(usize, LinkId, Vec<u8>)>,
+    /// Every output of every node in the order acted on: (node, output).
+    pub log: Vec<(usize, Output)>,
+    /// Every transmit decoded: (index in `log`, from node, to node if wired, message).
+    pub wire: Vec<(usize, usize, Option<usize>, ferrocluster_bus::Message)>,
+    /// Nodes whose persists are not acknowledged until [`Net::release_persists`].
+    pub hold_persist: BTreeSet<usize>,
+    held: Vec<(usize, u64)>,
     deliveries: VecDeque<(usize, LinkId, Vec<u8>)>,
 }
 
@@ -60,6 +67,10 @@ impl Net {
             persisted: vec![None; n],
             down: BTreeSet::new(),
             sent: Vec::new(),
+            log: Vec::new(),
+            wire: Vec::new(),
+            hold_persist: BTreeSet::new(),
+            held: Vec::new(),
             deliveries: VecDeque::new(),
         };
         net.drain();
@@ -93,6 +104,7 @@ impl Net {
 
     fn act(&mut self, i: usize, out: Output) {
         let now = self.now;
+        self.log.push((i, out.clone()));
         match out {
             Output::Connect {
                 link,
@@ -109,6 +121,15 @@ impl Net {
                 _ => self.nodes[i].handle_link(LinkEvent::ConnectFailed(link), now),
             },
             Output::Transmit { link, bytes } => {
+                let to = self.peer_of(i, link);
+                let mut rest = &bytes[..];
+                while rest.len() >= 8 {
+                    let len = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+                    let (frame, tail) = rest.split_at(len.min(rest.len()));
+                    let m = ferrocluster_bus::decode(frame).expect("the node sends valid frames");
+                    self.wire.push((self.log.len() - 1, i, to, m));
+                    rest = tail;
+                }
                 self.sent.push((i, link, bytes.clone()));
                 if let Some(&(j, peer)) = self.wires.get(&(i, link)) {
                     if !self.down.contains(&i) && !self.down.contains(&j) {
@@ -124,10 +145,19 @@ impl Net {
             }
             Output::Persist { seq, contents } => {
                 self.persisted[i] = Some(contents);
-                self.nodes[i].handle_persisted(seq);
+                if self.hold_persist.contains(&i) {
+                    self.held.push((i, seq));
+                } else {
+                    self.nodes[i].handle_persisted(seq);
+                }
             }
             Output::Event(e) => self.events.push((i, e)),
         }
+    }
+
+    /// The node at the other end of node `i`'s `link`, if wired.
+    pub fn peer_of(&self, i: usize, link: LinkId) -> Option<usize> {
+        self.wires.get(&(i, link)).map(|&(j, _)| j)
     }
 
     /// Cuts a node off: its existing links are closed on both sides, new connects fail.
@@ -146,6 +176,17 @@ impl Net {
                 self.nodes[j].handle_link(LinkEvent::Closed(peer), now);
                 self.nodes[a].handle_link(LinkEvent::Closed(l), now);
             }
+        }
+        self.drain();
+    }
+
+    /// Acknowledges every held persist of node `i` and stops holding them.
+    pub fn release_persists(&mut self, i: usize) {
+        self.hold_persist.remove(&i);
+        let (mine, rest): (Vec<_>, Vec<_>) = self.held.drain(..).partition(|(n, _)| *n == i);
+        self.held = rest;
+        for (_, seq) in mine {
+            self.nodes[i].handle_persisted(seq);
         }
         self.drain();
     }

@@ -24,21 +24,45 @@ impl Procs {
     pub fn start(&mut self, base: &Path, port: u16, extra: &[&str]) -> PathBuf {
         let dir = base.join(format!("node-{port}"));
         std::fs::create_dir_all(&dir).expect("create node dir");
-        let log = std::fs::File::create(dir.join("stderr.log")).expect("create log");
-        let child = Command::new(BIN)
-            .arg("--port")
-            .arg(port.to_string())
-            .arg("--dir")
-            .arg(&dir)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn ferrocluster-server");
-        self.children.push((port, Some(child)));
-        wait_for_port(port, Duration::from_secs(15));
-        dir
+        // The default bus port (port + 10000) lies in Linux's ephemeral range, where an
+        // outgoing connection of another test may hold it for a while: the server retries the
+        // bind for 5 s, and we start it again (up to 3 times) if it still gave up.
+        for attempt in 0..3 {
+            let log = std::fs::File::create(dir.join("stderr.log")).expect("create log");
+            let mut child = Command::new(BIN)
+                .arg("--port")
+                .arg(port.to_string())
+                .arg("--dir")
+                .arg(&dir)
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(log))
+                .spawn()
+                .expect("spawn ferrocluster-server");
+            let end = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < end {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    self.children.push((port, Some(child)));
+                    return dir;
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+                    assert!(
+                        attempt < 2 && log.contains("Address already in use"),
+                        "node {port} exited ({status}) before listening:\n{log}"
+                    );
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!(
+            "node {port} did not start listening (see {})",
+            dir.display()
+        );
     }
 
     /// Kills (SIGKILL) the node on `port`.
@@ -172,7 +196,12 @@ impl Client {
 pub fn frame_len(buf: &[u8], pos: usize) -> Option<usize> {
     let line_end = buf[pos..].windows(2).position(|w| w == b"\r\n")? + pos;
     let head = &buf[pos + 1..line_end];
-    let num = || -> i64 { std::str::from_utf8(head).ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("bad RESP header {:?}", String::from_utf8_lossy(head))) };
+    let num = || -> i64 {
+        std::str::from_utf8(head)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad RESP header {:?}", String::from_utf8_lossy(head)))
+    };
     let after = line_end + 2;
     match buf.get(pos)? {
         b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Some(after - pos),
@@ -186,14 +215,21 @@ pub fn frame_len(buf: &[u8], pos: usize) -> Option<usize> {
         }
         b'*' | b'~' | b'>' | b'%' | b'|' => {
             let n = num();
-            let count = if matches!(buf[pos], b'%' | b'|') { 2 * n } else { n };
+            let count = if matches!(buf[pos], b'%' | b'|') {
+                2 * n
+            } else {
+                n
+            };
             let mut p = after;
             for _ in 0..count.max(0) {
                 p += frame_len(buf, p)?;
             }
             Some(p - pos)
         }
-        other => panic!("not a RESP type byte: {other:?} in {:?}", String::from_utf8_lossy(buf)),
+        other => panic!(
+            "not a RESP type byte: {other:?} in {:?}",
+            String::from_utf8_lossy(buf)
+        ),
     }
 }
 

@@ -1,0 +1,639 @@
+//! The epoch layer wired into ClusterNode, end to end over the in-memory harness: automatic
+//! failover (§12), votes gated on their persist (§12.3 rule 7), UPDATE to a stale primary
+//! (§11.3, §8 step 12), manual failover default and TAKEOVER (§13), and readiness fed by the
+//! host's replication report (health crate). Expected values come from the facts sheet
+//! `shared/spec/cluster-bus.md`.
+
+mod common;
+
+use common::{ip, port, Net};
+use ferrocluster_bus::{msg_flags, Body, Message, MessageType};
+use ferrocluster_node::epoch::FailoverMode as MfMode;
+use ferrocluster_node::{
+    CommandRequest, EpochEvent, Event, Millis, NodeId, Output, ReplLink, ReplicationState,
+};
+use ferrocluster_slot::{Slot, SlotRange, SlotSet};
+
+const NT: u64 = 2000; // cluster-node-timeout (ms)
+
+fn slots(a: u16, b: u16) -> SlotSet {
+    let mut s = SlotSet::new();
+    s.insert_range(SlotRange::new(Slot::new(a).unwrap(), Slot::new(b).unwrap()).unwrap());
+    s
+}
+
+fn id(net: &Net, i: usize) -> NodeId {
+    *net.nodes[i].myself_id()
+}
+
+/// Three primaries covering all slots (nodes 0–2) and node 3 a replica of node 0, fully
+/// meshed, every node seeing node 3 as node 0's replica, state ok everywhere. Node 0 reports
+/// offset 100 and node 3 a synced link at offset 100.
+fn cluster_with_replica() -> Net {
+    let mut net = Net::new(4, NT);
+    let now = net.now;
+    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
+    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
+    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.meet(0, 1);
+    net.meet(0, 2);
+    net.meet(0, 3);
+    assert!(net.run_until(10_000, |n| n.fully_meshed()), "no full mesh");
+    let p = id(&net, 0);
+    let now = net.now;
+    net.nodes[3].replicate(&p, now).unwrap();
+    net.drain();
+    assert!(net.run_until(10_000, |n| {
+        (0..3).all(|i| {
+            n.nodes[i]
+                .topology()
+                .node(n.nodes[3].myself_id())
+                .is_some_and(|r| r.is_replica() && r.primary == Some(p))
+        }) && n.nodes.iter().all(|x| x.cluster_state_ok())
+    }));
+    report(&mut net, 0, 100, ReplLink::Down);
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        100,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    net
+}
+
+fn report(net: &mut Net, i: usize, offset: u64, link: ReplLink) {
+    let now = net.now;
+    net.nodes[i].handle_replication(ReplicationState { offset, link }, now);
+    net.drain();
+}
+
+/// Messages of a type sent by node `from`: (log index, receiver, message).
+fn sent_by(net: &Net, from: usize, t: MessageType) -> Vec<(usize, Option<usize>, Message)> {
+    net.wire
+        .iter()
+        .filter(|(_, f, _, m)| *f == from && m.message_type() == t)
+        .map(|(i, _, to, m)| (*i, *to, m.clone()))
+        .collect()
+}
+
+/// The nodes.conf text of node `i`'s last Persist before log index `before`.
+fn persisted_before(net: &Net, i: usize, before: usize) -> String {
+    net.log[..before]
+        .iter()
+        .rev()
+        .find_map(|(n, o)| match o {
+            Output::Persist { contents, .. } if *n == i => {
+                Some(String::from_utf8(contents.clone()).unwrap())
+            }
+            _ => None,
+        })
+        .expect("a persist precedes it")
+}
+
+/// The `vars` line value of `name` in a nodes.conf text (§18.1).
+fn var(conf: &str, name: &str) -> u64 {
+    let line = conf.lines().find(|l| l.starts_with("vars ")).unwrap();
+    let words: Vec<&str> = line.split(' ').collect();
+    let at = words.iter().position(|w| *w == name).unwrap();
+    words[at + 1].parse().unwrap()
+}
+
+fn events_of(net: &Net, i: usize) -> Vec<Event> {
+    net.events
+        .iter()
+        .filter(|(n, _)| *n == i)
+        .map(|(_, e)| e.clone())
+        .collect()
+}
+
+fn primary_of(net: &Net, viewer: usize, slot: u16) -> Option<NodeId> {
+    net.nodes[viewer]
+        .topology()
+        .slot_owner(Slot::new(slot).unwrap())
+        .copied()
+}
+
+/// Kills node 0 and reports node 3's replication link down from now on.
+fn fail_primary(net: &mut Net) {
+    net.isolate(0);
+    let now = net.now;
+    report(net, 3, 100, ReplLink::DownSince(now));
+}
+
+#[test]
+fn automatic_failover_end_to_end() {
+    let mut net = cluster_with_replica();
+    let old_max = (0..3)
+        .map(|i| net.nodes[i].topology().myself().config_epoch)
+        .max()
+        .unwrap();
+    fail_primary(&mut net);
+    let r = id(&net, 3);
+    assert!(
+        net.run_until(20_000, |n| n.nodes[3].topology().myself().is_primary()),
+        "the replica never won"
+    );
+    // §12.2: currentEpoch + 1, persisted, then FAILOVER_AUTH_REQUEST to every node with a
+    // link; the persist carrying the new currentEpoch comes before it.
+    let reqs = sent_by(&net, 3, MessageType::FailoverAuthRequest);
+    assert!(!reqs.is_empty());
+    let election = reqs[0].2.full_header().unwrap().current_epoch;
+    let conf = persisted_before(&net, 3, reqs[0].0);
+    assert_eq!(var(&conf, "currentEpoch"), election);
+    assert!(!reqs[0]
+        .2
+        .full_header()
+        .unwrap()
+        .has_mflags(msg_flags::FORCEACK));
+    // §12.3 rule 7: each voter persisted lastVoteEpoch = the election epoch before its ACK.
+    for v in [1, 2] {
+        let acks = sent_by(&net, v, MessageType::FailoverAuthAck);
+        assert_eq!(acks.len(), 1, "voter {v}");
+        assert_eq!(acks[0].1, Some(3));
+        let conf = persisted_before(&net, v, acks[0].0);
+        assert_eq!(var(&conf, "lastVoteEpoch"), election);
+        assert!(
+            events_of(&net, v).contains(&Event::Epoch(EpochEvent::VoteGranted {
+                to: r,
+                epoch: ferrocluster_topology::CurrentEpoch(election),
+            }))
+        );
+    }
+    // §12.2 won: configEpoch = the election epoch, larger than every configEpoch before.
+    let me = net.nodes[3].topology().myself();
+    assert_eq!(me.config_epoch.get(), election);
+    assert!(me.config_epoch > old_max);
+    assert_eq!(me.slots(), &slots(0, 5460));
+    let evs = events_of(&net, 3);
+    assert!(evs.contains(&Event::BecamePrimary));
+    assert!(evs.contains(&Event::Epoch(EpochEvent::ElectionWon(
+        ferrocluster_topology::CurrentEpoch(election)
+    ))));
+    // §12.5: a PONG to all after the persist of the new configuration; it carries the slots.
+    let won_at = net
+        .log
+        .iter()
+        .position(|(n, o)| *n == 3 && *o == Output::Event(Event::BecamePrimary))
+        .unwrap();
+    let pongs: Vec<_> = sent_by(&net, 3, MessageType::Pong)
+        .into_iter()
+        .filter(|(i, _, _)| *i > won_at)
+        .collect();
+    let to: std::collections::BTreeSet<_> = pongs.iter().filter_map(|p| p.1).collect();
+    assert!(to.contains(&1) && to.contains(&2), "{to:?}");
+    let h = pongs[0].2.full_header().unwrap().clone();
+    assert_eq!(h.config_epoch, election);
+    assert_eq!(h.myslots, slots(0, 5460));
+    assert!(h.replicaof.is_none_or(|r| r.is_zero()));
+    let conf = persisted_before(&net, 3, pongs[0].0);
+    assert!(conf.contains(&format!("{r} ")) && conf.contains(" 0-5460"));
+    // The others' slot owners changed (§11.2: higher configEpoch wins).
+    assert!(net.run_until(5_000, |n| (1..3)
+        .all(|v| primary_of(n, v, 0) == Some(r) && primary_of(n, v, 5460) == Some(r))));
+}
+
+#[test]
+fn vote_waits_for_its_persist() {
+    let mut net = cluster_with_replica();
+    fail_primary(&mut net);
+    let p = id(&net, 0);
+    assert!(net.run_until(20_000, |n| n.nodes[3]
+        .topology()
+        .node(&p)
+        .is_some_and(|x| x.is_fail())));
+    // From now on node 1 writes nodes.conf but the host does not acknowledge it.
+    net.hold_persist.insert(1);
+    assert!(net.run_until(5_000, |n| n.nodes[1].topology().last_vote_epoch.get() > 0));
+    let voted = net.nodes[1].topology().last_vote_epoch.get();
+    // The vote is decided (lastVoteEpoch set, written in the pending persist) but not sent.
+    assert!(sent_by(&net, 1, MessageType::FailoverAuthAck).is_empty());
+    let conf = String::from_utf8(net.persisted[1].clone().unwrap()).unwrap();
+    assert_eq!(var(&conf, "lastVoteEpoch"), voted);
+    // One vote (node 2's) is not the quorum of 2 out of 3 (§12.2): still a replica.
+    assert!(!net.nodes[3].topology().myself().is_primary());
+    net.release_persists(1);
+    let acks = sent_by(&net, 1, MessageType::FailoverAuthAck);
+    assert_eq!(acks.len(), 1);
+    assert_eq!(acks[0].2.full_header().unwrap().current_epoch, voted);
+    assert!(net.run_until(2_000, |n| n.nodes[3].topology().myself().is_primary()));
+}
+
+#[test]
+fn update_makes_the_stale_primary_a_replica_of_the_winner() {
+    let mut net = cluster_with_replica();
+    fail_primary(&mut net);
+    let r = id(&net, 3);
+    assert!(net.run_until(20_000, |n| (1..3).all(|v| primary_of(n, v, 0) == Some(r))));
+    let winner_epoch = net.nodes[3].topology().myself().config_epoch;
+    // Node 0 comes back still claiming 0-5460 with its old configEpoch.
+    let before = net.wire.len();
+    net.heal(0);
+    assert!(net.run_until(20_000, |n| n.nodes[0].topology().myself().is_replica()));
+    // Somebody told it with an UPDATE about node 3 (§11.3): its ID, configEpoch and slots.
+    let updates: Vec<_> = net.wire[before..]
+        .iter()
+        .filter(|(_, _, to, m)| *to == Some(0) && m.message_type() == MessageType::Update)
+        .collect();
+    assert!(!updates.is_empty(), "no UPDATE reached node 0");
+    let Body::Update(u) = &updates[0].3.body else {
+        unreachable!()
+    };
+    assert_eq!(u.name.as_bytes(), r.as_bytes());
+    assert_eq!(u.config_epoch, winner_epoch.get());
+    assert_eq!(u.slots, slots(0, 5460));
+    // Node 0 lost its last slot to a node of its own shard: it follows it (§11.2), with a
+    // partial sync allowed (same shard).
+    let me = net.nodes[0].topology().myself();
+    assert_eq!(me.primary, Some(r));
+    assert_eq!(me.slot_count(), 0);
+    let evs = events_of(&net, 0);
+    assert!(evs.contains(&Event::BecameReplica { primary: r }));
+    assert!(evs.contains(&Event::ReplicateFrom {
+        primary: r,
+        ip: Some(ip(3)),
+        port: port(3),
+        tls_port: 0,
+        full_sync: false,
+    }));
+}
+
+fn failover(net: &mut Net, i: usize, args: &[&str]) -> Vec<u8> {
+    let now = net.now;
+    let mut argv = vec!["CLUSTER", "FAILOVER"];
+    argv.extend_from_slice(args);
+    let out = net.nodes[i].cluster_command_argv(
+        &argv,
+        &CommandRequest::default(),
+        &common::TestKeys::default(),
+        now,
+    );
+    net.drain();
+    out.reply().unwrap().to_resp2()
+}
+
+#[test]
+fn manual_failover_default_mode() {
+    let mut net = cluster_with_replica();
+    let (p, r) = (id(&net, 0), id(&net, 3));
+    let t = net.now;
+    let start = net.wire.len();
+    assert_eq!(failover(&mut net, 3, &[]), b"+OK\r\n");
+    // §13.1: MFSTART to the primary.
+    let mf: Vec<_> = net.wire[start..]
+        .iter()
+        .filter(|(_, f, _, m)| *f == 3 && m.message_type() == MessageType::MfStart)
+        .collect();
+    assert_eq!(mf.len(), 1);
+    assert_eq!(mf[0].2, Some(0));
+    // §13.2: the primary pauses writes for 2 × 5000 ms and PINGs back with PAUSED and its
+    // final offset.
+    let evs = events_of(&net, 0);
+    assert!(evs.contains(&Event::PauseWrites {
+        until: Millis(t.0 + 10_000)
+    }));
+    assert!(evs.contains(&Event::Epoch(EpochEvent::ManualFailoverRequested(r))));
+    let ping = net.wire[start..]
+        .iter()
+        .find(|(_, f, to, m)| *f == 0 && *to == Some(3) && m.message_type() == MessageType::Ping)
+        .expect("the primary PINGs its replica");
+    let h = ping.3.full_header().unwrap();
+    assert!(h.has_mflags(msg_flags::PAUSED));
+    assert_eq!(h.offset, 100);
+    assert_eq!(
+        net.nodes[3].epoch().manual_failover().primary_offset(),
+        Some(100)
+    );
+    // Offsets equal → the election starts without delay, with FORCEACK; votes are granted
+    // although the primary is not FAIL; the replica takes over.
+    assert!(net.run_until(3_000, |n| n.nodes[3].topology().myself().is_primary()));
+    let reqs = sent_by(&net, 3, MessageType::FailoverAuthRequest);
+    assert!(!reqs.is_empty());
+    assert!(reqs
+        .iter()
+        .all(|(_, _, m)| m.full_header().unwrap().has_mflags(msg_flags::FORCEACK)));
+    assert!(!net.nodes[1].topology().node(&p).unwrap().is_fail());
+    // The old primary hears the new claims, becomes a replica and unpauses writes.
+    assert!(net.run_until(3_000, |n| n.nodes[0].topology().myself().primary == Some(r)));
+    let evs = events_of(&net, 0);
+    assert!(evs.contains(&Event::UnpauseWrites));
+    assert!(evs.contains(&Event::BecameReplica { primary: r }));
+    // Every header the primary sent while serving the manual failover carried PAUSED (§13.2).
+    let replica_at = net
+        .log
+        .iter()
+        .position(|(n, o)| *n == 0 && *o == Output::Event(Event::BecameReplica { primary: r }))
+        .unwrap();
+    let paused: Vec<bool> = net.wire[start..]
+        .iter()
+        .filter(|(i, f, _, m)| *f == 0 && *i < replica_at && !m.is_light())
+        .map(|(_, _, _, m)| m.full_header().unwrap().has_mflags(msg_flags::PAUSED))
+        .collect();
+    assert!(paused.len() >= 2 && paused.iter().all(|p| *p), "{paused:?}");
+    // After it became a replica, no more PAUSED.
+    assert!(net
+        .wire
+        .iter()
+        .filter(|(i, f, _, m)| *f == 0 && *i > replica_at && !m.is_light())
+        .all(|(_, _, _, m)| !m.full_header().unwrap().has_mflags(msg_flags::PAUSED)));
+}
+
+#[test]
+fn manual_failover_takeover_needs_no_votes() {
+    let mut net = cluster_with_replica();
+    let r = id(&net, 3);
+    let old_max = (0..3)
+        .map(|i| net.nodes[i].topology().myself().config_epoch)
+        .max()
+        .unwrap();
+    let start = net.log.len();
+    assert_eq!(failover(&mut net, 3, &["TAKEOVER"]), b"+OK\r\n");
+    // §13.1 TAKEOVER: configEpoch bump without consensus (§11.6) and immediate take-over.
+    let me = net.nodes[3].topology().myself();
+    assert!(me.is_primary());
+    assert!(me.config_epoch > old_max);
+    assert_eq!(me.slots(), &slots(0, 5460));
+    assert!(sent_by(&net, 3, MessageType::FailoverAuthRequest).is_empty());
+    let evs = events_of(&net, 3);
+    assert!(evs.contains(&Event::ManualFailoverRequested(
+        ferrocluster_node::FailoverMode::Takeover
+    )));
+    assert!(
+        evs.contains(&Event::Epoch(EpochEvent::ManualFailoverStarted(
+            MfMode::Takeover
+        )))
+    );
+    assert!(evs.contains(&Event::ConfigEpochBumped(me.config_epoch)));
+    assert!(evs.contains(&Event::BecamePrimary));
+    // The PONG broadcast left only after the persist of the new configuration.
+    let pong = net
+        .wire
+        .iter()
+        .find(|(i, f, _, m)| *i >= start && *f == 3 && m.message_type() == MessageType::Pong);
+    let (at, _, _, m) = pong.expect("PONG broadcast");
+    assert_eq!(m.full_header().unwrap().config_epoch, me.config_epoch.get());
+    let conf = persisted_before(&net, 3, *at);
+    assert!(conf.contains(&format!("{r} ")) && conf.contains(" 0-5460"));
+    assert!(net.run_until(3_000, |n| (0..3).all(|v| primary_of(n, v, 100) == Some(r))));
+}
+
+#[test]
+fn failover_force_starts_the_election_at_once() {
+    let mut net = cluster_with_replica();
+    let start = net.wire.len();
+    assert_eq!(failover(&mut net, 3, &["FORCE"]), b"+OK\r\n");
+    // §13.1 FORCE: mf_can_start at once, election with no delay and FORCEACK.
+    let reqs: Vec<_> = net.wire[start..]
+        .iter()
+        .filter(|(_, f, _, m)| *f == 3 && m.message_type() == MessageType::FailoverAuthRequest)
+        .collect();
+    assert!(!reqs.is_empty());
+    assert!(reqs[0]
+        .3
+        .full_header()
+        .unwrap()
+        .has_mflags(msg_flags::FORCEACK));
+    assert!(net.run_until(1_000, |n| n.nodes[3].topology().myself().is_primary()));
+}
+
+#[test]
+fn failover_on_a_primary_is_refused() {
+    let mut net = cluster_with_replica();
+    assert_eq!(
+        failover(&mut net, 0, &[]),
+        b"-ERR You should send CLUSTER FAILOVER to a replica\r\n".to_vec()
+    );
+}
+
+#[test]
+fn readiness_follows_the_hosts_replication_report() {
+    let mut net = Net::new(4, NT);
+    let now = net.now;
+    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
+    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
+    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    for j in 1..4 {
+        net.meet(0, j);
+    }
+    assert!(net.run_until(10_000, |n| n.fully_meshed()));
+    let (p, r) = (id(&net, 0), id(&net, 3));
+    let now = net.now;
+    net.nodes[3].replicate(&p, now).unwrap();
+    net.drain();
+    assert!(net.run_until(10_000, |n| n.nodes.iter().all(|x| x.cluster_state_ok())));
+    let shard_of = |net: &Net, viewer: usize| {
+        net.nodes[viewer]
+            .shard_readiness(net.now)
+            .into_iter()
+            .find(|s| s.primary == p)
+            .unwrap()
+    };
+    // Never synced: not eligible (health crate: offset 0 → not synced), on the replica
+    // itself and, from its PING offsets, on its primary.
+    for viewer in [3, 0] {
+        let s = shard_of(&net, viewer);
+        assert!(!s.verdict.is_ready(), "viewer {viewer}");
+        assert_eq!(s.replicas[0].node, r);
+        assert_eq!(
+            s.replicas[0].ineligible.map(|i| i.code()),
+            Some("not_synced")
+        );
+    }
+    let q = net.nodes[3].quorum_check(net.now);
+    assert_eq!((q.voting_primaries, q.reachable, q.quorum), (3, 3, 2));
+    assert!(!net.nodes[3].readiness(net.now).failover_ready());
+    // The host reports a completed sync.
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        4242,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    let s = shard_of(&net, 3);
+    assert_eq!(
+        s.verdict,
+        ferrocluster_node::health::ShardVerdict::Ready { candidate: r }
+    );
+    assert_eq!(
+        s.replicas[0].evidence,
+        ferrocluster_node::health::Evidence::Local
+    );
+    // The primary learns the offset from the replica's next PING header (§8 step 4).
+    assert!(net.run_until(5_000, |n| n.nodes[0]
+        .topology()
+        .node(&r)
+        .is_some_and(|x| x.repl_offset == 4242)));
+    assert!(shard_of(&net, 0).verdict.is_ready());
+    // The other two shards have no replica: the cluster as a whole is not failover-ready.
+    let rd = net.nodes[0].readiness(net.now);
+    assert!(!rd.failover_ready());
+    assert_eq!(rd.quorum.shards_unable.len(), 2);
+    assert!(net.nodes[0].health(net.now).state_ok);
+}
+
+fn cluster(net: &mut Net, i: usize, argv: &[&str]) -> Vec<u8> {
+    let now = net.now;
+    let out = net.nodes[i].cluster_command_argv(
+        argv,
+        &CommandRequest::default(),
+        &common::TestKeys::default(),
+        now,
+    );
+    net.drain();
+    out.reply().unwrap().to_resp2()
+}
+
+#[test]
+fn equal_config_epochs_are_resolved_by_collisions() {
+    // Slots assigned by hand leave every configEpoch at 0; §11.5 makes all but the largest ID
+    // move until every primary has its own configEpoch.
+    let mut net = cluster_with_replica();
+    assert!(net.run_until(10_000, |n| {
+        let mut e: Vec<_> = (0..3)
+            .map(|i| n.nodes[i].topology().myself().config_epoch)
+            .collect();
+        e.sort();
+        e.dedup();
+        e.len() == 3
+    }));
+    let largest = (0..3)
+        .max_by_key(|&i| id(&net, i).as_bytes().to_owned())
+        .unwrap();
+    assert!(!events_of(&net, largest)
+        .iter()
+        .any(|e| matches!(e, Event::ConfigEpochBumped(_))));
+    // The replica advertises its primary's configEpoch and everyone agrees on it.
+    let e0 = net.nodes[0].topology().myself().config_epoch;
+    assert!(net.run_until(5_000, |n| (1..4).all(|v| n.nodes[v]
+        .topology()
+        .node(n.nodes[0].myself_id())
+        .is_some_and(|x| x.config_epoch == e0))));
+}
+
+#[test]
+fn a_slot_taken_with_a_higher_epoch_asks_the_loser_to_delete_its_keys() {
+    let mut net = cluster_with_replica();
+    let (a, b) = (id(&net, 0), id(&net, 1));
+    let a_s = a.to_string();
+    let b_s = b.to_string();
+    assert_eq!(
+        cluster(&mut net, 1, &["CLUSTER", "SETSLOT", "0", "IMPORTING", &a_s]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        cluster(&mut net, 1, &["CLUSTER", "SETSLOT", "0", "NODE", &b_s]),
+        b"+OK\r\n"
+    );
+    // §11.6: the import finished by SETSLOT NODE bumps node 1's configEpoch; its PONG claims
+    // slot 0 with an epoch greater than node 0's, which loses it and drops its keys (§11.2).
+    let mut zero = SlotSet::new();
+    zero.insert(Slot::new(0).unwrap());
+    assert!(net.run_until(2_000, |n| primary_of(n, 0, 0) == Some(b)));
+    assert!(events_of(&net, 0).contains(&Event::DeleteSlotKeys(Box::new(zero))));
+    assert_eq!(net.nodes[0].topology().myself().slots(), &slots(1, 5460));
+    assert!(net.nodes[0].topology().myself().is_primary());
+    assert!(net.run_until(2_000, |n| primary_of(n, 2, 0) == Some(b)
+        && primary_of(n, 3, 0) == Some(b)));
+}
+
+#[test]
+fn replica_migrates_to_an_orphaned_primary() {
+    // Nodes 0–2 primaries; 3 and 4 replicate 0; 5 replicates 1. When 5 fails, 1 is orphaned
+    // (§14): the replica of 0 with the smallest ID moves to 1 after 5000 ms, with a full sync
+    // (another shard).
+    let mut net = Net::new(6, NT);
+    let now = net.now;
+    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
+    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
+    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    for j in 1..6 {
+        net.meet(0, j);
+    }
+    assert!(net.run_until(10_000, |n| n.fully_meshed()));
+    let (p0, p1) = (id(&net, 0), id(&net, 1));
+    for (r, p) in [(3, p0), (4, p0), (5, p1)] {
+        let now = net.now;
+        net.nodes[r].replicate(&p, now).unwrap();
+        net.drain();
+    }
+    assert!(net.run_until(10_000, |n| {
+        n.nodes.iter().all(|x| x.cluster_state_ok())
+            && (3..6).all(|r| {
+                (0..6).all(|v| {
+                    n.nodes[v]
+                        .topology()
+                        .node(n.nodes[r].myself_id())
+                        .is_some_and(|x| x.is_replica())
+                })
+            })
+    }));
+    let mover = if id(&net, 3).as_bytes() < id(&net, 4).as_bytes() {
+        3
+    } else {
+        4
+    };
+    let stayer = 7 - mover;
+    net.isolate(5);
+    let r5 = id(&net, 5);
+    assert!(net.run_until(20_000, |n| n.nodes[mover]
+        .topology()
+        .node(&r5)
+        .is_some_and(|x| x.is_fail())));
+    let fail_seen = net.now;
+    assert!(
+        net.run_until(20_000, |n| n.nodes[mover].topology().myself().primary
+            == Some(p1)),
+        "no migration"
+    );
+    // Orphaned for more than REPLICA_MIGRATION_DELAY (5000 ms) first (§14 step 5).
+    assert!(
+        net.now.since(fail_seen) > 5000,
+        "{}",
+        net.now.since(fail_seen)
+    );
+    let evs = events_of(&net, mover);
+    assert!(evs.contains(&Event::Epoch(EpochEvent::ReplicaMigration(p1))));
+    assert!(evs.contains(&Event::ReplicateFrom {
+        primary: p1,
+        ip: Some(ip(1)),
+        port: port(1),
+        tls_port: 0,
+        full_sync: true,
+    }));
+    assert_eq!(net.nodes[stayer].topology().myself().primary, Some(p0));
+    let m = id(&net, mover);
+    assert!(net.run_until(5_000, |n| n.nodes[0]
+        .topology()
+        .node(&m)
+        .is_some_and(|x| x.primary == Some(p1))));
+}
+
+#[test]
+fn auth_request_waits_for_the_bumped_current_epoch_persist() {
+    let mut net = cluster_with_replica();
+    fail_primary(&mut net);
+    let p = id(&net, 0);
+    assert!(net.run_until(20_000, |n| n.nodes[3]
+        .topology()
+        .node(&p)
+        .is_some_and(|x| x.is_fail())));
+    net.hold_persist.insert(3);
+    assert!(net.run_until(5_000, |n| n.nodes[3].epoch().election().sent()));
+    let epoch = net.nodes[3].epoch().election().epoch();
+    assert_eq!(net.nodes[3].topology().current_epoch, epoch);
+    assert!(sent_by(&net, 3, MessageType::FailoverAuthRequest).is_empty());
+    let conf = String::from_utf8(net.persisted[3].clone().unwrap()).unwrap();
+    assert_eq!(var(&conf, "currentEpoch"), epoch.get());
+    net.release_persists(3);
+    let reqs = sent_by(&net, 3, MessageType::FailoverAuthRequest);
+    assert!(!reqs.is_empty());
+    assert!(reqs
+        .iter()
+        .all(|(_, _, m)| m.full_header().unwrap().current_epoch == epoch.get()));
+    assert!(net.run_until(2_000, |n| n.nodes[3].topology().myself().is_primary()));
+}

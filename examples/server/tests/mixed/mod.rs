@@ -1,0 +1,1088 @@
+//! Harness for the mixed-cluster tests (issue 9): real `redis-server` 7.0 nodes and
+//! `ferrocluster-server` nodes on one cluster bus.
+//!
+//! * [`Procs`] starts both kinds of process in a per-test temp directory and kills (SIGKILL)
+//!   every one of them when dropped, also when the test panics; on a panic it prints the tail of
+//!   every node's log so a CI failure can be read without the machine.
+//! * [`Client`] is a minimal RESP2 client (requests as multibulk, replies parsed into [`Reply`]).
+//! * [`Mixed`] forms a cluster from a layout of primaries and replicas of either kind: slots are
+//!   split evenly over the primaries in layout order, primary `i` gets configEpoch `i + 1`
+//!   (`CLUSTER SET-CONFIG-EPOCH`), and consecutive nodes MEET each other (with the bus port given), so MEETs go both from
+//!   real nodes to ours and from ours to real ones. [`Mixed::wait_view`] compares every live
+//!   node's `CLUSTER NODES` with the expected view (flags, primary, configEpoch, link, slots).
+//! * [`Mixed::assert_bus_clean`] reads every real node's log for the warnings Redis 7.0 prints
+//!   when a bus message is malformed (spec §2, §6: `clusterIsValidPacket`, `clusterReadHandler`,
+//!   `clusterProcessPingExt`), every one of our logs for dropped frames, and compares
+//!   `CLUSTER LINKS` create-times to find links a real node closed and reopened.
+//!
+//! Waits are bounded by deadlines and fail with the last observed mismatch; nothing asserts on
+//! speed. Missing `redis-server`/`redis-cli` fail the test with an install hint.
+#![allow(dead_code, clippy::disallowed_methods)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Our server binary, built by cargo for these tests.
+pub const OURS: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
+
+/// `cluster-node-timeout` for every node of the mixed tests (ms). Large enough that a loaded
+/// 2-core CI machine does not produce false PFAILs, small enough for quick failovers.
+pub const NODE_TIMEOUT_MS: u64 = 3000;
+
+/// Bus port = data port + this. Not the usual +10000: 34000-34099 lies in Linux's ephemeral
+/// port range (32768-60999), where a client socket in TIME_WAIT (60 s, no SO_REUSEADDR) makes
+/// the bus listener fail with "Address already in use"; 25000-25099 lies below it.
+pub const BUS_OFFSET: u16 = 1000;
+
+/// The general bound for a wait on cluster convergence.
+pub const CONVERGE: Duration = Duration::from_secs(40);
+
+/// Which implementation a node runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Debian's `redis-server` 7.0.
+    Real,
+    /// `ferrocluster-server`.
+    Ours,
+}
+
+/// One started process.
+pub struct Proc {
+    /// Data port; the bus port is `port + BUS_OFFSET`.
+    pub port: u16,
+    /// The implementation.
+    pub kind: Kind,
+    /// Its working directory (nodes.conf lives here).
+    pub dir: PathBuf,
+    /// Its log file.
+    pub log: PathBuf,
+    child: Option<Child>,
+    /// nodes.conf text written into `dir` before our server starts.
+    nodes_conf: Option<String>,
+    /// How often it was started again after its port turned out to be taken.
+    restarts: u32,
+}
+
+/// Every process a test started; all are killed on drop.
+pub struct Procs {
+    /// The test's temp directory.
+    pub base: PathBuf,
+    /// Started processes, in start order (a restarted port appears twice).
+    pub procs: Vec<Proc>,
+}
+
+/// Fails (never skips) when an external tool is missing, with the install hint.
+pub fn require_redis() {
+    for tool in ["redis-server", "redis-cli"] {
+        let ok = Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "`{tool}` (Redis 7.0) is required by the mixed-cluster tests but is not installed; \
+             install it with: apt-get update && apt-get install -y redis-server redis-tools"
+        );
+    }
+}
+
+impl Procs {
+    /// A fresh temp directory for test `name`; checks that the Redis tools are installed.
+    pub fn new(name: &str) -> Procs {
+        require_redis();
+        let base =
+            std::env::temp_dir().join(format!("ferrocluster-mixed-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).expect("create test dir");
+        Procs {
+            base,
+            procs: Vec::new(),
+        }
+    }
+
+    fn node_dir(&self, port: u16, kind: Kind) -> PathBuf {
+        let n = self.procs.iter().filter(|p| p.port == port).count();
+        let tag = match kind {
+            Kind::Real => "real",
+            Kind::Ours => "ours",
+        };
+        let dir = self.base.join(format!("{tag}-{port}-{n}"));
+        std::fs::create_dir_all(&dir).expect("create node dir");
+        dir
+    }
+
+    /// Starts `redis-server` on `port` in cluster mode with a debug-level log (debug is needed
+    /// for the `*** NODE ... possibly failing` PFAIL line). Does not wait for the port.
+    pub fn spawn_real(&mut self, port: u16) -> PathBuf {
+        let dir = self.node_dir(port, Kind::Real);
+        let log = dir.join("redis.log");
+        self.launch(Proc {
+            port,
+            kind: Kind::Real,
+            dir: dir.clone(),
+            log,
+            child: None,
+            nodes_conf: None,
+            restarts: 0,
+        });
+        dir
+    }
+
+    /// Starts `ferrocluster-server` on `port` in cluster mode, with `nodes_conf` as its
+    /// nodes.conf if given. Does not wait for the port.
+    pub fn spawn_ours(&mut self, port: u16, nodes_conf: Option<String>) -> PathBuf {
+        let dir = self.node_dir(port, Kind::Ours);
+        let log = dir.join("ours.log");
+        self.launch(Proc {
+            port,
+            kind: Kind::Ours,
+            dir: dir.clone(),
+            log,
+            child: None,
+            nodes_conf,
+            restarts: 0,
+        });
+        dir
+    }
+
+    fn launch(&mut self, mut p: Proc) {
+        p.child = Some(start(&p));
+        self.procs.push(p);
+    }
+
+    /// The live process on `port`.
+    pub fn live(&self, port: u16) -> &Proc {
+        self.procs
+            .iter()
+            .rev()
+            .find(|p| p.port == port && p.child.is_some())
+            .unwrap_or_else(|| panic!("no live process on port {port}"))
+    }
+
+    /// Waits until `port` and its bus port accept connections; fails early if its process
+    /// exited (other than for a taken port, which gets the node started again).
+    pub fn wait_port(&mut self, port: u16) {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && TcpStream::connect(("127.0.0.1", port + BUS_OFFSET)).is_ok()
+            {
+                return;
+            }
+            let p = self
+                .procs
+                .iter_mut()
+                .rev()
+                .find(|p| p.port == port && p.child.is_some())
+                .unwrap_or_else(|| panic!("no process on port {port}"));
+            if let Some(status) = p.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                // A port can still be held by some other process's socket for a moment: start
+                // the node again.
+                let log = std::fs::read_to_string(&p.log).unwrap_or_default();
+                if log.contains("Address already in use") && p.restarts < 20 {
+                    p.restarts += 1;
+                    std::thread::sleep(Duration::from_millis(250));
+                    p.child = Some(start(p));
+                    continue;
+                }
+                panic!(
+                    "{:?} node on port {port} exited ({status}) before listening; log:\n{}",
+                    p.kind,
+                    tail(&p.log, 40)
+                );
+            }
+            assert!(Instant::now() < end, "port {port} did not open within 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILLs the live process on `port` (`kill -9`).
+    pub fn kill9(&mut self, port: u16) {
+        for p in self.procs.iter_mut().filter(|p| p.port == port) {
+            if let Some(mut c) = p.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for p in &mut self.procs {
+            if let Some(mut c) = p.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "mixed-cluster test failed; node directories kept under {}",
+                self.base.display()
+            );
+            for p in &self.procs {
+                eprintln!(
+                    "----- {:?} node {} log {} (tail) -----\n{}",
+                    p.kind,
+                    p.port,
+                    p.log.display(),
+                    tail_filtered(&p.log, 25)
+                );
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(&self.base);
+        }
+    }
+}
+
+/// Starts the process described by `p` (its directory exists).
+fn start(p: &Proc) -> Child {
+    match p.kind {
+        Kind::Real => {
+            let args: Vec<String> = [
+                "--port",
+                &p.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-port",
+                &(p.port + BUS_OFFSET).to_string(),
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                &NODE_TIMEOUT_MS.to_string(),
+                "--dir",
+                p.dir.to_str().expect("utf-8 temp path"),
+                "--logfile",
+                p.log.to_str().expect("utf-8 temp path"),
+                "--loglevel",
+                "debug",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            Command::new("redis-server")
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server")
+        }
+        Kind::Ours => {
+            if let Some(conf) = &p.nodes_conf {
+                std::fs::write(p.dir.join("nodes.conf"), conf).expect("write nodes.conf");
+            }
+            Command::new(OURS)
+                .args(["--port", &p.port.to_string()])
+                .args(["--bind", "127.0.0.1"])
+                .args(["--cluster-enabled", "yes"])
+                .args(["--cluster-port", &(p.port + BUS_OFFSET).to_string()])
+                .args(["--cluster-config-file", "nodes.conf"])
+                .args(["--cluster-node-timeout", &NODE_TIMEOUT_MS.to_string()])
+                .arg("--dir")
+                .arg(&p.dir)
+                .args(["--loglevel", "verbose"])
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(
+                    std::fs::File::create(&p.log).expect("create log"),
+                ))
+                .spawn()
+                .expect("spawn ferrocluster-server")
+        }
+    }
+}
+
+/// The last `n` lines of a file.
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The last `n` lines of a log without Redis's per-packet/per-client debug noise.
+fn tail_filtered(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            !l.contains("--- Processing packet")
+                && !l.contains("Client closed connection")
+                && !l.contains("Accepted 127.0.0.1")
+                && !l.contains("keys in 0 volatile")
+                && !l.contains("clients connected")
+        })
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Runs a command with a deadline; returns (success, stdout + stderr).
+pub fn run_bounded(cmd: &str, args: &[&str], limit: Duration) -> (bool, String) {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("can't run {cmd}: {e}"));
+    let end = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "{cmd} {args:?} did not finish within {limit:?}:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Polls `f` every 100 ms until it returns `Ok`, failing with `what` and the last `Err` after
+/// `limit`.
+pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let end = Instant::now() + limit;
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) if Instant::now() > end => {
+                panic!("timed out after {limit:?} waiting for {what}; last state: {e}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RESP2 client
+
+/// One RESP2 reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// `+...`
+    Status(String),
+    /// `-...`
+    Error(String),
+    /// `:n`
+    Int(i64),
+    /// `$n ...` (`None` = null bulk)
+    Bulk(Option<Vec<u8>>),
+    /// `*n ...` (`None` = null array)
+    Array(Option<Vec<Reply>>),
+}
+
+impl Reply {
+    /// The text of a status or bulk reply; panics on anything else (the server under test is
+    /// wrong then).
+    pub fn text(&self) -> String {
+        match self {
+            Reply::Status(s) => s.clone(),
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("expected a string reply, got {other:?}"),
+        }
+    }
+
+    /// The elements of an array reply.
+    pub fn items(&self) -> &[Reply] {
+        match self {
+            Reply::Array(Some(v)) => v,
+            other => panic!("expected an array reply, got {other:?}"),
+        }
+    }
+}
+
+/// A blocking RESP2 connection.
+pub struct Client {
+    reader: BufReader<TcpStream>,
+    port: u16,
+}
+
+impl Client {
+    /// Connects to `127.0.0.1:port` with a 10 s read timeout.
+    pub fn connect(port: u16) -> Result<Client, String> {
+        let s =
+            TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect {port}: {e}"))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
+        Ok(Client {
+            reader: BufReader::new(s),
+            port,
+        })
+    }
+
+    /// Sends one command and reads its reply.
+    pub fn try_cmd(&mut self, args: &[&str]) -> Result<Reply, String> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        self.reader
+            .get_mut()
+            .write_all(&out)
+            .map_err(|e| format!("write to {}: {e}", self.port))?;
+        self.read_reply()
+    }
+
+    /// [`Client::try_cmd`] that panics on an I/O error.
+    pub fn cmd(&mut self, args: &[&str]) -> Reply {
+        let port = self.port;
+        self.try_cmd(args)
+            .unwrap_or_else(|e| panic!("{args:?} on port {port}: {e}"))
+    }
+
+    /// Reads one reply.
+    pub fn read_reply(&mut self) -> Result<Reply, String> {
+        let mut line = Vec::new();
+        self.reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("read from {}: {e}", self.port))?;
+        if line.len() < 3 || !line.ends_with(b"\r\n") {
+            return Err(format!(
+                "connection to {} closed or bad line {line:?}",
+                self.port
+            ));
+        }
+        let body = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+        let num = || -> Result<i64, String> {
+            body.parse::<i64>()
+                .map_err(|_| format!("bad RESP number {body:?}"))
+        };
+        match line[0] {
+            b'+' => Ok(Reply::Status(body)),
+            b'-' => Ok(Reply::Error(body)),
+            b':' => Ok(Reply::Int(num()?)),
+            b'$' => {
+                let n = num()?;
+                if n < 0 {
+                    return Ok(Reply::Bulk(None));
+                }
+                let mut buf = vec![0; n as usize + 2];
+                self.reader
+                    .read_exact(&mut buf)
+                    .map_err(|e| format!("read bulk from {}: {e}", self.port))?;
+                buf.truncate(n as usize);
+                Ok(Reply::Bulk(Some(buf)))
+            }
+            b'*' => {
+                let n = num()?;
+                if n < 0 {
+                    return Ok(Reply::Array(None));
+                }
+                let mut v = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    v.push(self.read_reply()?);
+                }
+                Ok(Reply::Array(Some(v)))
+            }
+            other => Err(format!(
+                "not a RESP2 type byte {other:?} from {}",
+                self.port
+            )),
+        }
+    }
+}
+
+/// One command on a fresh connection.
+pub fn cmd(port: u16, args: &[&str]) -> Reply {
+    Client::connect(port)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .cmd(args)
+}
+
+/// One command on a fresh connection, errors as `Err` (for polling).
+pub fn try_cmd(port: u16, args: &[&str]) -> Result<Reply, String> {
+    Client::connect(port)?.try_cmd(args)
+}
+
+/// `CLUSTER INFO` field `name` of the node on `port`.
+pub fn cluster_info_field(port: u16, name: &str) -> Result<String, String> {
+    let info = try_cmd(port, &["CLUSTER", "INFO"])?.text();
+    info.lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!("{name}:"))
+                .map(|v| v.trim().to_string())
+        })
+        .ok_or_else(|| format!("no {name} in CLUSTER INFO of {port}:\n{info}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLUSTER NODES
+
+/// One parsed `CLUSTER NODES` line (spec §19).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeLine {
+    /// 40-character node ID.
+    pub id: String,
+    /// Data port.
+    pub port: u16,
+    /// Bus port.
+    pub bus_port: u16,
+    /// Flags, e.g. `["myself", "master"]`.
+    pub flags: Vec<String>,
+    /// The primary's ID for a replica.
+    pub primary: Option<String>,
+    /// configEpoch column.
+    pub epoch: u64,
+    /// `connected` / `disconnected`.
+    pub link: String,
+    /// Owned slot ranges (migration entries in brackets are left out).
+    pub slots: Vec<(u16, u16)>,
+}
+
+impl NodeLine {
+    /// Whether flag `f` is set.
+    pub fn has(&self, f: &str) -> bool {
+        self.flags.iter().any(|x| x == f)
+    }
+}
+
+/// Parses `CLUSTER NODES` output.
+pub fn parse_nodes(text: &str) -> Result<Vec<NodeLine>, String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() < 8 {
+                return Err(format!("short CLUSTER NODES line {l:?}"));
+            }
+            let addr = f[1].split(',').next().unwrap_or_default();
+            let (hostport, bus) = addr
+                .split_once('@')
+                .ok_or_else(|| format!("no @ in {l:?}"))?;
+            let port = hostport
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse().ok())
+                .ok_or_else(|| format!("bad address in {l:?}"))?;
+            let mut slots = Vec::new();
+            for s in &f[8..] {
+                if s.starts_with('[') {
+                    continue;
+                }
+                let (a, b) = s.split_once('-').unwrap_or((s, s));
+                let a = a.parse().map_err(|_| format!("bad slot {s:?}"))?;
+                let b = b.parse().map_err(|_| format!("bad slot {s:?}"))?;
+                slots.push((a, b));
+            }
+            Ok(NodeLine {
+                id: f[0].to_string(),
+                port,
+                bus_port: bus.parse().map_err(|_| format!("bad bus port in {l:?}"))?,
+                flags: f[2].split(',').map(str::to_string).collect(),
+                primary: (f[3] != "-").then(|| f[3].to_string()),
+                epoch: f[6].parse().map_err(|_| format!("bad epoch in {l:?}"))?,
+                link: f[7].to_string(),
+                slots,
+            })
+        })
+        .collect()
+}
+
+/// `CLUSTER NODES` of the node on `port`, parsed, keyed by node ID.
+pub fn nodes_of(port: u16) -> Result<BTreeMap<String, NodeLine>, String> {
+    let text = try_cmd(port, &["CLUSTER", "NODES"])?.text();
+    Ok(parse_nodes(&text)?
+        .into_iter()
+        .map(|n| (n.id.clone(), n))
+        .collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mixed cluster
+
+/// A node's role in a layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A primary owning the next share of slots.
+    Primary,
+    /// A replica of the layout entry at this index (a primary of the same kind).
+    ReplicaOf(usize),
+}
+
+/// One member of a mixed cluster.
+#[derive(Clone, Debug)]
+pub struct Member {
+    /// Data port.
+    pub port: u16,
+    /// Implementation.
+    pub kind: Kind,
+    /// Node ID.
+    pub id: String,
+    /// Role in the expected view.
+    pub role: Role,
+    /// Slot range for a primary (inclusive).
+    pub slots: Option<(u16, u16)>,
+    /// Expected configEpoch (a replica shows its primary's).
+    pub epoch: u64,
+    /// False once the test killed it.
+    pub alive: bool,
+}
+
+/// A formed mixed cluster.
+pub struct Mixed {
+    /// Every process.
+    pub procs: Procs,
+    /// Layout entries with their IDs.
+    pub members: Vec<Member>,
+    /// `CLUSTER LINKS` snapshot of each real node taken at convergence:
+    /// (real port, direction, peer id) -> create-time.
+    links: BTreeMap<(u16, String, String), i64>,
+    /// Log sizes at convergence, to look only at what came after.
+    log_marks: BTreeMap<PathBuf, usize>,
+}
+
+impl Mixed {
+    /// Starts `layout[i]` on `base_port + i`, assigns slots and epochs to the primaries, MEETs
+    /// consecutive nodes (node `i - 1` sends MEET to node `i`), attaches replicas and waits for
+    /// the full expected view on every node.
+    pub fn form(name: &str, base_port: u16, layout: &[(Kind, Role)]) -> Mixed {
+        let mut procs = Procs::new(name);
+        let ports: Vec<u16> = (0..layout.len() as u16).map(|i| base_port + i).collect();
+        for (&(kind, _), &port) in layout.iter().zip(&ports) {
+            match kind {
+                Kind::Real => procs.spawn_real(port),
+                Kind::Ours => procs.spawn_ours(port, None),
+            };
+        }
+        for &p in &ports {
+            procs.wait_port(p);
+        }
+        let primaries = layout.iter().filter(|(_, r)| *r == Role::Primary).count() as u32;
+        let mut members = Vec::new();
+        let mut pi = 0u32;
+        for (&(kind, role), &port) in layout.iter().zip(&ports) {
+            let id = cmd(port, &["CLUSTER", "MYID"]).text();
+            let (slots, epoch) = if role == Role::Primary {
+                let start = (pi * 16384 / primaries) as u16;
+                let end = ((pi + 1) * 16384 / primaries - 1) as u16;
+                pi += 1;
+                (Some((start, end)), u64::from(pi))
+            } else {
+                (None, 0)
+            };
+            members.push(Member {
+                port,
+                kind,
+                id,
+                role,
+                slots,
+                epoch,
+                alive: true,
+            });
+        }
+        for i in 0..members.len() {
+            if let Role::ReplicaOf(p) = members[i].role {
+                assert_eq!(
+                    members[p].role,
+                    Role::Primary,
+                    "replica of a replica in layout"
+                );
+                members[i].epoch = members[p].epoch;
+            }
+        }
+        for m in members.iter().filter(|m| m.role == Role::Primary) {
+            let (a, b) = m.slots.expect("primary has slots");
+            let r = cmd(
+                m.port,
+                &["CLUSTER", "ADDSLOTSRANGE", &a.to_string(), &b.to_string()],
+            );
+            assert_eq!(r, Reply::Status("OK".into()), "ADDSLOTSRANGE on {}", m.port);
+            let r = cmd(
+                m.port,
+                &["CLUSTER", "SET-CONFIG-EPOCH", &m.epoch.to_string()],
+            );
+            assert_eq!(
+                r,
+                Reply::Status("OK".into()),
+                "SET-CONFIG-EPOCH on {}",
+                m.port
+            );
+        }
+        for w in members.windows(2) {
+            let r = cmd(
+                w[0].port,
+                &[
+                    "CLUSTER",
+                    "MEET",
+                    "127.0.0.1",
+                    &w[1].port.to_string(),
+                    &(w[1].port + BUS_OFFSET).to_string(),
+                ],
+            );
+            assert_eq!(
+                r,
+                Reply::Status("OK".into()),
+                "MEET from {:?} {} to {:?} {}",
+                w[0].kind,
+                w[0].port,
+                w[1].kind,
+                w[1].port
+            );
+        }
+        let mut mixed = Mixed {
+            procs,
+            members,
+            links: BTreeMap::new(),
+            log_marks: BTreeMap::new(),
+        };
+        for m in mixed.members.clone() {
+            if let Role::ReplicaOf(p) = m.role {
+                let primary = mixed.members[p].id.clone();
+                wait_for(
+                    CONVERGE,
+                    "the replica to learn its primary",
+                    || match nodes_of(m.port)?.get(&primary) {
+                        Some(n) if !n.has("handshake") && n.link == "connected" => Ok(()),
+                        other => Err(format!("{} sees its primary as {other:?}", m.port)),
+                    },
+                );
+                let r = cmd(m.port, &["CLUSTER", "REPLICATE", &primary]);
+                assert_eq!(r, Reply::Status("OK".into()), "REPLICATE on {}", m.port);
+            }
+        }
+        mixed.wait_view("the mixed cluster to converge");
+        mixed.wait_state_ok();
+        // Redis 7.0 replicas that never finished a sync refuse to fail over (data age check in
+        // clusterHandleSlaveFailover), so wait for every replication link to be up.
+        for m in mixed.members.iter().filter(|m| m.role != Role::Primary) {
+            wait_for(CONVERGE, "replicas to finish their sync", || {
+                let info = try_cmd(m.port, &["INFO", "replication"])?.text();
+                if info.contains("master_link_status:up") {
+                    Ok(())
+                } else {
+                    Err(format!("{}: {info}", m.port))
+                }
+            });
+        }
+        mixed.mark();
+        mixed
+    }
+
+    /// The member at layout index `i`.
+    pub fn m(&self, i: usize) -> &Member {
+        &self.members[i]
+    }
+
+    /// Ports of live members.
+    pub fn live_ports(&self) -> Vec<u16> {
+        self.members
+            .iter()
+            .filter(|m| m.alive)
+            .map(|m| m.port)
+            .collect()
+    }
+
+    /// Checks one node's `CLUSTER NODES` against the expected view; `Err` says what differs.
+    pub fn check_view_of(&self, port: u16) -> Result<(), String> {
+        let view = nodes_of(port)?;
+        if view.len() != self.members.len() {
+            return Err(format!(
+                "{port} knows {} nodes, expected {}: {:?}",
+                view.len(),
+                self.members.len(),
+                view.values()
+                    .map(|n| (n.port, &n.flags))
+                    .collect::<Vec<_>>()
+            ));
+        }
+        for m in &self.members {
+            let n = view
+                .get(&m.id)
+                .ok_or_else(|| format!("{port} does not know {} ({})", m.id, m.port))?;
+            let is_self = m.port == port;
+            let role_flag = match m.role {
+                Role::Primary => "master",
+                Role::ReplicaOf(_) => "slave",
+            };
+            let mut want_flags = Vec::new();
+            if is_self {
+                want_flags.push("myself");
+            }
+            want_flags.push(role_flag);
+            let want_primary = match m.role {
+                Role::Primary => None,
+                Role::ReplicaOf(p) => Some(self.members[p].id.clone()),
+            };
+            let want_link = if m.alive || is_self {
+                "connected"
+            } else {
+                "disconnected"
+            };
+            let want_slots: Vec<(u16, u16)> = m.slots.into_iter().collect();
+            // A killed node: FAIL, disconnected, and its slots (none once failed over); its
+            // role and epoch columns are whatever the node last announced.
+            let ok = if m.alive || is_self {
+                n.port == m.port
+                    && n.bus_port == m.port + BUS_OFFSET
+                    && n.flags == want_flags
+                    && n.primary == want_primary
+                    && n.epoch == m.epoch
+                    && n.link == want_link
+                    && n.slots == want_slots
+            } else {
+                n.port == m.port && n.has("fail") && n.link == want_link && n.slots == want_slots
+            };
+            if !ok {
+                return Err(format!(
+                    "{port} sees {}: {n:?}; expected port {} flags {want_flags:?} primary \
+                     {want_primary:?} epoch {} link {want_link} slots {want_slots:?}",
+                    m.port, m.port, m.epoch
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every live node's view matches the expected one.
+    pub fn wait_view(&self, what: &str) {
+        wait_for(CONVERGE, what, || {
+            for p in self.live_ports() {
+                self.check_view_of(p)?;
+            }
+            Ok(())
+        });
+    }
+
+    /// Waits until every live node reports `cluster_state:ok`.
+    pub fn wait_state_ok(&self) {
+        wait_for(CONVERGE, "cluster_state:ok on every node", || {
+            for p in self.live_ports() {
+                let s = cluster_info_field(p, "cluster_state")?;
+                if s != "ok" {
+                    return Err(format!("{p}: cluster_state:{s}"));
+                }
+            }
+            Ok(())
+        });
+    }
+
+    /// Records log sizes and the real nodes' `CLUSTER LINKS` create-times (waiting until every
+    /// live real node holds an outbound and an inbound link with every live peer); later checks
+    /// look only at what came after.
+    pub fn mark(&mut self) {
+        self.log_marks.clear();
+        for p in self.procs.procs.iter().filter(|p| p.child.is_some()) {
+            let len = std::fs::metadata(&p.log)
+                .map(|m| m.len() as usize)
+                .unwrap_or(0);
+            self.log_marks.insert(p.log.clone(), len);
+        }
+        self.links = wait_for(
+            CONVERGE,
+            "real nodes to hold both links with every peer",
+            || {
+                let links = self.real_links();
+                for r in self
+                    .members
+                    .iter()
+                    .filter(|m| m.alive && m.kind == Kind::Real)
+                {
+                    for peer in self.members.iter().filter(|m| m.alive && m.port != r.port) {
+                        for dir in ["to", "from"] {
+                            if !links.contains_key(&(r.port, dir.to_string(), peer.id.clone())) {
+                                return Err(format!(
+                                    "real node {} has no '{dir}' link with {:?} node {}",
+                                    r.port, peer.kind, peer.port
+                                ));
+                            }
+                        }
+                    }
+                }
+                Ok(links)
+            },
+        );
+    }
+
+    fn real_links(&self) -> BTreeMap<(u16, String, String), i64> {
+        let mut out = BTreeMap::new();
+        for m in self
+            .members
+            .iter()
+            .filter(|m| m.alive && m.kind == Kind::Real)
+        {
+            let r = cmd(m.port, &["CLUSTER", "LINKS"]);
+            for link in r.items() {
+                let kv = link.items();
+                let field = |name: &str| {
+                    kv.chunks(2)
+                        .find(|c| c[0].text() == name)
+                        .map(|c| c[1].clone())
+                        .unwrap_or_else(|| panic!("CLUSTER LINKS entry without {name}: {kv:?}"))
+                };
+                let Reply::Int(t) = field("create-time") else {
+                    panic!("create-time not an integer in {kv:?}");
+                };
+                out.insert((m.port, field("direction").text(), field("node").text()), t);
+            }
+        }
+        out
+    }
+
+    /// Checks that nothing our nodes sent upset a real node, and nothing a real node sent
+    /// upset ours, since [`Mixed::mark`] (plus the whole of every log for complaints):
+    /// * no real node logged a bus complaint ([`REAL_COMPLAINTS`]);
+    /// * none of our nodes logged a dropped frame or lost framing;
+    /// * every link a real node had at the mark to a node that is still alive is the same link
+    ///   (same `create-time`): no real node closed and reopened a link to any peer.
+    pub fn assert_bus_clean(&self) {
+        for p in &self.procs.procs {
+            let text = std::fs::read_to_string(&p.log).unwrap_or_default();
+            let bad: &[&str] = match p.kind {
+                Kind::Real => REAL_COMPLAINTS,
+                Kind::Ours => OUR_COMPLAINTS,
+            };
+            let found: Vec<&str> = text
+                .lines()
+                .filter(|l| bad.iter().any(|b| l.contains(b)))
+                .take(10)
+                .collect();
+            assert!(
+                found.is_empty(),
+                "{:?} node {} logged bus complaints:\n{}",
+                p.kind,
+                p.port,
+                found.join("\n")
+            );
+        }
+        let now = self.real_links();
+        let alive: Vec<&str> = self
+            .members
+            .iter()
+            .filter(|m| m.alive)
+            .map(|m| m.id.as_str())
+            .collect();
+        for ((port, dir, peer), t) in &self.links {
+            if !alive.contains(&peer.as_str())
+                || !self.members.iter().any(|m| m.port == *port && m.alive)
+            {
+                continue;
+            }
+            let later = now.get(&(*port, dir.clone(), peer.clone()));
+            assert_eq!(
+                later,
+                Some(t),
+                "real node {port}'s {dir} link with {peer} was closed and reopened (or lost)"
+            );
+        }
+    }
+
+    /// Lines of the log of the live (or last) process on `port` after the mark.
+    pub fn log_since_mark(&self, port: u16) -> Vec<String> {
+        let p = self
+            .procs
+            .procs
+            .iter()
+            .rev()
+            .find(|p| p.port == port)
+            .unwrap_or_else(|| panic!("no process on {port}"));
+        let text = std::fs::read(&p.log).unwrap_or_default();
+        let from = self
+            .log_marks
+            .get(&p.log)
+            .copied()
+            .unwrap_or(0)
+            .min(text.len());
+        String::from_utf8_lossy(&text[from..])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `kill -9` of member `i`.
+    pub fn kill9(&mut self, i: usize) {
+        let port = self.members[i].port;
+        self.procs.kill9(port);
+        self.members[i].alive = false;
+    }
+
+    /// A key whose slot lies in member `i`'s range (asks a live node `CLUSTER KEYSLOT`).
+    pub fn key_for(&self, i: usize, prefix: &str) -> String {
+        let (a, b) = self.members[i].slots.expect("a primary");
+        let ask = self.live_ports()[0];
+        let mut c = Client::connect(ask).unwrap_or_else(|e| panic!("{e}"));
+        for n in 0..100_000u32 {
+            let key = format!("{prefix}:{n}");
+            let Reply::Int(slot) = c.cmd(&["CLUSTER", "KEYSLOT", &key]) else {
+                panic!("CLUSTER KEYSLOT did not return an integer");
+            };
+            if (i64::from(a)..=i64::from(b)).contains(&slot) {
+                return key;
+            }
+        }
+        panic!("no key found for slots {a}-{b}");
+    }
+
+    /// Runs `redis-cli --cluster check` against `port` and asserts it passes with every live
+    /// primary listed.
+    pub fn assert_cluster_check(&self, port: u16) {
+        let addr = format!("127.0.0.1:{port}");
+        let (ok, out) = run_bounded(
+            "redis-cli",
+            &["--no-raw", "--cluster", "check", &addr],
+            Duration::from_secs(60),
+        );
+        assert!(ok, "redis-cli --cluster check {addr} failed:\n{out}");
+        assert!(
+            out.contains("[OK] All nodes agree about slots configuration.")
+                && out.contains("[OK] All 16384 slots covered.")
+                && !out.contains("[ERR]")
+                && !out.contains("[WARNING]"),
+            "redis-cli --cluster check {addr} reported problems:\n{out}"
+        );
+        for m in self.members.iter().filter(|m| m.alive && m.slots.is_some()) {
+            let (a, b) = m.slots.expect("checked");
+            let want = format!("slots:[{a}-{b}]");
+            assert!(
+                out.contains(&format!("M: {} 127.0.0.1:{}", m.id, m.port)) && out.contains(&want),
+                "redis-cli --cluster check {addr} does not list primary {} with {want}:\n{out}",
+                m.port
+            );
+        }
+    }
+}
+
+/// Warnings Redis 7.0 logs about malformed or unexpected bus traffic (strings from the
+/// 7.0.15 binary: `clusterIsValidPacket`, `clusterReadHandler`, `clusterProcessPingExt`,
+/// `clusterProcessPacket`), and the link-freeing messages.
+pub const REAL_COMPLAINTS: &[&str] = &[
+    "Bad message length or signature received from Cluster bus",
+    "Received invalid",
+    "without proper padding",
+    "missing null terminator",
+    "Received unknown packet type",
+    "Received unknown extension type",
+    "PONG contains mismatching sender ID",
+    "Ignoring FAIL message from unknown node",
+    "Discarding UPDATE message about myself",
+    "Error converting peer IP to string",
+    "Freeing cluster link",
+    "Unable to connect to Cluster Node",
+];
+
+/// What our server logs when a bus frame from a peer does not decode (`cluster.rs` events).
+pub const OUR_COMPLAINTS: &[&str] = &["bad bus frame dropped", "bus framing lost"];

@@ -86,8 +86,24 @@ pub struct ClusterConfig {
     /// `repl-ping-replica-period`, seconds. Default 10.
     pub repl_ping_replica_period_secs: u64,
     /// `cluster-manual-failover-timeout` (Valkey 8.1; `CLUSTER_MF_TIMEOUT` before), ms.
-    /// Default 5000.
+    /// Default 5000. Also bounds the write pause of an atomic slot migration (2 × this,
+    /// slot-migration sheet A.9).
     pub manual_failover_timeout_ms: u64,
+    /// `cluster-slot-migration-log-max-len` (Valkey 9): finished slot migration jobs kept for
+    /// CLUSTER GETSLOTMIGRATIONS; older finished ones are dropped (in-progress jobs never are).
+    /// Default 1000 (slot-migration sheet A.13).
+    pub slot_migration_log_max_len: usize,
+    /// `slot-migration-max-failover-repl-bytes` (Valkey 9), bytes: an export pauses writes
+    /// only once at most this many bytes are still queued towards the target; negative
+    /// disables the check. Default 0 (fully drained; sheet A.9, A.13).
+    pub slot_migration_max_failover_repl_bytes: i64,
+    /// `repl-timeout`, ms: a slot migration job without interaction for longer fails with
+    /// `Timed out after too long with no interaction`. Default 60 000 (sheet A.8, A.13).
+    pub repl_timeout_ms: u64,
+    /// Whether `primaryauth` is set: a slot migration source then sends `AUTH <primaryuser>
+    /// <primaryauth>` (the host holds the credentials) before `SYNCSLOTS ESTABLISH`.
+    /// Default false (sheet A.7).
+    pub primaryauth_set: bool,
 }
 
 impl Default for ClusterConfig {
@@ -118,6 +134,10 @@ impl Default for ClusterConfig {
             ping_interval_ms: 0,
             repl_ping_replica_period_secs: 10,
             manual_failover_timeout_ms: 5000,
+            slot_migration_log_max_len: 1000,
+            slot_migration_max_failover_repl_bytes: 0,
+            repl_timeout_ms: 60_000,
+            primaryauth_set: false,
         }
     }
 }
@@ -202,6 +222,19 @@ impl ClusterConfig {
             self.announce_tls_port
         } else {
             self.tls_port
+        }
+    }
+
+    /// The slot migration engine's settings from these options
+    /// (`ferrocluster_migration::MigrationConfig`; its other knobs keep their defaults).
+    pub fn migration_config(&self) -> ferrocluster_migration::MigrationConfig {
+        ferrocluster_migration::MigrationConfig {
+            log_max_len: self.slot_migration_log_max_len,
+            max_failover_repl_bytes: self.slot_migration_max_failover_repl_bytes,
+            manual_failover_timeout_ms: self.manual_failover_timeout_ms,
+            repl_timeout_ms: self.repl_timeout_ms,
+            auth_to_target: self.primaryauth_set,
+            ..ferrocluster_migration::MigrationConfig::default()
         }
     }
 

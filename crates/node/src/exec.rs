@@ -13,6 +13,8 @@ use ferrocluster_command::{
     ParseOptions, SetSlot, SetSlotAction, SlotStatsMetric, SlotStatsQuery, CLUSTER_HELP,
 };
 use ferrocluster_epoch::{FailoverError, SetConfigEpochError};
+use ferrocluster_migration::is_migration_subcommand;
+use ferrocluster_migration::legacy::{apply_setslot, check_setslot_allowed, LegacyAction};
 use ferrocluster_slot::{Slot, SlotSet};
 use ferrocluster_topology::views::{self, EndpointType, InfoInputs, LinkDirection, LinkInfo};
 use ferrocluster_topology::{Millis, NodeId, Reply};
@@ -32,6 +34,15 @@ pub struct CommandRequest {
     /// The host already replicated this SETSLOT to its replicas and they acknowledged it
     /// (the second call after [`CommandOutcome::ReplicateFirst`]): apply it now.
     pub replication_done: bool,
+    /// The host's handle of the connection the command came on (slot migration): a
+    /// `CLUSTER SYNCSLOTS ESTABLISH` binds the import job to it, and later SYNCSLOTS messages
+    /// on it are matched to that job. `None` (the default): SYNCSLOTS from a client is
+    /// refused with [`crate::MSG_SYNCSLOTS_NO_CONN`] (the other ASM subcommands do not need
+    /// it).
+    pub conn: Option<ferrocluster_migration::ConnId>,
+    /// The command is replayed from the AOF (slot migration: a SYNCSLOTS ESTABLISH / FINISH
+    /// then tracks an import without side effects, sheet A.16).
+    pub from_aof: bool,
 }
 
 impl CommandRequest {
@@ -44,6 +55,8 @@ impl CommandRequest {
             ipv6: client.ipv6(),
             from_primary: client.is_primary_link(),
             replication_done: false,
+            conn: None,
+            from_aof: false,
         }
     }
 }
@@ -66,6 +79,9 @@ pub enum CommandOutcome {
         /// When to give up waiting for the acknowledgements.
         deadline: Option<Millis>,
     },
+    /// Send nothing back: a `CLUSTER SYNCSLOTS` message on a slot migration link (Valkey
+    /// replies only to ESTABLISH and FINISH, slot-migration sheet A.5).
+    NoReply,
 }
 
 impl CommandOutcome {
@@ -73,7 +89,7 @@ impl CommandOutcome {
     pub fn reply(&self) -> Option<&Reply> {
         match self {
             CommandOutcome::Reply(r) => Some(r),
-            CommandOutcome::ReplicateFirst { .. } => None,
+            CommandOutcome::ReplicateFirst { .. } | CommandOutcome::NoReply => None,
         }
     }
 }
@@ -109,7 +125,11 @@ impl ClusterNode {
     }
 
     /// Parses `CLUSTER <subcommand> ...` and executes it ([`ClusterNode::cluster_command`]);
-    /// a parse error becomes its exact error reply.
+    /// a parse error becomes its exact error reply. The Valkey 9 atomic slot migration
+    /// subcommands (MIGRATESLOTS, GETSLOTMIGRATIONS, CANCELSLOTMIGRATIONS, SYNCSLOTS) go to
+    /// [`ClusterNode::migration_command`] with the origin `req` gives (`from_aof`,
+    /// `from_primary`, else [`CommandRequest::conn`]); a SYNCSLOTS message on a migration
+    /// link gives [`CommandOutcome::NoReply`].
     pub fn cluster_command_argv<A: AsRef<[u8]>>(
         &mut self,
         argv: &[A],
@@ -117,6 +137,16 @@ impl ClusterNode {
         keys: &dyn SlotKeys,
         now: Millis,
     ) -> CommandOutcome {
+        let is_cluster = argv
+            .first()
+            .is_some_and(|a| a.as_ref().eq_ignore_ascii_case(b"cluster"));
+        if is_cluster
+            && argv
+                .get(1)
+                .is_some_and(|s| is_migration_subcommand(s.as_ref()))
+        {
+            return self.exec_migration_command(argv, req, now);
+        }
         match parse_cluster(argv, self.parse_options(keys)) {
             Ok(cmd) => self.cluster_command(&cmd, req, keys, now),
             Err(e) => CommandOutcome::Reply(error_reply(&e)),
@@ -486,6 +516,19 @@ impl ClusterNode {
             keys_in_slot_all_dbs(keys, s)
         })?;
         let cmd = parsed.as_ref().map_err(Clone::clone)?;
+        let slot = cmd.slot;
+        // check_setslot returned the target of every action but STABLE, known and a primary.
+        let action = match (&cmd.action, target) {
+            (SetSlotAction::Migrating(_), Some(n)) => LegacyAction::Migrating(n),
+            (SetSlotAction::Importing(_), Some(n)) => LegacyAction::Importing(n),
+            (SetSlotAction::Node(_), Some(n)) => LegacyAction::Node(n),
+            _ => LegacyAction::Stable,
+        };
+        // Valkey 9: MIGRATING / IMPORTING are refused while an atomic slot migration runs
+        // (slot-migration sheet A.17).
+        if let Err(e) = check_setslot_allowed(&self.migrations, &action) {
+            return Ok(CommandOutcome::Reply(e.to_reply()));
+        }
         let me = *self.topo.myself_id();
         let has_replicas = self.topo.replicas_of(&me).next().is_some();
         if self.topo.myself().is_primary()
@@ -499,58 +542,32 @@ impl ClusterNode {
                 deadline: deadline.map(Millis),
             });
         }
-        let slot = cmd.slot;
-        // check_setslot returned the target of every action but STABLE, known and a primary.
-        match (&cmd.action, target) {
-            (SetSlotAction::Migrating(_), Some(n)) => {
-                let _ = self.topo.set_migrating(slot, Some(n));
+        let effect = apply_setslot(
+            &mut self.topo,
+            slot,
+            action,
+            keys_in_slot_all_dbs(keys, slot),
+            self.config.allow_replica_migration,
+        );
+        // check_setslot made sure the node is known, the only error of apply_setslot.
+        let effect = effect.unwrap_or_default();
+        if matches!(action, LegacyAction::Node(_)) {
+            self.epoch.clear_not_claiming(slot);
+            if let Some(p) = effect.become_replica_of {
+                self.become_replica_of(&p, now);
+                self.save_critical = true;
             }
-            (SetSlotAction::Importing(_), Some(n)) => {
-                let _ = self.topo.set_importing(slot, Some(n));
-            }
-            (SetSlotAction::Node(_), Some(n)) => self.setslot_node(slot, n, keys, now),
-            _ => {
-                let _ = self.topo.set_importing(slot, None);
-                let _ = self.topo.set_migrating(slot, None);
-            }
-        }
-        self.save_pending = true;
-        self.state_dirty = true;
-        Ok(CommandOutcome::Reply(Reply::ok()))
-    }
-
-    /// SETSLOT NODE effects (§15, slot-migration sheet C.2).
-    fn setslot_node(&mut self, slot: Slot, n: NodeId, keys: &dyn SlotKeys, now: Millis) {
-        let me = *self.topo.myself_id();
-        let my_primary = match self.topo.myself().primary {
-            Some(p) if self.topo.myself().is_replica() => p,
-            _ => me,
-        };
-        let slot_was_mine = self.topo.slot_owner(slot) == Some(&my_primary);
-        if keys_in_slot_all_dbs(keys, slot) == 0 && self.topo.migrating_to(slot).is_some() {
-            let _ = self.topo.set_migrating(slot, None);
-        }
-        // `n` is known (checked).
-        let _ = self.topo.set_slot_owner(slot, Some(n));
-        self.epoch.clear_not_claiming(slot);
-        let primary_empty = self
-            .topo
-            .node(&my_primary)
-            .is_some_and(|p| p.slot_count() == 0);
-        if slot_was_mine && n != me && primary_empty && self.config.allow_replica_migration {
-            self.become_replica_of(&n, now);
-            self.save_critical = true;
-        }
-        let to_my_shard = n == me || self.topo.myself().primary == Some(n);
-        if to_my_shard && self.topo.importing_from(slot).is_some() {
-            let _ = self.topo.set_importing(slot, None);
-            if self.topo.myself().is_primary() {
+            if effect.bump_epoch_and_broadcast {
+                // Slot-migration sheet C.5: bump without agreement, durable before the PONG.
                 let mut eout = Vec::new();
                 ferrocluster_epoch::bump_config_epoch_without_consensus(&mut self.topo, &mut eout);
                 self.apply_epoch_effects(eout, None, now);
                 self.broadcast_pong(now);
             }
         }
+        self.save_pending = true;
+        self.state_dirty = true;
+        Ok(CommandOutcome::Reply(Reply::ok()))
     }
 
     fn slot_stats(&self, q: &SlotStatsQuery, req: &CommandRequest, keys: &dyn SlotKeys) -> Reply {

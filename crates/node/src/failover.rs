@@ -211,10 +211,17 @@ impl ClusterNode {
                 }
                 EpochEffect::BecomePrimary => {
                     self.manual_failover = None;
+                    self.promoted = true;
                     self.event(Event::BecamePrimary);
                 }
-                EpochEffect::PauseWrites { until } => self.event(Event::PauseWrites { until }),
-                EpochEffect::UnpauseWrites => self.event(Event::UnpauseWrites),
+                EpochEffect::PauseWrites { until } => {
+                    self.mf_pause = Some(until);
+                    self.announce_pause();
+                }
+                EpochEffect::UnpauseWrites => {
+                    self.mf_pause = None;
+                    self.announce_pause();
+                }
                 EpochEffect::DeleteSlotKeys(slots) => self.event(Event::DeleteSlotKeys(slots)),
                 EpochEffect::Event(EpochEvent::ConfigEpochBumped(e)) => {
                     self.event(Event::ConfigEpochBumped(e));

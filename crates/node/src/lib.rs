@@ -1,7 +1,8 @@
 //! `ClusterNode`: a Sans-IO Valkey Cluster node engine, composing the gossip layer
 //! (`ferrocluster-gossip`), the failure detector (`ferrocluster-failure`), the epoch layer
 //! (`ferrocluster-epoch`: configuration propagation, UPDATE, elections, votes, manual
-//! failover, replica migration), failover readiness (`ferrocluster-health`) and the shared
+//! failover, replica migration), failover readiness (`ferrocluster-health`), slot migration
+//! (`ferrocluster-migration`: Valkey 9 atomic slot migration, legacy SETSLOT) and the shared
 //! model (`ferrocluster-topology`), speaking the cluster bus (`ferrocluster-bus`).
 //!
 //! The node never touches a socket, a clock, a thread or global randomness: the host feeds it
@@ -22,8 +23,11 @@
 //!    * `Event(..)`: log or count it — except the ones that ask the host to act on its data
 //!      set: [`Event::ReplicateFrom`] (start replicating, after [`Event::BecameReplica`]),
 //!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] /
-//!      [`Event::UnpauseWrites`] (manual failover), [`Event::DeleteSlotKeys`] (slots lost),
-//!      [`Event::ClusterReset`].
+//!      [`Event::UnpauseWrites`] (manual failover or a slot migration export),
+//!      [`Event::DeleteSlotKeys`] (slots lost), [`Event::ClusterReset`], and
+//!      [`Event::Migration`] (an atomic slot migration's data plane: connect to the target's
+//!      client port, write SYNCSLOTS messages, snapshot, stream, hide/reveal/drop slot keys,
+//!      propagate; see [`MigrationRequest`]).
 //! 3. Wait for the first of: bytes on a link, a new inbound connection, a connect result, a
 //!    close, or the instant [`ClusterNode::poll_timeout`].
 //! 4. Feed what happened, with the current time:
@@ -32,7 +36,11 @@
 //!    the node learn its own IP as Valkey does, §7.3),
 //!    [`ClusterNode::handle_link_bytes`], [`ClusterNode::handle_link`],
 //!    [`ClusterNode::handle_timeout`], and myself's replication offset and link whenever they
-//!    change: [`ClusterNode::handle_replication`]. Commands are inputs too: CLUSTER subcommands through
+//!    change: [`ClusterNode::handle_replication`]. Slot migration data-plane facts (connected,
+//!    AUTH / ESTABLISH replies, snapshot done, backlog, link closed, OOM, FLUSH, full sync,
+//!    loading) go to [`ClusterNode::handle_migration`]; SYNCSLOTS messages read from a
+//!    migration connection to [`ClusterNode::migration_command`] (or
+//!    [`ClusterNode::cluster_command_argv`] with [`CommandRequest::conn`] set). Commands are inputs too: CLUSTER subcommands through
 //!    [`ClusterNode::cluster_command`] / [`ClusterNode::cluster_command_argv`] (replies with
 //!    Valkey's exact texts; the host's keyspace is read through [`SlotKeys`]), keyed client
 //!    commands through [`ClusterNode::route`] / [`ClusterNode::dispatch_client_command`],
@@ -110,6 +118,7 @@ mod error;
 mod exec;
 mod failover;
 mod keys;
+mod migrate;
 mod node;
 mod output;
 mod pubsub;
@@ -127,6 +136,7 @@ pub use ferrocluster_gossip::{CommandError, LinkId};
 pub use ferrocluster_topology::Reply;
 pub use ferrocluster_topology::{Millis, NodeId, Topology};
 pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};
+pub use migrate::{MigrationInput, MigrationRequest, MSG_SYNCSLOTS_NO_CONN};
 pub use node::ClusterNode;
 pub use output::{Event, LinkEvent, Output};
 pub use stats::MessageStats;
@@ -135,3 +145,8 @@ pub use ferrocluster_epoch as epoch;
 pub use ferrocluster_epoch::{EpochEvent, ReplLink, ReplicationState};
 pub use ferrocluster_health as health;
 pub use ferrocluster_health::{Health, QuorumCheck, QuorumVerdict, Readiness, ShardReadiness};
+pub use ferrocluster_migration as migration;
+pub use ferrocluster_migration::{
+    AuthReply, ConnId, FinishState, Job, JobKind, JobName, JobState, Migrations, Origin,
+    SnapshotResult, SyncSlots,
+};

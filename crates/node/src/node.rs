@@ -15,6 +15,7 @@ use ferrocluster_gossip::{
     CRON_PERIOD_MS,
 };
 use ferrocluster_health::HealthConfig;
+use ferrocluster_migration::Migrations;
 use ferrocluster_slot::SlotSet;
 use ferrocluster_topology::views::{self, InfoInputs, ViewOptions};
 use ferrocluster_topology::{
@@ -68,6 +69,14 @@ pub struct ClusterNode {
     pub(crate) repl: ReplicationState,
     /// Whether the host ever reported it ([`ClusterNode::handle_replication`]).
     pub(crate) repl_reported: bool,
+    /// Atomic slot migration jobs (slot-migration sheet A).
+    pub(crate) migrations: Migrations,
+    /// Myself became a primary in this step: the migration engine hears of it at the step end.
+    pub(crate) promoted: bool,
+    /// End of the manual failover's write pause (epoch layer), if one holds.
+    pub(crate) mf_pause: Option<Millis>,
+    /// End of the slot migrations' write pause, if one holds.
+    pub(crate) asm_pause: Option<Millis>,
 }
 
 impl ClusterNode {
@@ -123,6 +132,7 @@ impl ClusterNode {
             repl_ping_replica_period_ms: config.repl_ping_replica_period_secs.saturating_mul(1000),
             require_full_coverage: config.require_full_coverage,
         };
+        let migrations_cfg = config.migration_config();
         let mut node = ClusterNode {
             config,
             gossip_cfg,
@@ -150,6 +160,10 @@ impl ClusterNode {
             health_cfg,
             repl: ReplicationState::default(),
             repl_reported: false,
+            migrations: Migrations::new(migrations_cfg, now),
+            promoted: false,
+            mf_pause: None,
+            asm_pause: None,
         };
         node.finish(now);
         Ok(node)
@@ -260,10 +274,13 @@ impl ClusterNode {
     }
 
     /// Runs the timers due at `now` (the 100 ms cron: pings, reconnects, handshake expiry,
-    /// PFAIL marking, cluster state). Calling it early or twice is harmless.
+    /// PFAIL marking, cluster state; the slot migration timers: heartbeats, inactivity,
+    /// pause deadlines). Calling it early or twice is harmless.
     pub fn handle_timeout(&mut self, now: Millis) {
         let now = self.clamp(now);
         if now < self.next_cron {
+            // Only the slot migration engine may be due (its work runs at the step end).
+            self.finish(now);
             return;
         }
         self.next_cron = now.saturating_add_ms(CRON_PERIOD_MS);
@@ -303,9 +320,13 @@ impl ClusterNode {
         self.queue.pop()
     }
 
-    /// When [`ClusterNode::handle_timeout`] must be called next (absolute Unix ms).
+    /// When [`ClusterNode::handle_timeout`] must be called next (absolute Unix ms): the next
+    /// cron run or the slot migration engine's next deadline, whichever is first.
     pub fn poll_timeout(&self) -> Option<Millis> {
-        Some(self.next_cron)
+        Some(match self.migrations.poll_timeout() {
+            Some(t) => t.min(self.next_cron),
+            None => self.next_cron,
+        })
     }
 
     // ----- commands -----
@@ -429,6 +450,7 @@ impl ClusterNode {
         self.apply_gossip_effects(out, now);
         self.apply_epoch_effects(eout, None, now);
         if was_replica {
+            self.promoted = true;
             self.staged.push(Output::Event(Event::BecamePrimary));
         }
         self.staged
@@ -750,6 +772,7 @@ impl ClusterNode {
     /// be durable before anyone hears of it (a bumped configEpoch), every transmit of the step
     /// held until that persist is acknowledged.
     pub(crate) fn finish(&mut self, now: Millis) {
+        self.pump_migrations(now);
         if self.state_dirty {
             self.state_dirty = false;
             if let Some(h) = self.state.update(&self.topo, now, &self.state_cfg) {

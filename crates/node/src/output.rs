@@ -148,14 +148,18 @@ pub enum Event {
         full_sync: bool,
     },
     /// Pause client writes until `until` (Unix ms): myself is a primary serving a manual
-    /// failover (§13.2, 2 × `cluster-manual-failover-timeout`). While paused, myself's
-    /// replication offset (reported with [`crate::ClusterNode::handle_replication`]) is final.
+    /// failover (§13.2, 2 × `cluster-manual-failover-timeout`) or an atomic slot migration
+    /// export paused writes (slot-migration sheet A.9; Valkey 9.0/9.1 pause every write,
+    /// expiry and eviction of the node). Paused writes are held, not rejected. A later
+    /// `PauseWrites` replaces the earlier one (the end is the latest of both purposes). While
+    /// paused, myself's replication offset (reported with
+    /// [`crate::ClusterNode::handle_replication`]) is final.
     PauseWrites {
         /// End of the pause.
         until: Millis,
     },
     /// End a pause started by [`Event::PauseWrites`] (the manual failover ended, timed out,
-    /// or myself was reset or reconfigured).
+    /// or myself was reset or reconfigured; no slot migration holds a pause).
     UnpauseWrites,
     /// Myself lost these slots to another node and no longer owns them: delete every key in
     /// them (Valkey's dirty slots, §11.2). A slot without keys needs nothing.
@@ -186,6 +190,12 @@ pub enum Event {
         /// Why.
         error: DecodeError,
     },
+    /// An atomic slot migration (Valkey 9) asks the host to act on its data plane — connect,
+    /// write SYNCSLOTS messages, snapshot, stream, hide/reveal/drop slot keys, propagate —
+    /// or reports a job's state change; see [`crate::MigrationRequest`]. Results come back
+    /// through [`crate::ClusterNode::handle_migration`] and
+    /// [`crate::ClusterNode::migration_command`].
+    Migration(Box<crate::MigrationRequest>),
 }
 
 /// The outputs of one step before [`crate::ClusterNode`] releases them: each may be gated

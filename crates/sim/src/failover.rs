@@ -120,7 +120,9 @@ pub fn build_world_blocked(
         .assign_slots_evenly(&layout.primaries)
         .map_err(|e| sim_err(w.sim(), e))?;
     for &(r, p) in &layout.replicas {
-        w.sim_mut().replicate(r, p).map_err(|e| sim_err(w.sim(), e))?;
+        w.sim_mut()
+            .replicate(r, p)
+            .map_err(|e| sim_err(w.sim(), e))?;
     }
     let replicas: Vec<usize> = layout
         .replicas
@@ -226,8 +228,8 @@ pub fn check_epochs_converged(sim: &ClusterSim, hosts: &[usize]) -> Result<(), S
             None => reference = Some((h, owners)),
             Some((r, ref_owners)) if *ref_owners != owners => {
                 return Err(format!(
-                    "host {r} sees slot owners/configEpochs {ref_owners:?}, host {h} sees {owners:?}"
-                ))
+                "host {r} sees slot owners/configEpochs {ref_owners:?}, host {h} sees {owners:?}"
+            ))
             }
             Some(_) => {}
         }
@@ -246,9 +248,8 @@ pub fn all_ok_with_owner(sim: &ClusterSim, slot: Slot, owner: usize) -> bool {
         return false;
     };
     (0..sim.hosts()).filter(|&h| sim.is_up(h)).all(|h| {
-        sim.node(h).is_some_and(|n| {
-            n.cluster_state_ok() && n.topology().slot_owner(slot) == Some(&id)
-        })
+        sim.node(h)
+            .is_some_and(|n| n.cluster_state_ok() && n.topology().slot_owner(slot) == Some(&id))
     })
 }
 

@@ -64,16 +64,16 @@ pub use cluster::{
 pub use disk::Disk;
 pub use engine::{Engine, EngineOutput, LinkEvent};
 pub use failover::{
-    build_world, build_world_blocked, check_epochs_converged, measure_failover, random_failover_run, FailoverPlan,
-    FailoverReport, FailoverTiming, Layout, OneVotePerEpoch,
+    build_world, build_world_blocked, check_epochs_converged, measure_failover,
+    random_failover_run, FailoverPlan, FailoverReport, FailoverTiming, Layout, OneVotePerEpoch,
 };
 pub use faults::{random_fault_run, FaultPlan, RunReport};
 /// The node crate, re-exported so users of the simulator (benchmarks) need one dependency.
 pub use ferrocluster_node as node;
 pub use net::{NetConfig, PartitionedConnect, Partitions};
 pub use sim::{
-    host_ip, AuthFrame, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation, BUS_PORT,
-    CLIENT_PORT, START_TIME,
+    host_ip, AuthFrame, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation,
+    BUS_PORT, CLIENT_PORT, START_TIME,
 };
 pub use trace::TraceHash;
 pub use world::{AckedWrite, DataConfig, World, WriteRefusal};

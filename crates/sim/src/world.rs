@@ -36,8 +36,8 @@
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;
 use ferrocluster_node::{
-    ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace, Event, NodeId, Reply, ReplLink,
-    ReplicationState,
+    ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace, Event, NodeId, ReplLink,
+    ReplicationState, Reply,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::Millis;
@@ -274,7 +274,11 @@ impl World {
     ///
     /// # Errors
     /// The first broken invariant.
-    pub fn cluster_command(&mut self, host: usize, args: &[&str]) -> Result<Option<Reply>, Violation> {
+    pub fn cluster_command(
+        &mut self,
+        host: usize,
+        args: &[&str],
+    ) -> Result<Option<Reply>, Violation> {
         let mut argv = vec!["CLUSTER"];
         argv.extend_from_slice(args);
         let r = self.sim.with_engine(host, |n, now| {
@@ -654,13 +658,14 @@ impl World {
             return Ok(());
         }
         match self.data[h].link {
-            ReplLink::Up { last_interaction } => {
-                if now.since(last_interaction) >= self.cfg.heartbeat_ms {
-                    self.data[h].link = ReplLink::Up {
-                        last_interaction: now,
-                    };
-                }
+            ReplLink::Up { last_interaction }
+                if now.since(last_interaction) >= self.cfg.heartbeat_ms =>
+            {
+                self.data[h].link = ReplLink::Up {
+                    last_interaction: now,
+                };
             }
+            ReplLink::Up { .. } => {}
             _ if !self.data[h].syncing => {
                 let lat = 2 * self.latency() + self.cfg.sync_ms;
                 let d = &mut self.data[h];
@@ -686,8 +691,7 @@ impl World {
         let upto = self.data[primary].log.len();
         for r in 0..self.data.len() {
             let d = &self.data[r];
-            if d.follows != Some(primary) || d.syncing || !matches!(d.link, ReplLink::Up { .. })
-            {
+            if d.follows != Some(primary) || d.syncing || !matches!(d.link, ReplLink::Up { .. }) {
                 continue;
             }
             let lat = self.latency();

@@ -10,7 +10,7 @@ use ferrocluster_sim::seed::check_seeds;
 use ferrocluster_sim::sniff::{TYPE_AUTH_ACK, TYPE_AUTH_REQUEST};
 use ferrocluster_sim::{
     build_world, build_world_blocked, check_epochs_converged, ClusterInvariants, ClusterSimExt,
-    Layout, NetConfig, World,
+    Layout, NetConfig, World, WriteRefusal,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::NodeId;
@@ -131,7 +131,9 @@ fn a_dead_primary_is_replaced_by_its_replica_with_the_larger_offset() {
             ensure(w.offset(3) > w.offset(4), || {
                 format!("offsets {} vs {}", w.offset(3), w.offset(4))
             })?;
-            ensure(w.offset(3) == w.offset(0), || "host 3 did not catch up".into())?;
+            ensure(w.offset(3) == w.offset(0), || {
+                "host 3 did not catch up".into()
+            })?;
             w.run_for(NT)?; // the replicas' offsets reach everyone through PINGs
             w.crash(0);
             let t0 = w.now();
@@ -170,7 +172,9 @@ fn a_dead_primary_is_replaced_by_its_replica_with_the_larger_offset() {
             w.sim_mut().block_two_way(0, 3);
             w.restart(0)?;
             let demoted = w.run_until_cond(4 * NT, |w| primary_of(w, 0) == Some(id3))?;
-            ensure(demoted, || "the old primary did not become a replica".into())?;
+            ensure(demoted, || {
+                "the old primary did not become a replica".into()
+            })?;
             ensure(update_frames(&w) > updates, || "no UPDATE was sent".into())?;
             w.sim_mut().heal();
             converge(&mut w, &[0, 1, 2, 3, 4])?;
@@ -204,9 +208,8 @@ fn partition_story_the_last_replica_wins_and_the_first_cannot_reclaim() {
                 (1..6).filter(|h| !except.contains(h)).collect()
             };
             let all = majority_of(&[]);
-            let won = w.run_until_cond(10 * NT, |w| {
-                owner_in(w, &all, slot).is_some_and(|o| o != 0)
-            })?;
+            let won =
+                w.run_until_cond(10 * NT, |w| owner_in(w, &all, slot).is_some_and(|o| o != 0))?;
             ensure(won, || "no first failover".into())?;
             let a = owner_in(&w, &all, slot).unwrap();
             let ea = w.node(a).unwrap().topology().myself().config_epoch.0;
@@ -250,10 +253,9 @@ fn partition_story_the_last_replica_wins_and_the_first_cannot_reclaim() {
             let ec = epoch_of(&w, 1, &id(&w, c)).unwrap();
             ensure(ec > eb, || format!("C's configEpoch {ec} ≤ B's {eb}"))?;
             w.run_for(2 * NT)?;
-            ensure(
-                w.node(a).unwrap().topology().myself().is_replica(),
-                || "A is still a primary".into(),
-            )?;
+            ensure(w.node(a).unwrap().topology().myself().is_replica(), || {
+                "A is still a primary".into()
+            })?;
             ensure(owner_in(&w, &others, slot) == Some(c), || {
                 "C lost the slots".into()
             })?;
@@ -297,10 +299,13 @@ fn vote_crash(seed: u64, point: CrashPoint) -> Res {
             let new = &w.sim().auth_frames()[mark..];
             match point {
                 CrashPoint::BeforeDurable => {
-                    new.iter().any(|f| f.msg_type == TYPE_AUTH_REQUEST && f.to == 1)
+                    new.iter()
+                        .any(|f| f.msg_type == TYPE_AUTH_REQUEST && f.to == 1)
                         && w.sim().disk(1).pending_len() > 0
                 }
-                CrashPoint::AfterAck => new.iter().any(|f| f.msg_type == TYPE_AUTH_ACK && f.from == 1),
+                CrashPoint::AfterAck => new
+                    .iter()
+                    .any(|f| f.msg_type == TYPE_AUTH_ACK && f.from == 1),
             }
         })?;
         if !hit {
@@ -314,9 +319,13 @@ fn vote_crash(seed: u64, point: CrashPoint) -> Res {
             break;
         }
     }
-    ensure(crashes > 0, || format!("{point:?}: the crash point was never reached"))?;
+    ensure(crashes > 0, || {
+        format!("{point:?}: the crash point was never reached")
+    })?;
     let done = w.run_until_cond(20 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
-    ensure(done, || format!("{point:?}: no failover after {crashes} voter crashes"))?;
+    ensure(done, || {
+        format!("{point:?}: no failover after {crashes} voter crashes")
+    })?;
     // The restarted voter remembers the epoch it voted in (persisted before the ACK).
     let acks: Vec<u64> = w
         .sim()
@@ -362,12 +371,8 @@ fn primaries_forced_to_one_config_epoch_end_with_distinct_ones() {
         SEEDS,
         |seed| -> Res {
             for hosts in [2usize, 4] {
-                let sim = ferrocluster_sim::cluster_sim(
-                    seed,
-                    hosts,
-                    config(),
-                    NetConfig::default(),
-                )?;
+                let sim =
+                    ferrocluster_sim::cluster_sim(seed, hosts, config(), NetConfig::default())?;
                 let mut w = World::new(sim)?;
                 for h in 0..hosts {
                     reply_ok(w.cluster_command(h, &["SET-CONFIG-EPOCH", "5"])?)?;
@@ -379,9 +384,8 @@ fn primaries_forced_to_one_config_epoch_end_with_distinct_ones() {
                 let meshed = w.run_until_cond(20 * NT, |w| w.sim().full_mesh(&all))?;
                 ensure(meshed, || "no mesh".into())?;
                 w.sim_mut().assign_slots_evenly(&all)?;
-                let distinct = w.run_until_cond(20 * NT, |w| {
-                    check_epochs_converged(w.sim(), &all).is_ok()
-                })?;
+                let distinct =
+                    w.run_until_cond(20 * NT, |w| check_epochs_converged(w.sim(), &all).is_ok())?;
                 ensure(distinct, || {
                     format!(
                         "{hosts} hosts: {:?}",
@@ -398,7 +402,9 @@ fn primaries_forced_to_one_config_epoch_end_with_distinct_ones() {
                     // The other one bumped once: currentEpoch 5 + 1.
                     let other = 1 - largest;
                     let e = w.node(other).unwrap().topology().myself().config_epoch.0;
-                    ensure(e == 6, || format!("the smaller ID took configEpoch {e}, not 6"))?;
+                    ensure(e == 6, || {
+                        format!("the smaller ID took configEpoch {e}, not 6")
+                    })?;
                     let bumped = w.events().iter().any(|(_, h, e)| {
                         *h == other && matches!(e, Event::ConfigEpochBumped(c) if c.0 == 6)
                     });
@@ -453,11 +459,12 @@ fn a_replica_that_never_synced_promotes_only_with_validity_factor_zero() {
                                 ))
                             )
                     });
-                    ensure(why, || "no CantFailover(DataAge) event on the replica".into())?;
-                    ensure(
-                        w.node(3).unwrap().topology().myself().is_replica(),
-                        || "host 3 is not a replica".into(),
-                    )?;
+                    ensure(why, || {
+                        "no CantFailover(DataAge) event on the replica".into()
+                    })?;
+                    ensure(w.node(3).unwrap().topology().myself().is_replica(), || {
+                        "host 3 is not a replica".into()
+                    })?;
                 }
             }
             Ok(())
@@ -481,7 +488,9 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
             let t0 = w.now();
             reply_ok(w.cluster_command(3, &["FAILOVER"])?)?;
             let done = w.run_until_cond(5_000, |w| agreed_owner(w.sim(), slot) == Some(3))?;
-            ensure(done, || "no switch within the manual failover timeout".into())?;
+            ensure(done, || {
+                "no switch within the manual failover timeout".into()
+            })?;
             let took = w.now().since(t0);
             w.run_for(NT)?;
             w.stop_writer();
@@ -493,6 +502,8 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
                 .iter()
                 .any(|(_, h, e)| *h == 0 && matches!(e, Event::PauseWrites { .. }));
             ensure(paused, || "the primary never paused writes".into())?;
+            let refused = w.refused().get(&WriteRefusal::Paused).copied().unwrap_or(0);
+            ensure(refused > 0, || "no write met the pause".into())?;
             let by_old: Vec<_> = w.acked().iter().filter(|a| a.host == 0).copied().collect();
             ensure(!by_old.is_empty(), || "no writes before the switch".into())?;
             let lost: Vec<u64> = by_old
@@ -501,7 +512,10 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
                 .map(|a| a.id)
                 .collect();
             ensure(lost.is_empty(), || {
-                format!("{} acknowledged writes missing on the new primary: {lost:?}", lost.len())
+                format!(
+                    "{} acknowledged writes missing on the new primary: {lost:?}",
+                    lost.len()
+                )
             })?;
             ensure(w.acked().iter().any(|a| a.host == 3), || {
                 "the new primary took no writes".into()
@@ -510,7 +524,10 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
                 "the old primary does not follow the new one".into()
             })?;
             converge(&mut w, &[0, 1, 2, 3, 4, 5])?;
-            println!("seed {seed}: manual failover in {took} ms, {} writes", by_old.len());
+            println!(
+                "seed {seed}: manual failover in {took} ms, {} writes",
+                by_old.len()
+            );
             Ok(())
         },
     );
@@ -531,14 +548,16 @@ fn a_forced_manual_failover_replaces_a_dead_primary_before_fail_is_detected() {
             w.crash(0);
             let t0 = w.now();
             reply_ok(w.cluster_command(3, &["FAILOVER", "FORCE"])?)?;
-            let done = w.run_until_cond(NT, |w| {
-                w.node(3).unwrap().topology().myself().is_primary()
-            })?;
+            let done =
+                w.run_until_cond(NT, |w| w.node(3).unwrap().topology().myself().is_primary())?;
             ensure(done, || "no promotion within NODE_TIMEOUT".into())?;
-            let fail_seen = w.events().iter().any(|(at, _, e)| {
-                *at >= t0 && matches!(e, Event::NodeFail(_))
-            });
-            ensure(!fail_seen, || "FAIL was detected before the forced promotion".into())?;
+            let fail_seen = w
+                .events()
+                .iter()
+                .any(|(at, _, e)| *at >= t0 && matches!(e, Event::NodeFail(_)));
+            ensure(!fail_seen, || {
+                "FAIL was detected before the forced promotion".into()
+            })?;
             let conv = w.run_until_cond(5 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
             ensure(conv, || "no convergence".into())?;
             Ok(())
@@ -563,7 +582,12 @@ fn a_takeover_promotes_without_a_majority_and_wins_after_the_heal() {
             let requests = w.sim().auth_frames().len();
             let max_before = (0..6)
                 .filter_map(|h| w.node(h))
-                .flat_map(|n| n.topology().nodes().map(|x| x.config_epoch.0).collect::<Vec<_>>())
+                .flat_map(|n| {
+                    n.topology()
+                        .nodes()
+                        .map(|x| x.config_epoch.0)
+                        .collect::<Vec<_>>()
+                })
                 .max()
                 .unwrap_or(0);
             reply_ok(w.cluster_command(3, &["FAILOVER", "TAKEOVER"])?)?;
@@ -641,9 +665,16 @@ fn migration(seed: u64, barrier: u32) -> Result<Option<usize>, Box<dyn Error>> {
         .filter(|&r| primary_of(&w, r) == Some(id5))
         .collect();
     ensure(moved.len() == 1, || format!("replicas moved: {moved:?}"))?;
-    let expected = if id3.as_bytes() < id4.as_bytes() { 3 } else { 4 };
+    let expected = if id3.as_bytes() < id4.as_bytes() {
+        3
+    } else {
+        4
+    };
     ensure(moved[0] == expected, || {
-        format!("host {} moved, the smallest ID is host {expected}", moved[0])
+        format!(
+            "host {} moved, the smallest ID is host {expected}",
+            moved[0]
+        )
     })?;
     let id0 = id(&w, 0);
     let stayed = 7 - moved[0];

@@ -193,9 +193,10 @@ fn the_quorum_check_turns_noquorum_when_most_voting_primaries_are_unreachable() 
             }
             // The majority side still has a quorum (2 of 3 voting primaries).
             let q = w.node(0).unwrap().quorum_check(now);
-            ensure(q.verdict != QuorumVerdict::NoQuorum && q.fail_agreeable, || {
-                format!("majority side: {q:?}")
-            })?;
+            ensure(
+                q.verdict != QuorumVerdict::NoQuorum && q.fail_agreeable,
+                || format!("majority side: {q:?}"),
+            )?;
             w.sim_mut().heal();
             let back = w.run_until_cond(5 * NT, |w| {
                 let now = w.now();
@@ -240,11 +241,15 @@ fn health_reports_unserved_slots_when_full_coverage_is_not_required() {
                     ensure(health.coverage_required == full, || "coverage flag".into())?;
                     // §10 step 2: the state ignores unserved slots without full coverage.
                     ensure(health.state_ok != full, || {
-                        format!("host {h}: state ok={} with full coverage {full}", health.state_ok)
+                        format!(
+                            "host {h}: state ok={} with full coverage {full}",
+                            health.state_ok
+                        )
                     })?;
-                    ensure(health.fail_slots.is_empty() && health.pfail_slots.is_empty(), || {
-                        "failing slots".into()
-                    })?;
+                    ensure(
+                        health.fail_slots.is_empty() && health.pfail_slots.is_empty(),
+                        || "failing slots".into(),
+                    )?;
                     let rd = w.node(h).unwrap().readiness(now);
                     // The two slot-owning shards have no replica: not ready.
                     let no_replicas = rd

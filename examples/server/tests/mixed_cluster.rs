@@ -2,9 +2,9 @@
 //! the same bus (spec `cluster-bus.md` §21 "what Redis 7.0 does differently", §22 "interop
 //! checklist").
 //!
-//! Each test forms its own mixed cluster on its own ports (data 24000-24049, bus 25000-25049: see
-//! [`mixed::BUS_OFFSET`]) with
-//! `cluster-node-timeout` 3000, so the tests can run in parallel. Every test ends with
+//! Each test forms its own mixed cluster on its own ports (data 24000-24049, bus 25000-25049:
+//! see [`mixed::BUS_OFFSET`]) with `cluster-node-timeout` 3000, so the tests can run in
+//! parallel. Every test ends with
 //! [`Mixed::assert_bus_clean`]: no real node logged a bus complaint, none of ours dropped a frame,
 //! and no real node closed and reopened a link. Needs `redis-server` and `redis-cli` (Debian's
 //! redis-server and redis-tools, installed by `.ci/run`); missing tools fail the tests.

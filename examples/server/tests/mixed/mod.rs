@@ -705,17 +705,26 @@ impl Mixed {
                 members[i].epoch = members[p].epoch;
             }
         }
-        for m in members.iter().filter(|m| m.role == Role::Primary) {
-            let (a, b) = m.slots.expect("primary has slots");
-            let r = cmd(
-                m.port,
-                &["CLUSTER", "ADDSLOTSRANGE", &a.to_string(), &b.to_string()],
-            );
-            assert_eq!(r, Reply::Status("OK".into()), "ADDSLOTSRANGE on {}", m.port);
-            let r = cmd(
-                m.port,
-                &["CLUSTER", "SET-CONFIG-EPOCH", &m.epoch.to_string()],
-            );
+        // Every node gets a distinct configEpoch before the MEETs (replicas-to-be after the
+        // primaries' 1..=P), so no configEpoch collision (§11.5) bumps anyone while they meet:
+        // two empty primaries at epoch 0 would collide, and the bumped one could then collide
+        // with a real primary and move it to a new epoch.
+        let mut spare_epoch = u64::from(primaries);
+        for m in &members {
+            if let Some((a, b)) = m.slots {
+                let r = cmd(
+                    m.port,
+                    &["CLUSTER", "ADDSLOTSRANGE", &a.to_string(), &b.to_string()],
+                );
+                assert_eq!(r, Reply::Status("OK".into()), "ADDSLOTSRANGE on {}", m.port);
+            }
+            let epoch = if m.role == Role::Primary {
+                m.epoch
+            } else {
+                spare_epoch += 1;
+                spare_epoch
+            };
+            let r = cmd(m.port, &["CLUSTER", "SET-CONFIG-EPOCH", &epoch.to_string()]);
             assert_eq!(
                 r,
                 Reply::Status("OK".into()),

@@ -31,11 +31,11 @@ if [ -z "$BIN" ]; then
 fi
 mkdir -p "$work/ours" "$work/redis"
 "$BIN" --port $OURS --dir "$work/ours" --loglevel warning 2>"$work/ours/log" &
-pids+=($!)
+pids+=($!); disown
 redis-server --port $REDIS --cluster-enabled yes --cluster-config-file "$work/redis/nodes.conf" \
   --dir "$work/redis" --save "" --appendonly no --enable-debug-command yes --daemonize no \
   --loglevel warning >"$work/redis/log" 2>&1 &
-pids+=($!)
+pids+=($!); disown
 
 wait_ok() {
   local port=$1

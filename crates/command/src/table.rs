@@ -340,6 +340,8 @@ pub static CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
     sub("cluster|addslots", -3),
     sub("cluster|addslotsrange", -4),
     sub("cluster|bumpepoch", 2),
+    // Valkey 9 atomic slot migration; executed by the node's migration engine.
+    sub("cluster|cancelslotmigrations", 2),
     sub("cluster|count-failure-reports", 3),
     sub("cluster|countkeysinslot", 3),
     sub("cluster|delslots", -3),
@@ -348,11 +350,13 @@ pub static CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
     sub("cluster|flushslots", 2),
     sub("cluster|forget", 3),
     sub("cluster|getkeysinslot", 4),
+    sub("cluster|getslotmigrations", 2),
     sub("cluster|help", 2),
     sub("cluster|info", 2),
     sub("cluster|keyslot", 3),
     sub("cluster|links", 2),
     sub("cluster|meet", -4),
+    sub("cluster|migrateslots", -4),
     sub("cluster|myid", 2),
     sub("cluster|myshardid", 2),
     sub("cluster|nodes", 2),
@@ -366,6 +370,7 @@ pub static CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
     sub("cluster|slaves", 3),
     sub("cluster|slot-stats", -4),
     sub("cluster|slots", 2),
+    sub("cluster|syncslots", -3),
 ];
 
 /// The commands the reference server supports, sorted by name. Arity, flags and key ranges

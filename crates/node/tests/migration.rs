@@ -226,6 +226,18 @@ impl Plane {
             MigrationRequest::DropSlotKeys { slots } => {
                 self.keys[i].retain(|s, _| !slots.contains(Slot::new(*s).unwrap()))
             }
+            MigrationRequest::Propagate { message } => {
+                // The replication stream to myself's replicas (§A.5, §A.11).
+                let me = id(net, i);
+                for k in 0..net.nodes.len() {
+                    let mine = net.nodes[k].topology().myself();
+                    if k != i && mine.is_replica() && mine.primary == Some(me) {
+                        let argv = message.argv();
+                        let r = net.nodes[k].migration_command(Origin::Primary, &argv, now);
+                        assert_eq!(r, Some(Reply::ok()), "{message:?}");
+                    }
+                }
+            }
             MigrationRequest::Close { conn } => {
                 if let Some((j, pc)) = self.wires.remove(&(i, conn)) {
                     self.wires.remove(&(j, pc));
@@ -795,4 +807,122 @@ fn connect_failure_fails_the_export() {
             Some("Unable to connect to target node: Connection refused".to_owned())
         )
     );
+}
+
+#[test]
+fn promoted_replica_fails_the_tracked_import_and_cleans_up() {
+    let mut net = Net::new(3, NT);
+    let now = net.now;
+    net.nodes[SRC].add_slots(&slots(0, 8191), now).unwrap();
+    net.nodes[DST].add_slots(&slots(8192, 16383), now).unwrap();
+    net.meet(SRC, DST);
+    net.meet(SRC, 2);
+    assert!(net.run_until(10_000, |n| n.fully_meshed()));
+    let p = id(&net, DST);
+    let now = net.now;
+    net.nodes[2].replicate(&p, now).unwrap();
+    net.drain();
+    assert!(net.run_until(10_000, |n| {
+        n.nodes[DST]
+            .topology()
+            .node(n.nodes[2].myself_id())
+            .is_some_and(|r| r.is_replica())
+            && n.nodes.iter().all(|x| x.cluster_state_ok())
+    }));
+    let mut plane = Plane::new(3);
+    plane.auto_snapshot = false;
+    assert_eq!(migrate(&mut net, &mut plane, 0, 99), Reply::ok());
+    // §A.5/§A.7: the replica tracks the import from its primary's ESTABLISH, slots hidden.
+    let tracked = net.nodes[2]
+        .migrations()
+        .jobs()
+        .next()
+        .expect("tracking job");
+    assert_eq!(tracked.state(), JobState::OccurringOnPrimary);
+    assert!(tracked.is_tracking_only());
+    assert_eq!(plane.hidden[2], slots(0, 99));
+    for s in 0..100u16 {
+        plane.keys[2].insert(s, 10);
+    }
+    // The replica takes over its shard (no votes needed, §13.1 TAKEOVER).
+    assert_eq!(
+        reply(&mut net, 2, &["CLUSTER", "FAILOVER", "TAKEOVER"]),
+        Reply::ok()
+    );
+    plane.pump(&mut net);
+    assert!(net.nodes[2].topology().myself().is_primary());
+    // §A.11: "If the new primary knew about the import it fails it on promotion (A failover
+    // occurred during slot import), cleans up and emits FINISH".
+    assert_eq!(
+        job_state(&net, 2, JobKind::Import),
+        (
+            JobState::Failed,
+            Some("A failover occurred during slot import".to_owned())
+        )
+    );
+    assert!(plane.requests(2).any(|r| matches!(r,
+        MigrationRequest::DropSlotKeys { slots: s } if *s == slots(0, 99))));
+    assert!(plane.keys[2].is_empty());
+    assert!(plane.hidden[2].is_empty());
+    assert!(plane.requests(2).any(|r| matches!(
+        r,
+        MigrationRequest::Propagate {
+            message: SyncSlots::Finish {
+                state: FinishState::Failed,
+                ..
+            }
+        }
+    )));
+}
+
+#[test]
+fn aof_replay_tracks_an_import_through_the_executor() {
+    let mut net = two_primaries();
+    let req = CommandRequest {
+        from_aof: true,
+        ..CommandRequest::default()
+    };
+    let name = "a".repeat(40);
+    let establish = [
+        "CLUSTER",
+        "SYNCSLOTS",
+        "ESTABLISH",
+        "NAME",
+        &name,
+        "SLOTSRANGE",
+        "0",
+        "9",
+    ];
+    assert_eq!(
+        cmd(&mut net, DST, &establish, &req),
+        CommandOutcome::Reply(Reply::ok())
+    );
+    // §A.16: an ESTABLISH replayed from the AOF creates a tracking job...
+    let (state, _) = job_state(&net, DST, JobKind::Import);
+    assert_eq!(state, JobState::OccurringOnPrimary);
+    let finish = [
+        "CLUSTER",
+        "SYNCSLOTS",
+        "FINISH",
+        "STATE",
+        "success",
+        "NAME",
+        &name,
+    ];
+    assert_eq!(
+        cmd(&mut net, DST, &finish, &req),
+        CommandOutcome::Reply(Reply::ok())
+    );
+    // ... and a later FINISH closes it.
+    assert_eq!(
+        job_state(&net, DST, JobKind::Import),
+        (JobState::Success, None)
+    );
+    let Reply::Array(e) = reply(&mut net, DST, &["CLUSTER", "GETSLOTMIGRATIONS"]) else {
+        panic!()
+    };
+    // Tracking-only entries omit target_node and source_node (§A.3: 10 fields in 9.1).
+    let Reply::Map(m) = &e[0] else { panic!() };
+    assert_eq!(m.len(), 10);
+    assert_eq!(field(&e[0], "slot_ranges"), &Reply::bulk("0-9"));
 }

@@ -39,6 +39,17 @@
 //!   with a [`Violation`] naming the seed; [`seed::replay_hint`] gives the command that
 //!   replays it (`FERROCLUSTER_SIM_SEED=<seed> cargo test -p ferrocluster-sim <test>`).
 //!
+//! * **Data plane** ([`World`], module [`world`]): a [`ClusterSim`] plus what a database
+//!   host does beside the bus — replication from primaries to replicas (a log per host, the
+//!   offset its length, catch-up with link latency, syncs, links that drop with partitions
+//!   and crashes), the replication state reported to every node
+//!   (`ClusterNode::handle_replication`), write pauses (`Event::PauseWrites`), re-pointing on
+//!   role events, and a client that writes to slots and records acknowledged writes.
+//! * **Failover** ([`failover`]): clusters with replicas ([`build_world`]), the
+//!   one-ACK-per-voter-and-epoch invariant ([`OneVotePerEpoch`], from FAILOVER_AUTH_ACK
+//!   frames sniffed off the streams, [`Sim::auth_frames`]), the epoch convergence check,
+//!   the random failover run and the failover-time measurement of the benchmark.
+//!
 //! The engine surface the simulator drives is the [`Engine`] trait; [`cluster`] implements
 //! it for `ferrocluster_node::ClusterNode` and holds the cluster invariants and scenario
 //! helpers.

@@ -426,7 +426,8 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         for db in 0..state.kv.databases() {
             let n = state.kv.dbsize(db).unwrap_or(0);
             if n > 0 {
-                text.push_str(&format!("db{db}:keys={n},expires=0,avg_ttl=0\r\n"));
+                // The store keeps no count of keys with a deadline, so only `keys=` is given.
+                text.push_str(&format!("db{db}:keys={n}\r\n"));
             }
         }
     }

@@ -769,6 +769,21 @@ fn log_event(e: &Event) {
         Event::FramingLost { link, error } => {
             tracing::warn!(%link, "bus framing lost, link closed: {error}")
         }
+        Event::BecameReplica { primary } => {
+            tracing::info!(%primary, "role change: myself became a replica")
+        }
+        Event::BecamePrimary => tracing::info!("role change: myself became a primary"),
+        Event::ReplicateFrom {
+            primary, ip, port, ..
+        } => tracing::info!(%primary, ?ip, port, "replicating from the new primary"),
+        Event::Epoch(e) => tracing::info!("epoch/election: {e:?}"),
+        Event::PauseWrites { until } => {
+            tracing::info!(until = until.0, "manual failover: client writes paused")
+        }
+        Event::UnpauseWrites => tracing::info!("client writes resumed"),
+        Event::DeleteSlotKeys(_) => {}
+        Event::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
+        Event::PubSubMessage { .. } => {}
         other => tracing::info!("cluster event: {other:?}"),
     }
 }

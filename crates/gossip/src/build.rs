@@ -1,7 +1,7 @@
 //! Building the header and PING/PONG/MEET messages (facts sheet §3 "Sender-side rules",
 //! §6.3, §7.1).
 
-use crate::{Blacklist, GossipConfig, Links};
+use crate::{Blacklist, ExtensionSet, GossipConfig, Links};
 use ferrocluster_bus::{
     msg_flags, Body, ExtString, FullHeader, Gossip as GossipSection, GossipEntry, IpField, Message,
     NodeName, PingExt,
@@ -89,11 +89,15 @@ fn entry_for(n: &Node) -> GossipEntry {
 }
 
 /// The extensions V8 writes (§6.3), in its order: HOSTNAME (if set), HUMAN_NODENAME (if set),
-/// CLIENT_IPV4 / CLIENT_IPV6 (if set), one FORGOTTEN_NODE per live ban, SHARDID (always).
-fn extensions(me: &Node, blacklist: &Blacklist, now: Millis) -> Vec<PingExt> {
+/// CLIENT_IPV4 / CLIENT_IPV6 (if set), one FORGOTTEN_NODE per live ban, SHARDID (always) —
+/// or only HOSTNAME for a peer limited to [`ExtensionSet::HostnameOnly`] (Redis 7.0, §21.1).
+fn extensions(me: &Node, blacklist: &Blacklist, set: ExtensionSet, now: Millis) -> Vec<PingExt> {
     let mut v = Vec::new();
     if let Some(h) = &me.hostname {
         v.push(PingExt::Hostname(ExtString::new(h.as_str().as_bytes())));
+    }
+    if set == ExtensionSet::HostnameOnly {
+        return v;
     }
     if let Some(h) = &me.human_nodename {
         v.push(PingExt::HumanNodename(ExtString::new(
@@ -129,7 +133,9 @@ fn extensions(me: &Node, blacklist: &Blacklist, now: Millis) -> Vec<PingExt> {
 /// * then every PFAIL node (not HANDSHAKE/NOADDR), at most `pfail_limit` of them;
 /// * `mflags[0]` EXT_DATA always; extensions only when `dest` is flagged
 ///   EXTENSIONS_SUPPORTED (`ext_override` forces them, for a reply to a MEET that carried
-///   EXT_DATA).
+///   EXT_DATA), and then only the types `dest` understands: [`Links::extension_set`]
+///   (HOSTNAME alone for a Redis-7.0-shaped peer, see [`ExtensionSet`]; `dest` `None` with
+///   `ext_override` gets HOSTNAME alone too).
 #[allow(clippy::too_many_arguments)]
 pub fn build_ping<R: RngCore + ?Sized>(
     topo: &Topology,
@@ -184,7 +190,8 @@ pub fn build_ping<R: RngCore + ?Sized>(
             .and_then(|d| topo.node(d))
             .is_some_and(|d| d.flags.contains(NodeFlags::EXTENSIONS_SUPPORTED));
     let exts = if with_ext {
-        extensions(topo.myself(), blacklist, now)
+        let set = dest.map_or(ExtensionSet::HostnameOnly, |d| links.extension_set(d));
+        extensions(topo.myself(), blacklist, set, now)
     } else {
         Vec::new()
     };

@@ -175,6 +175,13 @@ impl Gossip {
             }
         }
         out.push(GossipEffect::Send { link, message: msg });
+        if self.links.peer_knows_us(node) {
+            // This full-header message reaches a peer that knows our real ID: it binds the
+            // link, and so before anything sent on it later (TCP order).
+            if let Some(l) = self.links.get_mut(link) {
+                l.bound_at_peer = true;
+            }
+        }
         true
     }
 

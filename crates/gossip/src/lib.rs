@@ -15,6 +15,28 @@
 //! claims, UPDATE trigger, configEpoch collision) is not applied here: [`Gossip::handle_message`]
 //! stops before step 6f with [`Received::Claims`], the caller (the `node` crate, with the
 //! `epoch` crate) applies it, then calls [`Gossip::handle_message_gossip`] for step 6i.
+//!
+//! # Interop note: Redis 7.0 and ping extensions
+//!
+//! Valkey 8 attaches its whole extension set (ending with SHARDID, type 3) to every PING/PONG/
+//! MEET for a peer that has sent EXT_DATA (§6.3). Redis 7.0 sends EXT_DATA only when
+//! `cluster-announce-hostname` is set, then with HOSTNAME (type 0) alone, and logs "Received
+//! unknown extension type" for anything else, on every ping (§21.1). So the set is chosen per
+//! peer ([`ExtensionSet`], kept in [`Links`]): a peer whose extension-bearing message carries
+//! no SHARDID gets HOSTNAME only; one that sent SHARDID (Valkey, Redis/Valkey 7.2+), or EXT_DATA
+//! without any extension (which Redis 7.0 never does), gets the full Valkey 8 set; a peer with
+//! no direct message yet gets HOSTNAME only. The choice is made from each message in §8 step 3,
+//! before the PONG reply to that same message is built (step 5).
+//!
+//! # Light header only once the peer has bound our link
+//!
+//! A receiver closes a link that carries a light-header message before it has bound the link
+//! to a known node (§2). Valkey 8 uses the light header towards every node that advertised
+//! LIGHT_HDR_SUPPORTED, which loses PUBLISH messages (and the link) when the peer learned of us
+//! through gossip after our link to it was up. [`Gossip::takes_light_header`] adds a provable
+//! condition: the peer has shown it knows our real node ID (a second message on its link to
+//! us, [`Links::peer_knows_us`]) and a full-header message of ours went out on our link after
+//! that ([`Link::bound_at_peer`]; the connect-time and cron PINGs of [`Gossip::send_ping`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -28,7 +50,7 @@ mod process;
 pub use blacklist::Blacklist;
 pub use build::{build_header, build_ping, gossip_wanted, PingKind};
 pub use commands::{CommandError, ResetKind};
-pub use links::{Link, LinkDirection, LinkId, Links};
+pub use links::{ExtensionSet, Link, LinkDirection, LinkId, Links};
 pub use process::Received;
 
 use ferrocluster_bus::Message;
@@ -143,6 +165,36 @@ impl Gossip {
             state_byte: 1,
             ..Gossip::default()
         }
+    }
+
+    /// Whether a PUBLISH / PUBLISHSHARD to `node` may use the 16-byte light header (§3.1, §17)
+    /// on its outbound link: the node advertised LIGHT_HDR_SUPPORTED (V8's whole rule), and
+    /// that link is bound to us at the peer ([`Link::bound_at_peer`]).
+    ///
+    /// Why the second condition: a receiver closes a link that carries a light message before
+    /// it has bound the link to a known node (§2; V8 and here alike), which happens when it
+    /// learns of us through gossip only after our link to it was up. A receiver binds the link
+    /// on the first full-header message from us it processes while knowing our real ID. We
+    /// know it knows our ID once its own link to us has carried a second message (see
+    /// [`Links::peer_knows_us`]); the first full-header PING/MEET/PONG we send on our link
+    /// after that ([`Gossip::send_ping`]) is processed by the peer while it knows us, so it
+    /// binds the link, and TCP delivers every later light message after it. Until then (about
+    /// two ping intervals after both links are up) the full header is used, which every
+    /// version accepts. (If the peer still holds our link bound to a HANDSHAKE
+    /// record while it knows our real ID from gossip, it deletes that record — and the link —
+    /// when its handshake completes, §7.3: such a link is lost either way.)
+    pub fn takes_light_header(&self, node: &ferrocluster_topology::Node) -> bool {
+        node.flags.contains(NodeFlags::LIGHT_HDR_SUPPORTED)
+            && self.outbound_bound_at_peer(node.id())
+    }
+
+    /// The second condition of [`Gossip::takes_light_header`]: the node's outbound link is
+    /// connected and bound to us at the peer ([`Link::bound_at_peer`]).
+    pub fn outbound_bound_at_peer(&self, id: &NodeId) -> bool {
+        self.links
+            .outbound_of(id)
+            .and_then(|l| self.links.get(l))
+            .is_some_and(|l| l.connected && l.bound_at_peer)
     }
 
     /// Number of PFAIL nodes counted by the last cron run (§7.1: bounds the PFAIL entries

@@ -1,5 +1,7 @@
 //! The bus link table: outbound links (ours, one per node) and inbound links (accepted, bound
-//! to a node once a known sender speaks on them) (§2).
+//! to a node once a known sender speaks on them) (§2), with what each peer has shown over its
+//! links: which ping extensions it understands ([`ExtensionSet`]) and whether it has bound our
+//! outbound link to us (the light-header rule, [`Link::bound_at_peer`]).
 
 use ferrocluster_topology::{Millis, NodeId};
 use std::collections::BTreeMap;
@@ -41,6 +43,40 @@ pub struct Link {
     pub peer_ip: Option<IpAddr>,
     /// Whether the connection is up (outbound: after `Connected`; inbound: always).
     pub connected: bool,
+    /// Messages (full or light header) processed on this link so far.
+    pub received: u64,
+    /// Outbound links: a full-header message of ours went out on this link after the peer had
+    /// shown it knows our real node ID ([`Links::peer_knows_us`]), so the peer has bound this
+    /// link (its inbound one) to us, and light-header messages sent after it are accepted
+    /// (§2, §3.1). Never reset while the link lives: a peer's binding lasts until the link
+    /// closes.
+    pub bound_at_peer: bool,
+}
+
+/// Which ping extensions a peer is sent (§6.2, §6.3, §21.1) — the Redis 7.0 interop rule.
+///
+/// Redis 7.0 knows only HOSTNAME (type 0) and logs "Received unknown extension type" for
+/// every other one, on every ping; it sets EXT_DATA only when it attaches its hostname, so a
+/// Redis 7.0 node with `cluster-announce-hostname` set gets EXTENSIONS_SUPPORTED like a
+/// Valkey node. Valkey / Redis 7.2+ always attach SHARDID (type 3) when they attach anything.
+/// The set is decided from each PING/PONG/MEET with EXT_DATA from the peer (the latest one
+/// wins), in §8 step 3, before the PONG reply of step 5 is built:
+/// * extensions present, none of them SHARDID → [`ExtensionSet::HostnameOnly`] (Redis 7.0);
+/// * SHARDID present, or EXT_DATA with no extension at all (only 7.2+ set EXT_DATA without
+///   attaching one: the first message to a peer not yet known to support extensions) →
+///   [`ExtensionSet::Full`].
+///
+/// A peer with no such message yet (e.g. EXTENSIONS_SUPPORTED copied from a third node's
+/// gossip, §6.3) gets [`ExtensionSet::HostnameOnly`]: the one type every extension-capable
+/// version knows. A 7.2+/Valkey peer is upgraded by its first direct message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ExtensionSet {
+    /// Only HOSTNAME (type 0), if myself has one.
+    #[default]
+    HostnameOnly,
+    /// Everything Valkey 8 writes (§6.3): HOSTNAME, HUMAN_NODENAME, CLIENT_IPV4/6,
+    /// FORGOTTEN_NODE, SHARDID.
+    Full,
 }
 
 /// All links, ordered by ID (deterministic iteration).
@@ -48,6 +84,7 @@ pub struct Link {
 pub struct Links {
     next: u64,
     links: BTreeMap<LinkId, Link>,
+    ext_sets: BTreeMap<NodeId, ExtensionSet>,
 }
 
 impl Links {
@@ -71,6 +108,8 @@ impl Links {
                 created: now,
                 peer_ip,
                 connected,
+                received: 0,
+                bound_at_peer: false,
             },
         );
         id
@@ -123,8 +162,33 @@ impl Links {
             .map(|l| l.id)
     }
 
-    /// Removes every link of a node; returns their IDs (ascending).
+    /// The extension set the node is sent ([`ExtensionSet`]; `HostnameOnly` when nothing was
+    /// learned from it directly).
+    pub fn extension_set(&self, node: &NodeId) -> ExtensionSet {
+        self.ext_sets.get(node).copied().unwrap_or_default()
+    }
+
+    /// Records the extension set learned from a message of `node`.
+    pub fn set_extension_set(&mut self, node: NodeId, set: ExtensionSet) {
+        self.ext_sets.insert(node, set);
+    }
+
+    /// Whether `node` has shown that it knows our real node ID: one of its inbound links (its
+    /// outbound link to us) has carried more than one message. A node sends its first message
+    /// on a new link (the connect-time PING or MEET, §7.3) possibly to a HANDSHAKE record of
+    /// us with a random ID; it sends nothing else to a handshake record (the cron pings, the
+    /// broadcasts and Pub/Sub skip HANDSHAKE nodes, V8 and here alike), so every later
+    /// message was addressed to our real ID.
+    pub fn peer_knows_us(&self, node: &NodeId) -> bool {
+        self.links.values().any(|l| {
+            l.direction == LinkDirection::Inbound && l.node.as_ref() == Some(node) && l.received > 1
+        })
+    }
+
+    /// Removes every link of a node (and what it showed over them); returns their IDs
+    /// (ascending).
     pub fn unbind_node(&mut self, node: &NodeId) -> Vec<LinkId> {
+        self.ext_sets.remove(node);
         let ids: Vec<LinkId> = self
             .links
             .values()
@@ -139,6 +203,9 @@ impl Links {
 
     /// Points every link of `old` at `new` (a handshake node got its real ID).
     pub fn rename_node(&mut self, old: &NodeId, new: NodeId) {
+        if let Some(set) = self.ext_sets.remove(old) {
+            self.ext_sets.insert(new, set);
+        }
         for l in self.links.values_mut() {
             if l.node.as_ref() == Some(old) {
                 l.node = Some(new);
@@ -150,6 +217,7 @@ impl Links {
     pub fn clear(&mut self) -> Vec<LinkId> {
         let ids = self.links.keys().copied().collect();
         self.links.clear();
+        self.ext_sets.clear();
         ids
     }
 }

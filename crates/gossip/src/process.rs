@@ -2,7 +2,7 @@
 //! PING/PONG/MEET), the gossip section (§7.4) and ping extensions (§6.4).
 
 use crate::build::{build_ping, PingKind};
-use crate::{Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId};
+use crate::{ExtensionSet, Gossip, GossipConfig, GossipEffect, LinkDirection, LinkId};
 use ferrocluster_bus::{msg_flags, Body, FullHeader, GossipEntry, IpField, Message, PingExt};
 use ferrocluster_topology::{
     parse_client_ipv4, parse_client_ipv6, ConfigEpoch, Hostname, HumanNodename, Millis, Node,
@@ -136,6 +136,9 @@ impl Gossip {
         out: &mut Vec<GossipEffect>,
     ) -> Option<Received> {
         let link = self.links.get(link_id)?.clone();
+        if let Some(l) = self.links.get_mut(link_id) {
+            l.received = l.received.saturating_add(1);
+        }
         let link_node = link
             .node
             .filter(|id| topo.node(id).is_some_and(|n| !n.in_handshake()));
@@ -174,10 +177,11 @@ impl Gossip {
         let replicaof = h.replicaof.filter(|r| !r.is_zero());
         let claims_primary = replicaof.is_none();
         // Steps 3 and 4.
-        if let Some(s) = sender {
-            self.header_bookkeeping(topo, &s, h, claims_primary, now, out);
-        }
         let gossip = msg.body.gossip();
+        if let Some(s) = sender {
+            let exts = gossip.map(|g| g.extensions.as_slice());
+            self.header_bookkeeping(topo, &s, h, exts, claims_primary, now, out);
+        }
         let kind = match &msg.body {
             Body::Ping(_) => Some(PingKind::Ping),
             Body::Pong(_) => Some(PingKind::Pong),
@@ -197,7 +201,15 @@ impl Gossip {
                     // A second MEET on an inbound link bound to a handshake node: ignored (§7.3).
                     Some(_) => return None,
                     None if link.direction == LinkDirection::Inbound => {
-                        let hs = self.meet_from_unknown(topo, cfg, link_id, h, now, rng, out)?;
+                        let hs = self.meet_from_unknown(
+                            topo,
+                            link_id,
+                            h,
+                            &section.extensions,
+                            now,
+                            rng,
+                            out,
+                        )?;
                         // The MEET's gossip is trusted (§7.4).
                         self.process_gossip_section(topo, &hs, &section.entries, now, out);
                         reply_to = Some(hs);
@@ -318,12 +330,16 @@ impl Gossip {
         sender.map(Received::Claims)
     }
 
-    /// §8 steps 3 and 4 for a known sender.
+    /// §8 steps 3 and 4 for a known sender; `exts` are the message's ping extensions (PING,
+    /// PONG and MEET only), which decide the sender's [`ExtensionSet`] here, before step 5
+    /// builds the PONG reply.
+    #[allow(clippy::too_many_arguments)]
     fn header_bookkeeping(
         &mut self,
         topo: &mut Topology,
         s: &NodeId,
         h: &FullHeader,
+        exts: Option<&[PingExt]>,
         claims_primary: bool,
         now: Millis,
         out: &mut Vec<GossipEffect>,
@@ -331,6 +347,9 @@ impl Gossip {
         let Some(n) = topo.node_mut(s) else { return };
         if h.has_mflags(msg_flags::EXT_DATA) {
             n.flags.insert(NodeFlags::EXTENSIONS_SUPPORTED);
+        }
+        if let Some(set) = exts.and_then(|e| extension_set_shown(h, e)) {
+            self.links.set_extension_set(*s, set);
         }
         n.flags.set(
             NodeFlags::LIGHT_HDR_SUPPORTED,
@@ -358,14 +377,15 @@ impl Gossip {
 
     /// A MEET from an unknown sender on an unbound inbound link (§7.3): a HANDSHAKE node with a
     /// random ID, the address from `myip` or the peer address, ports from the header,
-    /// EXTENSIONS_SUPPORTED if EXT_DATA; the link is bound to it.
+    /// EXTENSIONS_SUPPORTED if EXT_DATA and its [`ExtensionSet`] from the MEET's extensions
+    /// `exts`; the link is bound to it.
     #[allow(clippy::too_many_arguments)]
     fn meet_from_unknown<R: RngCore + ?Sized>(
         &mut self,
         topo: &mut Topology,
-        _cfg: &GossipConfig,
         link_id: LinkId,
         h: &FullHeader,
+        exts: &[PingExt],
         now: Millis,
         rng: &mut R,
         out: &mut Vec<GossipEffect>,
@@ -384,6 +404,9 @@ impl Gossip {
         n.bus_port = h.cport;
         n.data_received = Some(now);
         topo.add_node(n).ok()?;
+        if let Some(set) = extension_set_shown(h, exts) {
+            self.links.set_extension_set(id, set);
+        }
         if let Some(l) = self.links.get_mut(link_id) {
             l.node = Some(id);
         }
@@ -582,6 +605,20 @@ impl Gossip {
             self.delete_node(topo, &id, out);
         }
     }
+}
+
+/// The [`ExtensionSet`] a PING/PONG/MEET shows its sender understands (the rule is on
+/// [`ExtensionSet`]): `None` without EXT_DATA (nothing learned).
+fn extension_set_shown(h: &FullHeader, exts: &[PingExt]) -> Option<ExtensionSet> {
+    if !h.ext_data() {
+        return None;
+    }
+    let shard = exts.iter().any(|e| matches!(e, PingExt::ShardId(_)));
+    Some(if shard || exts.is_empty() {
+        ExtensionSet::Full
+    } else {
+        ExtensionSet::HostnameOnly
+    })
 }
 
 /// §8 step 1: the link's (identified) node, else the header's sender if known; never a node

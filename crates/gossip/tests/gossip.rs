@@ -119,11 +119,13 @@ fn forget_errors_and_extension() {
     g.forget(&mut t, &cfg(), &other, Millis(0), &mut out)
         .unwrap();
     assert!(!t.contains(&other));
-    // A PING to an extension-capable node now carries FORGOTTEN_NODE (ttl 60) then SHARDID.
+    // A PING to an extension-capable node (one that sent SHARDID, so it gets the full Valkey 8
+    // set) now carries FORGOTTEN_NODE (ttl 60) then SHARDID.
     let third = NodeId::random(&mut rng);
     let mut n = Node::new(third, ShardId::random(&mut rng), Millis(0));
     n.flags = NodeFlags::PRIMARY | NodeFlags::EXTENSIONS_SUPPORTED;
     t.add_node(n).unwrap();
+    g.links.set_extension_set(third, ExtensionSet::Full);
     let msg = build_ping(
         &t,
         &g.links,

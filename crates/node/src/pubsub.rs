@@ -78,7 +78,12 @@ impl ClusterNode {
             .filter_map(|n| {
                 let link = self.gossip.links.outbound_of(n.id())?;
                 let up = self.gossip.links.get(link).is_some_and(|l| l.connected);
-                up.then_some((link, n.flags.contains(NodeFlags::LIGHT_HDR_SUPPORTED)))
+                // The light header only once the peer has bound our link to us: a light
+                // message on a link the peer cannot attribute closes it (§2; gossip's
+                // `outbound_bound_at_peer` documents the proof).
+                let light = n.flags.contains(NodeFlags::LIGHT_HDR_SUPPORTED)
+                    && self.gossip.outbound_bound_at_peer(n.id());
+                up.then_some((link, light))
             })
             .collect()
     }

@@ -33,7 +33,9 @@ fn cluster() -> Net {
     let now = net.now;
     net.nodes[3].replicate(&p, now).unwrap();
     net.drain();
-    net.run_for(1_000);
+    // Two ping intervals (2 × NODE_TIMEOUT) let every peer prove it has bound our outbound
+    // link to us, which the light header waits for.
+    net.run_for(2 * NT + 1_000);
     net
 }
 

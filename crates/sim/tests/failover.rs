@@ -707,3 +707,70 @@ fn no_replica_migrates_below_the_migration_barrier() {
         },
     );
 }
+
+// ----- §18.3: every nodes.conf a node saves must load again -----
+
+#[test]
+fn every_host_restarts_from_the_nodes_conf_it_saved_right_after_setup() {
+    // A crash right after the cluster formed: each host must load the nodes.conf it made
+    // durable (§18.3 makes a replica whose shard-id differs from its primary's a fatal
+    // error, so a saved file must never hold one). 4 primaries × 2 replicas; every host is
+    // crashed and restarted in turn, 50 ms apart.
+    check_seeds(
+        "every_host_restarts_from_the_nodes_conf_it_saved_right_after_setup",
+        0..8,
+        |seed| -> Res {
+            let l = Layout::uniform(4, 2);
+            let mut w = world(seed, config(), &l)?;
+            for h in 0..l.hosts {
+                let conf = w.sim().disk(h).contents().unwrap_or_default();
+                check_shard_ids(&String::from_utf8_lossy(conf))
+                    .map_err(|e| format!("host {h}'s durable nodes.conf: {e}"))?;
+            }
+            for h in 0..l.hosts {
+                w.crash(h);
+                w.run_for(50)?;
+                w.restart(h)?;
+            }
+            converge(&mut w, &(0..l.hosts).collect::<Vec<_>>())?;
+            Ok(())
+        },
+    );
+}
+
+/// §18.3: in a nodes.conf, every replica's `shard-id` equals its primary's.
+fn check_shard_ids(conf: &str) -> Res {
+    let shard_of = |line: &str| -> Option<String> {
+        let addr = line.split_whitespace().nth(1)?;
+        addr.split(',')
+            .find_map(|f| f.strip_prefix("shard-id="))
+            .map(str::to_string)
+    };
+    let lines: Vec<&str> = conf.lines().filter(|l| !l.starts_with("vars")).collect();
+    for line in &lines {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 || !f[2].contains("slave") {
+            continue;
+        }
+        let primary = f[3];
+        let Some(pline) = lines.iter().find(|l| l.starts_with(primary)) else {
+            continue;
+        };
+        let (mine, theirs) = (shard_of(line), shard_of(pline));
+        if mine != theirs {
+            return Err(format!(
+                "replica {} has shard-id {mine:?}, its primary {primary} has {theirs:?}{}",
+                f[0],
+                if mine.as_deref() == Some(primary) {
+                    " (the replica's shard-id is its primary's node ID: the placeholder shard \
+                     of a node learned from gossip, copied before the primary's SHARDID \
+                     extension arrived)"
+                } else {
+                    ""
+                }
+            )
+            .into());
+        }
+    }
+    Ok(())
+}

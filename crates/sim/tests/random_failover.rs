@@ -6,14 +6,14 @@
 //! left down while a synced replica of it runs — every node agrees on every slot's owner and
 //! configEpoch, no two slot owners share a configEpoch, and cluster_state is ok (§10–§12).
 //!
-//! Seed count: FERROCLUSTER_SIM_FAILOVER_SEEDS (default 120); one seed:
-//! FERROCLUSTER_SIM_SEED.
+//! Seed count: FERROCLUSTER_SIM_FAILOVER_SEEDS (default 100; the 12-host variant runs a
+//! quarter of it); one seed: FERROCLUSTER_SIM_SEED.
 
 use ferrocluster_sim::seed::{check_seeds, seed_count_from, FAILOVER_SEEDS_ENV};
 use ferrocluster_sim::{random_failover_run, FailoverPlan, Violation};
 
 /// Default number of seeds: sized so the test takes well under a minute in a debug build.
-const DEFAULT_SEEDS: u64 = 120;
+const DEFAULT_SEEDS: u64 = 100;
 
 #[test]
 fn random_faults_with_failovers_converge_and_never_double_vote() {
@@ -49,6 +49,27 @@ fn random_faults_with_failovers_converge_and_never_double_vote() {
         assert!(promotions > 0, "no failover happened in {runs} runs");
         assert!(left_down > 0, "no run ended with a primary down");
     }
+}
+
+#[test]
+fn random_faults_with_two_replicas_per_primary_converge_and_never_double_vote() {
+    let plan = FailoverPlan {
+        primaries: 4,
+        replicas_per_primary: 2,
+        max_down: 3,
+        ..FailoverPlan::default()
+    };
+    let count = seed_count_from(FAILOVER_SEEDS_ENV, DEFAULT_SEEDS) / 4;
+    let mut promotions = 0u64;
+    check_seeds(
+        "random_faults_with_two_replicas_per_primary_converge_and_never_double_vote",
+        0..count.max(1),
+        |seed| {
+            promotions += random_failover_run(seed, &plan)?.promotions;
+            Ok::<(), Violation>(())
+        },
+    );
+    println!("{count} seeds (4 primaries × 2 replicas): {promotions} promotions");
 }
 
 #[test]

@@ -1,12 +1,7 @@
 //! Key → slot hashing and the hash-tag and glob-pattern rules (facts sheet §20.1).
 
+use crate::crc::crc16_xmodem;
 use crate::Slot;
-use crc::{Crc, Table, CRC_16_XMODEM};
-
-/// CRC16/XMODEM (poly 0x1021, init 0, no reflection, no final XOR; check value of
-/// `"123456789"` is 0x31C3) with a slicing-by-16 table: 16 table lookups per 16 input bytes.
-/// The tables (16 × 256 × 2 bytes = 8 KiB) are computed at compile time.
-static XMODEM: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 
 /// The bytes of `key` that decide its slot: the hash tag when there is one, else the key.
 ///
@@ -22,11 +17,11 @@ static XMODEM: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 /// assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
 /// ```
 pub fn hash_tag(key: &[u8]) -> &[u8] {
-    let Some(open) = memchr(b'{', key) else {
+    let Some(open) = find_byte(b'{', key) else {
         return key;
     };
     let rest = &key[open + 1..];
-    match memchr(b'}', rest) {
+    match find_byte(b'}', rest) {
         Some(close) if close > 0 => &rest[..close],
         _ => key,
     }
@@ -42,8 +37,12 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
 /// assert_eq!(u16::from(key_hash_slot(b"foo")), 12182);
 /// assert_eq!(u16::from(key_hash_slot(b"{user1000}.followers")), 3443);
 /// ```
+///
+/// Speed (issue 2): keys under 256 bytes use slicing-by-16 tables, longer ones carry-less
+/// multiplication folding (module `crc`); the hash-tag scan uses `memchr` from 16 bytes on.
+#[inline]
 pub fn key_hash_slot(key: &[u8]) -> Slot {
-    Slot::from_masked(XMODEM.checksum(hash_tag(key)))
+    Slot::from_masked(crc16_xmodem(hash_tag(key)))
 }
 
 /// The single slot every key matching the glob `pattern` must hash to, or `None` when keys of
@@ -78,7 +77,7 @@ pub fn pattern_slot(pattern: &[u8]) -> Option<Slot> {
                         tags_enabled = false;
                         tag_start = None;
                     } else {
-                        return Some(Slot::from_masked(XMODEM.checksum(&pattern[start..i])));
+                        return Some(Slot::from_masked(crc16_xmodem(&pattern[start..i])));
                     }
                 }
             }
@@ -88,9 +87,18 @@ pub fn pattern_slot(pattern: &[u8]) -> Option<Slot> {
     Some(key_hash_slot(pattern))
 }
 
-/// Position of the first `needle` in `hay`. A plain loop: keys are short and the compiler
-/// vectorises this well enough that a dependency is not worth it.
+/// Keys shorter than this many bytes are scanned for `{` / `}` with a plain loop, longer ones
+/// with `memchr`. Measured (criterion, x86_64): the loop 1.6 ns vs memchr 4.3 ns at 8 bytes,
+/// level at 16 (3.1 vs 3.0 ns), memchr ahead beyond (10.6 vs 5.1 ns at 48 bytes, 24 µs vs
+/// 0.6 µs at 64 KiB: the loop does about one byte per cycle).
+const MEMCHR_MIN_LEN: usize = 16;
+
+/// Position of the first `needle` in `hay`.
 #[inline]
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    if hay.len() < MEMCHR_MIN_LEN {
+        hay.iter().position(|&b| b == needle)
+    } else {
+        memchr::memchr(needle, hay)
+    }
 }

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod crc;
 mod hash;
 mod range;
 mod set;

@@ -34,6 +34,31 @@ proptest! {
         prop_assert_eq!(key_hash_slot(&key).get(), oracle(&key));
     }
 
+    /// Long keys at unaligned starts: a subslice at offset 0..64 of a larger buffer, lengths
+    /// 0..5000, so both CRC engines (tables under 256 bytes, carry-less folding from there),
+    /// every SIMD block size and every tail length are reached. `{` is replaced so that most
+    /// keys are hashed whole; `with_braces` keeps some, so tags inside long keys are tested too.
+    #[test]
+    fn long_unaligned_keys_equal_crc16_oracle(
+        buf in proptest::collection::vec(any::<u8>(), 64..5064),
+        offset in 0usize..64,
+        with_braces in proptest::bool::weighted(0.2),
+    ) {
+        let mut buf = buf;
+        if !with_braces {
+            for b in &mut buf {
+                if *b == b'{' {
+                    *b = b'(';
+                }
+            }
+        }
+        let key = &buf[offset..];
+        prop_assert_eq!(key_hash_slot(key).get(), oracle(key));
+        // Half the key as well, so short lengths (the table engine) come up in every case.
+        let cut = key.len() / 2;
+        prop_assert_eq!(key_hash_slot(&key[..cut]).get(), oracle(&key[..cut]));
+    }
+
     #[test]
     fn tag_prefix_hashes_like_tag(
         tag in proptest::collection::vec(any::<u8>().prop_filter("no }", |b| *b != b'}'), 1..40),

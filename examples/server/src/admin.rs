@@ -335,15 +335,16 @@ fn human(bytes: u64) -> String {
 }
 
 /// `INFO [section ...]`
+///
+/// The default sections (no argument or `default`) are Redis' minus the ones we lack;
+/// `readiness` (failover readiness, src/readiness.rs) is optional like Redis'
+/// `commandstats`: only `INFO readiness`, `INFO all` and `INFO everything` include it.
 pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now: u64) {
     let mut wanted: Vec<String> = (1..args.len())
         .map(|i| String::from_utf8_lossy(args.get(i)).to_ascii_lowercase())
         .collect();
-    if wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| w == "all" || w == "everything" || w == "default")
-    {
+    let everything = wanted.iter().any(|w| w == "all" || w == "everything");
+    if wanted.is_empty() || everything || wanted.iter().any(|w| w == "default") {
         wanted = [
             "server",
             "clients",
@@ -358,6 +359,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         .iter()
         .map(|s| s.to_string())
         .collect();
+        if everything {
+            wanted.push(crate::readiness::section_name().to_string());
+        }
     }
     let want = |s: &str| wanted.iter().any(|w| w == s);
     let mut text = String::with_capacity(2048);
@@ -420,6 +424,10 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             "# Cluster\r\ncluster_enabled:{}\r\n\r\n",
             u8::from(cfg.cluster_enabled)
         ));
+    }
+    if want(crate::readiness::section_name()) {
+        text.push_str(&crate::readiness::info_section(state, now));
+        text.push_str("\r\n");
     }
     if want("keyspace") {
         text.push_str("# Keyspace\r\n");

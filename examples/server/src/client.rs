@@ -69,6 +69,8 @@ pub enum Delivery {
     WaitDone(i64),
     /// Bytes of the replication stream for a replica's connection.
     Raw(Arc<[u8]>),
+    /// Close the connection after what is queued (a slot migration link the node closed).
+    Close,
 }
 
 impl Delivery {
@@ -90,6 +92,7 @@ impl Delivery {
                 out.int(*n);
             }
             Delivery::Raw(b) => out.buf.extend_from_slice(b),
+            Delivery::Close => {}
         }
     }
 }
@@ -141,6 +144,8 @@ pub struct ClientCtx {
     pub listening_port: Option<u16>,
     /// Cluster mode: the command crate's per-connection state (ASKING, READONLY, MULTI, db).
     pub cluster: Option<ferrocluster_command::ClientState>,
+    /// This connection sent `CLUSTER SYNCSLOTS` (a slot migration data link, target side).
+    pub migration_conn: bool,
 }
 
 impl ClientCtx {
@@ -191,6 +196,7 @@ impl ClientCtx {
             is_replica_link: false,
             listening_port: None,
             cluster: None,
+            migration_conn: false,
         }
     }
 
@@ -210,6 +216,9 @@ impl ClientCtx {
             for ch in std::mem::take(&mut self.shard_channels) {
                 ps.unsubscribe(true, &ch, self.id);
             }
+        }
+        if self.migration_conn {
+            crate::migrate::client_closed(shared, self.id);
         }
         if self.is_replica_link || self.blocked {
             crate::repl::replica_link_closed(&mut shared.state.lock(), self.id);

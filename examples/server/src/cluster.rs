@@ -45,7 +45,8 @@ impl ClusterSide {
         self.links_open
     }
 
-    fn wake(&self) {
+    /// Wakes the bus thread (outputs are waiting in the node).
+    pub fn wake(&self) {
         if let Some(w) = &self.waker {
             let _ = w.wake();
         }
@@ -77,6 +78,9 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
         allow_replica_migration: config.cluster_allow_replica_migration,
         migration_barrier: config.cluster_migration_barrier,
         replica_validity_factor: config.cluster_replica_validity_factor,
+        // The slot migration source AUTHs to the target with our requirepass (all nodes of a
+        // cluster share it, as replication does).
+        primaryauth_set: config.requirepass.is_some(),
         ..ClusterConfig::default()
     };
     let path = config.nodes_conf_path();
@@ -245,11 +249,10 @@ pub fn cluster_command(
     out: &mut Out,
     now: u64,
 ) {
-    let State { kv, cluster, .. } = state;
-    let Some(side) = cluster.as_mut() else {
+    if state.cluster.is_none() {
         out.error("ERR This instance has cluster support disabled");
         return;
-    };
+    }
     let _ = shared;
     let mut req = client
         .cluster
@@ -257,6 +260,16 @@ pub fn cluster_command(
         .map(CommandRequest::from_client)
         .unwrap_or_default();
     req.db = client.db;
+    // The connection is the node's handle for SYNCSLOTS (slot migration links).
+    req.conn = Some(ferrocluster_node::ConnId(client.id));
+    let syncslots = args.len() > 1 && args.get(1).eq_ignore_ascii_case(b"syncslots");
+    if syncslots && client.io_thread != usize::MAX {
+        crate::migrate::note_client_conn(state, client);
+    }
+    let State { kv, cluster, .. } = state;
+    let Some(side) = cluster.as_mut() else {
+        return;
+    };
     let keys = KvKeys(kv);
     let mut outcome = with_argv(args, |argv| {
         side.node
@@ -272,10 +285,12 @@ pub fn cluster_command(
                 .cluster_command_argv(argv, &req, &keys, Millis(now))
         });
     }
-    if let Some(reply) = outcome.reply() {
-        write_reply(reply, out);
-    } else {
-        out.error("ERR the node deferred this command");
+    match &outcome {
+        CommandOutcome::NoReply => {}
+        o => match o.reply() {
+            Some(reply) => write_reply(reply, out),
+            None => out.error("ERR the node deferred this command"),
+        },
     }
     side.wake();
 }
@@ -718,6 +733,7 @@ impl BusThread {
                                 "deleted the keys of slots myself lost"
                             );
                         }
+                        Event::Migration(req) => crate::migrate::act(&self.shared, *req),
                         Event::ClusterReset {
                             was_replica: true, ..
                         } => {
@@ -784,6 +800,7 @@ fn log_event(e: &Event) {
         Event::DeleteSlotKeys(_) => {}
         Event::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
         Event::PubSubMessage { .. } => {}
+        Event::Migration(r) => tracing::debug!("slot migration request: {r:?}"),
         other => tracing::info!("cluster event: {other:?}"),
     }
 }
@@ -796,5 +813,6 @@ pub fn queued_spec(q: &ferrocluster_command::QueuedCommand) -> Option<&'static S
 /// Whether `cmd` is handled by us before the cluster router (internal replication commands
 /// that the command crate's table does not list).
 pub fn bypasses_router(cmd: Cmd) -> bool {
-    matches!(cmd, Cmd::Replconf | Cmd::Psync)
+    // FERROCLUSTER is ours (src/readiness.rs): the command crate's Valkey table lacks it.
+    matches!(cmd, Cmd::Replconf | Cmd::Psync | Cmd::Ferrocluster)
 }

@@ -131,6 +131,11 @@ fn execute_cluster(
     args: &Args<'_>,
     out: &mut Out,
 ) -> Flow {
+    if client.migration_conn && crate::migrate::is_import_link(state, client) {
+        // A slot import link: applied like a primary link, replies off (sheet A.8).
+        crate::migrate::run_import_command(shared, state, client, args, unix_ms());
+        return Flow::Continue;
+    }
     let no_auth_ok = spec.is_some_and(|s| s.flags & flag::NO_AUTH != 0);
     if !client.authed && !no_auth_ok {
         out.error("NOAUTH Authentication required.");
@@ -316,11 +321,20 @@ pub fn run(
         Cmd::Unsubscribe | Cmd::Sunsubscribe => unsubscribe(shared, client, spec.cmd, args, out),
         Cmd::Cluster => crate::cluster::cluster_command(shared, state, client, args, out, now),
         Cmd::Debug => debug(state, client, args, out, now),
+        Cmd::Dump => crate::legacy::dump_cmd(state, client.db, args, out, now),
+        Cmd::Restore | Cmd::RestoreAsking => {
+            crate::legacy::restore_cmd(state, client.db, args, out, now)
+        }
+        Cmd::Migrate => crate::legacy::migrate_cmd(state, client, args, out, now),
+        Cmd::Ferrocluster => crate::readiness::command(state, args, out, now),
         _ => data(shared, state, client, spec, args, out, now),
     }
     let wrote_error = out.buf.get(before) == Some(&b'-');
     if spec.is_write() && !wrote_error {
         crate::repl::propagate(state, client.db, spec, args, now);
+        if matches!(spec.cmd, Cmd::Flushdb | Cmd::Flushall) {
+            crate::migrate::on_flush(state);
+        }
     }
     Flow::Continue
 }
@@ -457,9 +471,7 @@ fn debug(state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut O
             if let Some(size) = size {
                 val.resize(size, 0);
             }
-            let _ = state
-                .kv
-                .insert(client.db, &key, val.into_boxed_slice(), now);
+            let _ = state.kv.insert(client.db, &key, val.into(), now);
         }
         out.ok();
     } else {
@@ -669,7 +681,7 @@ fn data(
                     let mut joined = Vec::with_capacity(v.len() + add.len());
                     joined.extend_from_slice(&v);
                     joined.extend_from_slice(add);
-                    *v = joined.into_boxed_slice();
+                    *v = joined.into();
                     Some(v.len())
                 }
                 None => None,
@@ -857,7 +869,7 @@ fn incr(state: &mut State, db: usize, key: &[u8], by: i64, out: &mut Out, now: u
             Some(cur) => match cur.checked_add(by) {
                 None => Some(Err("ERR increment or decrement would overflow")),
                 Some(new) => {
-                    *v = new.to_string().into_bytes().into_boxed_slice();
+                    *v = new.to_string().into_bytes().into();
                     Some(Ok(new))
                 }
             },
@@ -870,7 +882,7 @@ fn incr(state: &mut State, db: usize, key: &[u8], by: i64, out: &mut Out, now: u
         None => {
             let _ = state
                 .kv
-                .insert(db, key, by.to_string().into_bytes().into_boxed_slice(), now);
+                .insert(db, key, by.to_string().into_bytes().into(), now);
             out.int(by);
         }
     }

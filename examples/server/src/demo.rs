@@ -15,6 +15,11 @@ const KEYS: usize = 10_000;
 const NODE_TIMEOUT_MS: u64 = 2000;
 /// How long the demo waits for a replica to take over after the kill.
 const FAILOVER_DEADLINE: Duration = Duration::from_secs(20);
+/// How long the demo watches readiness right after forming the cluster (replicas advertise a
+/// replication offset only once a write reached them, so this phase may end "not ready").
+const FORMING_READINESS_DEADLINE: Duration = Duration::from_secs(5);
+/// How long the demo waits for every shard to be failover-ready before the kill.
+const READINESS_DEADLINE: Duration = Duration::from_secs(20);
 
 struct Nodes {
     exe: PathBuf,
@@ -149,6 +154,36 @@ impl KindStr for redis::RedisError {
     }
 }
 
+/// `FERROCLUSTER SUMMARY` of `port`: e.g. `cluster ok, failover-ready: no (replica <id> of
+/// shard 2 has not synced yet)`.
+fn readiness_summary(port: u16) -> String {
+    match query_string(port, &["FERROCLUSTER", "SUMMARY"]) {
+        Ok(s) => s,
+        Err(e) => format!("readiness unknown ({})", e.kind_str()),
+    }
+}
+
+/// Prints the readiness summary of `port` each time it changes until every shard is
+/// failover-ready or `deadline` passes; returns whether it became ready.
+fn watch_readiness(clock: &Clock, port: u16, deadline: Duration) -> bool {
+    let t0 = Instant::now();
+    let mut last = String::new();
+    loop {
+        let now = readiness_summary(port);
+        if now != last {
+            clock.say(format!("  readiness seen by 127.0.0.1:{port}: {now}"));
+            last = now;
+        }
+        if last.contains("failover-ready: yes") {
+            return true;
+        }
+        if t0.elapsed() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn cluster_nodes(port: u16) -> Option<String> {
     query_string(port, &["CLUSTER", "NODES"]).ok()
 }
@@ -275,6 +310,15 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
             ports[i]
         ));
     }
+    // cluster_state:ok says little about failover: watch what FERROCLUSTER SUMMARY says while
+    // the replicas attach (INFO readiness has the details).
+    let observer = ports[1];
+    if !watch_readiness(clock, observer, FORMING_READINESS_DEADLINE) {
+        clock.say(
+            "  not failover-ready yet: a replica counts as synced once it advertises a \
+             replication offset, i.e. after the first write reaches it",
+        );
+    }
     let ok = wait_until(Duration::from_secs(30), || {
         ports.iter().all(|&p| {
             query_string(p, &["CLUSTER", "INFO"]).is_ok_and(|t| t.contains("cluster_state:ok"))
@@ -340,6 +384,25 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
     ));
     let mut all_good = read_ok == KEYS;
 
+    // Readiness before the kill: wait (bounded) until every shard could fail over.
+    clock.say(format!(
+        "waiting up to {} s until every shard is failover-ready (FERROCLUSTER SUMMARY on 127.0.0.1:{observer})",
+        READINESS_DEADLINE.as_secs()
+    ));
+    if watch_readiness(clock, observer, READINESS_DEADLINE) {
+        let ck = match query_string(observer, &["FERROCLUSTER", "CKQUORUM"]) {
+            Ok(s) => format!("+{s}"),
+            Err(e) => format!("-{}", e.detail().unwrap_or("error")),
+        };
+        clock.say(format!("  FERROCLUSTER CKQUORUM: {ck}"));
+    } else {
+        clock.say(format!(
+            "FAILED CHECK: not every shard was failover-ready within {} s; killing a primary anyway",
+            READINESS_DEADLINE.as_secs()
+        ));
+        all_good = false;
+    }
+
     // Kill a primary.
     let victim = 0;
     let key_idx = (0..KEYS)
@@ -347,7 +410,6 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
         .unwrap_or(0);
     let key = format!("key:{key_idx}");
     let slot = u16::from(key_hash_slot(key.as_bytes()));
-    let observer = ports[1];
     clock.say(format!(
         "kill -9 of the primary 127.0.0.1:{} (slots 0-5460). Watching GET {key} (slot {slot}) at the old address and at 127.0.0.1:{observer}",
         ports[victim]
@@ -382,6 +444,10 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
         (Some(ms), Some(addr)) => {
             let seen = observe(observer, &key);
             clock.say(format!("  +{ms:>5} ms  new primary for slot {slot}: {addr}; 127.0.0.1:{observer} now answers: {seen}"));
+            clock.say(format!(
+                "  readiness seen by 127.0.0.1:{observer}: {}",
+                readiness_summary(observer)
+            ));
         }
         _ => {
             let state = query_string(observer, &["CLUSTER", "INFO"]).unwrap_or_default();
@@ -441,6 +507,8 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
             }
         ));
         all_good &= became_replica && seen.contains(&format!("MOVED {slot} {addr}"));
+        // The restarted node is the new primary's replica: the shard can fail over again.
+        watch_readiness(clock, observer, READINESS_DEADLINE);
         restarted_role = if became_replica { "replica" } else { "primary" };
     } else {
         let back = wait_until(Duration::from_secs(15), || {

@@ -19,11 +19,15 @@ mod cluster;
 mod commands;
 mod config;
 mod demo;
+mod legacy;
+mod migrate;
 mod net;
+mod readiness;
 mod repl;
 mod resp;
 mod server;
 mod table;
+mod value;
 
 use config::{Invocation, USAGE};
 use std::process::ExitCode;

@@ -208,6 +208,9 @@ impl IoThread {
                     if let Some(Some(c)) = self.conns.get_mut(token) {
                         if c.client.id == client_id {
                             let was_blocked = c.client.blocked;
+                            if matches!(what, Delivery::Close) {
+                                c.close_after_flush = true;
+                            }
                             what.write_to(&mut c.out, &mut c.client);
                             if c.out.buf.len() > output_limit(&c.client) {
                                 // redis-server's client-output-buffer-limit (pubsub hard

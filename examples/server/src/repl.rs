@@ -198,17 +198,24 @@ impl ReplState {
     }
 }
 
-/// Appends the effect of a write command to the replication stream (primary only).
+/// Appends the effect of a write command to the replication stream (primary only) and offers
+/// it to the slot migration export links of its slot (`crate::migrate::forward`).
 pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now: u64) {
-    if state.repl.replicas.is_empty() || state.repl.is_replica() {
+    let to_repl = !state.repl.replicas.is_empty() && !state.repl.is_replica();
+    let to_asm = state.migr.forwarding();
+    if !to_repl && !to_asm {
         return;
     }
-    state.repl.select(db);
     match spec.cmd {
         Cmd::Flushdb | Cmd::Flushall | Cmd::Swapdb | Cmd::Debug => {
-            let parts: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
-            state.repl.append_command(&parts);
+            if to_repl {
+                state.repl.select(db);
+                let parts: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
+                state.repl.append_command(&parts);
+            }
         }
+        // MIGRATE sends the DELs of the keys it moved itself (`propagate_dels`).
+        Cmd::Migrate => {}
         _ => {
             for pos in spec.key_positions(args.len()) {
                 let key = args.get(pos);
@@ -216,16 +223,40 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
                     Some(v) => match state.kv.expiry(db, key, now) {
                         Ok(KeyExpiry::At(t)) => {
                             let t = t.to_string();
-                            state
-                                .repl
-                                .append_command(&[b"SET", key, &v, b"PXAT", t.as_bytes()]);
+                            emit(state, db, key, &[b"SET", key, &v, b"PXAT", t.as_bytes()]);
                         }
-                        _ => state.repl.append_command(&[b"SET", key, &v]),
+                        _ => emit(state, db, key, &[b"SET", key, &v]),
                     },
-                    None => state.repl.append_command(&[b"DEL", key]),
+                    None => emit(state, db, key, &[b"DEL", key]),
                 }
             }
         }
+    }
+}
+
+/// One key's effect to the replicas and the export links.
+fn emit(state: &mut State, db: usize, key: &[u8], parts: &[&[u8]]) {
+    if !state.repl.replicas.is_empty() && !state.repl.is_replica() {
+        state.repl.select(db);
+        state.repl.append_command(parts);
+    }
+    if state.migr.forwarding() {
+        crate::migrate::forward(state, db, key, parts);
+    }
+}
+
+/// `DEL key` for each of `keys` (MIGRATE moved them away).
+pub fn propagate_dels(state: &mut State, db: usize, keys: &[&[u8]]) {
+    for k in keys {
+        emit(state, db, k, &[b"DEL", k]);
+    }
+}
+
+/// Appends a command as is (a slot migration's `CLUSTER SYNCSLOTS ESTABLISH/FINISH`, which
+/// replicas apply as coming from their primary).
+pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
+    if !state.repl.replicas.is_empty() && !state.repl.is_replica() {
+        state.repl.append_command(parts);
     }
 }
 
@@ -257,6 +288,7 @@ pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -
 
 /// Sends what was appended to the stream since the last flush to every replica.
 pub fn flush(shared: &Shared, state: &mut State) {
+    crate::migrate::flush(state);
     if state.repl.pending.is_empty() {
         return;
     }
@@ -586,6 +618,10 @@ fn replica_session(
     read_exact_patient(&mut r, &mut payload)?;
     payload.truncate(len);
     let mut ctx = ClientCtx::internal(shared);
+    if shared.config.cluster_enabled {
+        // CLUSTER SYNCSLOTS in the stream come from our primary (Origin::Primary).
+        ctx.cluster = Some(ferrocluster_command::ClientState::primary_link());
+    }
     let mut sink = Out::new();
     let limits = Limits {
         max_bulk_len: usize::MAX / 2,
@@ -603,6 +639,13 @@ fn replica_session(
         st.repl.link_up = true;
         st.repl.down_since = None;
         st.repl.last_io_ms = unix_ms();
+        if let Some(side) = st.cluster.as_mut() {
+            side.node.handle_migration(
+                ferrocluster_node::MigrationInput::FullSync,
+                ferrocluster_node::Millis(unix_ms()),
+            );
+            side.wake();
+        }
     }
     tracing::info!(
         keys = len,

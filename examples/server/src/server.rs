@@ -18,8 +18,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// The value type the server stores: byte strings (16 bytes inline in the table entry).
-pub type Value = Box<[u8]>;
+/// The value type the server stores: byte strings, up to 14 bytes inline in the 16-byte
+/// value (see [`crate::value`]).
+pub type Value = crate::value::Value;
 
 /// Current Unix time in milliseconds (the host's clock; engine crates get it as a parameter).
 pub fn unix_ms() -> u64 {
@@ -50,6 +51,8 @@ pub struct State {
     pub writes_paused_until: Option<u64>,
     /// Keyspace misses.
     pub keyspace_misses: u64,
+    /// Slot migration: export links, import links, MIGRATE's connection cache.
+    pub migr: crate::migrate::MigrState,
 }
 
 /// Lock-free counters.
@@ -207,6 +210,7 @@ impl Shared {
                 keyspace_hits: 0,
                 keyspace_misses: 0,
                 writes_paused_until: None,
+                migr: crate::migrate::MigrState::default(),
             }),
             config,
             pubsub: RwLock::new(PubSub::default()),

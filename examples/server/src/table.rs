@@ -108,12 +108,17 @@ pub enum Cmd {
     Ssubscribe,
     Sunsubscribe,
     Cluster,
+    Dump,
+    Restore,
+    RestoreAsking,
+    Migrate,
     Debug,
     Quit,
     Replconf,
     Psync,
     Time,
     Lastsave,
+    Ferrocluster,
 }
 
 /// One row of the table.
@@ -341,6 +346,19 @@ pub const TABLE: &[Spec] = &[
         1
     ),
     spec!("cluster", Cluster, -2, 0, 0, 0, 0),
+    // Legacy migration (redis-server 7.0 COMMAND INFO; MIGRATE's keys are movable).
+    spec!("dump", Dump, 2, READONLY, 1, 1, 1),
+    spec!("restore", Restore, -4, WRITE | DENYOOM, 1, 1, 1),
+    spec!(
+        "restore-asking",
+        RestoreAsking,
+        -4,
+        WRITE | DENYOOM,
+        1,
+        1,
+        1
+    ),
+    spec!("migrate", Migrate, -6, WRITE, 3, 3, 1),
     spec!(
         "debug",
         Debug,
@@ -371,6 +389,8 @@ pub const TABLE: &[Spec] = &[
     spec!("psync", Psync, -3, ADMIN | NOSCRIPT, 0, 0, 0),
     spec!("time", Time, 1, LOADING | STALE | FAST, 0, 0, 0),
     spec!("lastsave", Lastsave, 1, LOADING | STALE | FAST, 0, 0, 0),
+    // Ours, not Valkey's/Redis's: FERROCLUSTER CKQUORUM | SUMMARY | HELP (src/readiness.rs).
+    spec!("ferrocluster", Ferrocluster, -2, LOADING | STALE, 0, 0, 0),
 ];
 
 /// Finds a command by name, ASCII case-insensitively, without allocating.

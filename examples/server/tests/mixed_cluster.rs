@@ -2,7 +2,7 @@
 //! the same bus (spec `cluster-bus.md` §21 "what Redis 7.0 does differently", §22 "interop
 //! checklist").
 //!
-//! Each test forms its own mixed cluster on its own ports (data 24000-24049, bus 25000-25049:
+//! Each test forms its own mixed cluster on its own ports (data 24000-24059, bus 25000-25059:
 //! see [`mixed::BUS_OFFSET`]) with `cluster-node-timeout` 3000, so the tests can run in
 //! parallel. Every test ends with
 //! [`Mixed::assert_bus_clean`]: no real node logged a bus complaint, none of ours dropped a frame,
@@ -13,8 +13,8 @@
 mod mixed;
 
 use mixed::{
-    cluster_info_field, cmd, nodes_of, run_bounded, wait_for, Client, Kind, Mixed, Reply, Role,
-    CONVERGE,
+    cluster_info_field, cmd, hostnames_of, nodes_of, run_bounded, wait_for, Client, Kind, Mixed,
+    Reply, Role, CONVERGE,
 };
 use std::time::Duration;
 
@@ -405,5 +405,46 @@ fn pubsub_crosses_between_real_and_our_nodes() {
     assert_eq!(on_real.read_reply(), Ok(msg("news", "from-ours")));
     assert_eq!(pattern_on_real.read_reply(), Ok(pmsg("from-ours")));
 
+    m.assert_bus_clean();
+}
+
+/// `cluster-announce-hostname` on a real node and on ours (spec §6, §21.1). A Redis 7.0 node
+/// with a hostname sends EXT_DATA with the HOSTNAME extension alone, and knows no other
+/// extension type: our nodes must send it HOSTNAME only (no SHARDID, which it would log as
+/// "Received unknown extension type 3" on every ping — [`Mixed::assert_bus_clean`] fails on
+/// that). Node 2 learns the real node only through node 1's gossip (the MEET chain is 0→1→2),
+/// with EXTENSIONS_SUPPORTED copied from it (§6.3), so its first PINGs are covered too.
+/// Every node shows every hostname in CLUSTER NODES; each hostname seen on the real node
+/// proves that at least one extension-bearing message of that node of ours reached it.
+#[test]
+fn hostnames_cross_without_unknown_extensions() {
+    let hosts = [
+        "real-24050.example",
+        "ours-24051.example",
+        "ours-24052.example",
+    ];
+    let m = Mixed::form_with_hostnames(
+        "hostname",
+        24050,
+        &[(Real, Primary), (Ours, Primary), (Ours, Primary)],
+        &[(0, hosts[0]), (1, hosts[1]), (2, hosts[2])],
+    );
+    let want: std::collections::BTreeMap<String, Option<String>> = m
+        .members
+        .iter()
+        .zip(hosts)
+        .map(|(n, h)| (n.id.clone(), Some(h.to_string())))
+        .collect();
+    wait_for(CONVERGE, "every node to show every hostname", || {
+        for p in m.live_ports() {
+            let got = hostnames_of(p)?;
+            if got != want {
+                return Err(format!("{p} shows {got:?}"));
+            }
+        }
+        Ok(())
+    });
+    // The real node's view of our hostnames is also what redis-cli --cluster check reads.
+    m.assert_cluster_check(m.m(0).port);
     m.assert_bus_clean();
 }

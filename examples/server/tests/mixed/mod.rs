@@ -65,6 +65,8 @@ pub struct Proc {
     nodes_conf: Option<String>,
     /// How often it was started again after its port turned out to be taken.
     restarts: u32,
+    /// `cluster-announce-hostname` it is started with.
+    hostname: Option<String>,
 }
 
 /// Every process a test started; all are killed on drop.
@@ -73,6 +75,8 @@ pub struct Procs {
     pub base: PathBuf,
     /// Started processes, in start order (a restarted port appears twice).
     pub procs: Vec<Proc>,
+    /// `cluster-announce-hostname` per data port, for every start of a node on that port.
+    pub hostnames: BTreeMap<u16, String>,
 }
 
 /// Fails (never skips) when an external tool is missing, with the install hint.
@@ -103,6 +107,7 @@ impl Procs {
         Procs {
             base,
             procs: Vec::new(),
+            hostnames: BTreeMap::new(),
         }
     }
 
@@ -130,6 +135,7 @@ impl Procs {
             child: None,
             nodes_conf: None,
             restarts: 0,
+            hostname: None,
         });
         dir
     }
@@ -147,11 +153,13 @@ impl Procs {
             child: None,
             nodes_conf,
             restarts: 0,
+            hostname: None,
         });
         dir
     }
 
     fn launch(&mut self, mut p: Proc) {
+        p.hostname = self.hostnames.get(&p.port).cloned();
         p.child = Some(start(&p));
         self.procs.push(p);
     }
@@ -276,6 +284,7 @@ fn start(p: &Proc) -> Child {
             .collect();
             Command::new("redis-server")
                 .args(&args)
+                .args(hostname_args(p))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -296,6 +305,7 @@ fn start(p: &Proc) -> Child {
                 .arg("--dir")
                 .arg(&p.dir)
                 .args(["--loglevel", "verbose"])
+                .args(hostname_args(p))
                 .env("NO_COLOR", "1")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -305,6 +315,14 @@ fn start(p: &Proc) -> Child {
                 .spawn()
                 .expect("spawn ferrocluster-server")
         }
+    }
+}
+
+/// `--cluster-announce-hostname H` when the node has one (both servers take the same flag).
+fn hostname_args(p: &Proc) -> Vec<String> {
+    match &p.hostname {
+        Some(h) => vec!["--cluster-announce-hostname".into(), h.clone()],
+        None => Vec::new(),
     }
 }
 
@@ -603,6 +621,25 @@ pub fn parse_nodes(text: &str) -> Result<Vec<NodeLine>, String> {
         .collect()
 }
 
+/// The hostname each node shows in `CLUSTER NODES` of the node on `port` (the text after the
+/// first `,` of the address field, §19.1; `None` when absent or empty), keyed by node ID.
+pub fn hostnames_of(port: u16) -> Result<BTreeMap<String, Option<String>>, String> {
+    let text = try_cmd(port, &["CLUSTER", "NODES"])?.text();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let addr = f.get(1).ok_or_else(|| format!("short line {l:?}"))?;
+            let host = addr
+                .split(',')
+                .nth(1)
+                .filter(|h| !h.is_empty())
+                .map(str::to_string);
+            Ok((f[0].to_string(), host))
+        })
+        .collect()
+}
+
 /// `CLUSTER NODES` of the node on `port`, parsed, keyed by node ID.
 pub fn nodes_of(port: u16) -> Result<BTreeMap<String, NodeLine>, String> {
     let text = try_cmd(port, &["CLUSTER", "NODES"])?.text();
@@ -661,8 +698,22 @@ impl Mixed {
     /// consecutive nodes (node `i - 1` sends MEET to node `i`), attaches replicas and waits for
     /// the full expected view on every node.
     pub fn form(name: &str, base_port: u16, layout: &[(Kind, Role)]) -> Mixed {
+        Mixed::form_with_hostnames(name, base_port, layout, &[])
+    }
+
+    /// [`Mixed::form`] with `cluster-announce-hostname` set on some members: `(layout index,
+    /// hostname)`.
+    pub fn form_with_hostnames(
+        name: &str,
+        base_port: u16,
+        layout: &[(Kind, Role)],
+        hostnames: &[(usize, &str)],
+    ) -> Mixed {
         let mut procs = Procs::new(name);
         let ports: Vec<u16> = (0..layout.len() as u16).map(|i| base_port + i).collect();
+        for &(i, h) in hostnames {
+            procs.hostnames.insert(ports[i], h.to_string());
+        }
         for (&(kind, _), &port) in layout.iter().zip(&ports) {
             match kind {
                 Kind::Real => procs.spawn_real(port),

@@ -11,11 +11,12 @@
 //! `harness = false`: this prints figures rather than criterion statistics, because one
 //! sample of the 1000-node run takes long. Sizes: `SIM_BENCH_SIZES` (default `10,100,1000`);
 //! simulated seconds: `SIM_BENCH_SECS` (default 60) and `SIM_BENCH_SECS_1000` for 1000 nodes
-//! (default 20); node timeouts in ms: `SIM_BENCH_TIMEOUTS` (default `15000,60000`).
+//! (default 20); node timeouts in ms: `SIM_BENCH_TIMEOUTS` (default `15000,60000`); start-up
+//! spread in ms: `SIM_BENCH_STAGGER_MS` (default: 1 ms per node, at most 5000).
 #![allow(clippy::disallowed_methods)] // a host: wall-clock time is what it measures
 
 use ferrocluster_sim::node::ClusterConfig;
-use ferrocluster_sim::{preset_cluster_sim, NetConfig};
+use ferrocluster_sim::{preset_cluster_sim_staggered, NetConfig};
 use std::time::Instant;
 
 /// The PING type code (facts sheet §4).
@@ -44,7 +45,12 @@ fn run(n: usize, timeout_ms: u64, sim_secs: u64) -> Figures {
         ..ClusterConfig::default()
     };
     let started = Instant::now();
-    let mut sim = match preset_cluster_sim(7, n, config, NetConfig::default()) {
+    // Nodes join one after another over the first seconds (1 ms apart, at most 5 s): at
+    // start-up every node PINGs every peer as its links come up, and 1000 nodes starting at
+    // one instant put ~1M full PINGs (~12.7 KB each, ~11 GB) in flight at once.
+    let stagger_ms = env_list("SIM_BENCH_STAGGER_MS", &[(n as u64).min(5_000)])[0];
+    let mut sim = match preset_cluster_sim_staggered(7, n, config, NetConfig::default(), stagger_ms)
+    {
         Ok(s) => s,
         Err(v) => panic!("cluster did not start: {v}"),
     };
@@ -52,7 +58,7 @@ fn run(n: usize, timeout_ms: u64, sim_secs: u64) -> Figures {
     // Steady state: the first round of PINGs (one ping interval after the load) is past;
     // measure over the rest of the run.
     let total_ms = sim_secs * 1000;
-    let warm_ms = (timeout_ms / 2 + 2_000).min(total_ms / 2);
+    let warm_ms = (stagger_ms + timeout_ms / 2 + 2_000).min(total_ms / 2);
     if let Err(v) = sim.run_for(warm_ms) {
         panic!("{v}");
     }

@@ -124,7 +124,7 @@ impl Epoch {
     ///   becomes a primary with the header configEpoch ("a failover occurred in the shard");
     ///   otherwise the sender loses all its slots. In all cases the sender becomes a replica;
     /// * if P is known and differs from the sender's recorded primary, the sender moves to P
-    ///   (P gets MIGRATE_TO), takes P's shard ID, and — if myself is a replica whose primary
+    ///   (P gets MIGRATE_TO), takes P's shard ID (so do the replicas under it), and — if myself is a replica whose primary
     ///   now replicates some X other than myself — myself follows X (a sub-replica fix; full
     ///   sync unless X is in my shard).
     ///
@@ -194,9 +194,9 @@ impl Epoch {
                 out.push(EpochEffect::UpdateState);
             }
         }
-        let shard = topo.node(&p).map(|n| n.shard_id);
-        if let (Some(shard), Some(n)) = (shard, topo.node_mut(sender)) {
-            n.shard_id = shard;
+        // The sender — and every replica under it — joins P's shard (`updateShardId`, PR #573).
+        if let Some(shard) = topo.node(&p).map(|n| n.shard_id) {
+            topo.set_shard_id(sender, shard);
         }
         out.push(EpochEffect::Save);
     }

@@ -70,7 +70,8 @@ pub(crate) fn same_shard(topo: &Topology, a: &NodeId, b: &NodeId) -> bool {
 impl Epoch {
     /// `clusterSetPrimary(n, close_slots, full_sync)`: myself becomes a replica of `primary`.
     /// A primary myself drops PRIMARY and MIGRATE_TO; `close_slots` clears every importing and
-    /// migrating mark; myself takes the primary's shard ID; the manual failover state is reset
+    /// migrating mark; myself (and any replica under it) takes the primary's shard ID; the
+    /// manual failover state is reset
     /// (unpausing writes if myself was serving one) and any scheduled election is forgotten.
     /// Effects: [`EpochEffect::BecomeReplica`] (plus [`EpochEffect::UnpauseWrites`] if a pause
     /// ends). The caller pushes the save and state effects of its rule. Returns false (and does
@@ -100,7 +101,7 @@ impl Epoch {
             }
         }
         attach_replica(topo, &me, primary);
-        topo.myself_mut().shard_id = shard;
+        topo.set_shard_id(&me, shard);
         out.push(EpochEffect::BecomeReplica {
             primary: *primary,
             ip,

@@ -576,21 +576,26 @@ impl Gossip {
                 _ => {}
             }
         }
-        // Shard ID: absent → a replica takes its primary's (§6.4).
+        // Shard ID (§6.4): absent → a replica takes its primary's. A replica is always in its
+        // primary's shard, so the announced ID applies to the sender's whole replication tree
+        // (its top primary, every replica under it, myself if I am one of them): Valkey's
+        // `updateShardId` with PR #573, which also moves a primary to the shard its replica
+        // announces ("best effort" for primaries that send no SHARDID). Never from a remote
+        // claim onto myself as the top: my own shard is mine to announce, and a replica of
+        // mine is put back in it.
         let shard = shard.or_else(|| {
             let n = topo.node(sender)?;
             n.primary.and_then(|p| topo.node(&p)).map(|p| p.shard_id)
         });
         if let Some(shard) = shard {
-            if let Some(n) = topo.node_mut(sender) {
-                if n.shard_id != shard {
-                    n.shard_id = shard;
-                    save = true;
-                }
-            }
-            if my_primary == Some(*sender) && topo.myself().shard_id != shard {
-                topo.myself_mut().shard_id = shard;
-                save = true;
+            let me = *topo.myself_id();
+            if let Some(root) = topo.shard_root(sender) {
+                let shard = if root == me {
+                    topo.myself().shard_id
+                } else {
+                    shard
+                };
+                save |= topo.set_shard_id(&root, shard);
             }
         }
         if save {

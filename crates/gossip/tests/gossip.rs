@@ -292,3 +292,111 @@ fn ping_stops_before_claims_and_gossip_section_runs_after() {
     assert!(out.contains(&GossipEffect::NodeDiscovered(c_id)));
     assert_eq!(b.node(&a_id).unwrap().slot_count(), 0);
 }
+
+/// A PING built by `from` (its own shard ID goes in the SHARDID extension) and run through
+/// `to`'s gossip and extension processing (§8 step 6i).
+fn deliver_ping(from: &Topology, to: &mut Topology, rng: &mut ChaCha8Rng, now: Millis) {
+    let from_id = *from.myself_id();
+    let mut g = Gossip::new();
+    // `to` has shown the full extension set (a Valkey peer).
+    g.links
+        .set_extension_set(*to.myself_id(), ExtensionSet::Full);
+    let ping = build_ping(
+        from,
+        &g.links,
+        &g.blacklist,
+        &cfg(),
+        0,
+        PingKind::Ping,
+        Some(to.myself_id()),
+        true,
+        0,
+        now,
+        rng,
+    );
+    let mut gt = Gossip::new();
+    let mut out = Vec::new();
+    gt.handle_message_gossip(to, &cfg(), &from_id, &ping, now, &mut out);
+}
+
+/// `to` learns node `id` (flags `flags`, shard `shard`).
+fn know(to: &mut Topology, id: NodeId, flags: NodeFlags, shard: ShardId, now: Millis) {
+    let mut n = Node::new(id, shard, now);
+    n.flags = flags;
+    n.ip = Some(lo());
+    to.add_node(n).unwrap();
+}
+
+#[test]
+fn a_primarys_shard_id_reaches_its_replicas_and_myself() {
+    // valkey-io/valkey #774 / #2171, fixed by PR #573: B replicates A and knows A, R (another
+    // replica of A) and R2 (a replica of R) only with placeholder shard IDs. A's SHARDID
+    // extension moves all of them — and B itself — to A's shard.
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let now = Millis(1_000_000);
+    let mut a = Topology::fresh(&mut rng, now);
+    let a_id = *a.myself_id();
+    let mut b = Topology::fresh(&mut rng, now);
+    let b_id = *b.myself_id();
+    let (r, r2) = (NodeId::random(&mut rng), NodeId::random(&mut rng));
+    let placeholder = ShardId::random(&mut rng);
+    know(&mut b, a_id, NodeFlags::PRIMARY, placeholder, now);
+    know(&mut b, r, NodeFlags::REPLICA, placeholder, now);
+    know(
+        &mut b,
+        r2,
+        NodeFlags::REPLICA,
+        ShardId::random(&mut rng),
+        now,
+    );
+    b.set_primary(&r, a_id).unwrap();
+    b.set_primary(&r2, r).unwrap();
+    b.set_primary(&b_id, a_id).unwrap();
+    b.myself_mut().shard_id = placeholder;
+    let real = a.myself().shard_id;
+    know(&mut a, b_id, NodeFlags::REPLICA, real, now);
+    deliver_ping(&a, &mut b, &mut rng, now);
+    for id in [a_id, r, r2, b_id] {
+        assert_eq!(b.node(&id).unwrap().shard_id, real, "{id}");
+    }
+}
+
+#[test]
+fn a_replicas_shard_id_moves_its_primary_but_never_myself_as_primary() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let now = Millis(1_000_000);
+    // X is a primary; R replicates X but announces a shard ID of its own (its fresh one).
+    let mut x = Topology::fresh(&mut rng, now);
+    let x_id = *x.myself_id();
+    let mut r = Topology::fresh(&mut rng, now);
+    let r_id = *r.myself_id();
+    let r_shard = r.myself().shard_id;
+    know(&mut r, x_id, NodeFlags::PRIMARY, x.myself().shard_id, now);
+    r.set_primary(&r_id, x_id).unwrap();
+    // On X (myself is R's primary): my shard stays, R is put back in it.
+    let x_shard = x.myself().shard_id;
+    know(
+        &mut x,
+        r_id,
+        NodeFlags::REPLICA,
+        ShardId::random(&mut rng),
+        now,
+    );
+    x.set_primary(&r_id, x_id).unwrap();
+    deliver_ping(&r, &mut x, &mut rng, now);
+    assert_eq!(x.myself().shard_id, x_shard);
+    assert_eq!(x.node(&r_id).unwrap().shard_id, x_shard);
+    // On a third node O: R's announced shard moves X too (PR #573's best effort for
+    // primaries that send no SHARDID), so the two stay in one shard.
+    let mut o = Topology::fresh(&mut rng, now);
+    know(&mut o, x_id, NodeFlags::PRIMARY, x_shard, now);
+    know(&mut o, r_id, NodeFlags::REPLICA, x_shard, now);
+    o.set_primary(&r_id, x_id).unwrap();
+    deliver_ping(&r, &mut o, &mut rng, now);
+    assert_eq!(o.node(&x_id).unwrap().shard_id, r_shard);
+    assert_eq!(o.node(&r_id).unwrap().shard_id, r_shard);
+    // X's own SHARDID puts both back.
+    deliver_ping(&x, &mut o, &mut rng, now);
+    assert_eq!(o.node(&x_id).unwrap().shard_id, x_shard);
+    assert_eq!(o.node(&r_id).unwrap().shard_id, x_shard);
+}

@@ -440,7 +440,8 @@ impl ClusterNode {
         if primary == &me || self.topo.set_primary(&me, *primary).is_err() {
             return;
         }
-        self.topo.myself_mut().shard_id = shard;
+        // Myself and any replica under it join the primary's shard (Valkey PR #573).
+        self.topo.set_shard_id(&me, shard);
         self.manual_failover = None;
         if self.epoch.manual_failover().end().is_some()
             || self.epoch.election().auth_time().is_some()

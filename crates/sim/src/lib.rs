@@ -50,6 +50,19 @@
 //!   frames sniffed off the streams, [`Sim::auth_frames`]), the epoch convergence check,
 //!   the random failover run and the failover-time measurement of the benchmark.
 //!
+//! # Seeds and sweeps
+//!
+//! CI runs the default seed counts (a debug build on 2 cores: `cargo test -p
+//! ferrocluster-sim` takes about 80 s there). Bigger sweeps set the counts:
+//!
+//! ```text
+//! FERROCLUSTER_SIM_SEEDS=3000 cargo test -p ferrocluster-sim --test random_faults
+//! FERROCLUSTER_SIM_FAILOVER_SEEDS=3400 cargo test -p ferrocluster-sim --test random_failover
+//! ```
+//!
+//! and one failing seed replays with `FERROCLUSTER_SIM_SEED=<seed>` (every seeded test
+//! honours it). Run sweeps with `--release` for speed.
+//!
 //! The engine surface the simulator drives is the [`Engine`] trait; [`cluster`] implements
 //! it for `ferrocluster_node::ClusterNode` and holds the cluster invariants and scenario
 //! helpers.
@@ -69,8 +82,8 @@ pub mod trace;
 pub mod world;
 
 pub use cluster::{
-    check_converged, cluster_sim, cluster_sim_with, preset_cluster_sim, ClusterInvariants,
-    ClusterSim, ClusterSimExt, SimError,
+    check_converged, cluster_sim, cluster_sim_with, preset_cluster_sim,
+    preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt, SimError,
 };
 pub use disk::Disk;
 pub use engine::{Engine, EngineOutput, LinkEvent};

@@ -189,6 +189,10 @@ enum Ev {
         incarnation: u32,
         seq: u64,
     },
+    /// The delayed first start of a host ([`Sim::new_staggered`]).
+    Start {
+        host: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -293,27 +297,56 @@ impl<E: Engine> Sim<E> {
         seed: u64,
         net: NetConfig,
         hosts: usize,
+        factory: Factory<E>,
+    ) -> Result<Sim<E>, Violation> {
+        Sim::new_staggered(seed, net, hosts, factory, &|_| 0)
+    }
+
+    /// [`Sim::new`] with staggered start-up: host *i* starts `start_delay_ms(i)` ms after
+    /// [`START_TIME`] (0: at once, as with [`Sim::new`]). Until then it is down without
+    /// having crashed (connects to it are refused, [`Sim::crashes`] stays 0); it starts as
+    /// [`Sim::restart`] would, from its (empty) disk. Large clusters use this to bound the
+    /// bytes in flight: every node PINGs every peer as its links come up, so 1000 nodes
+    /// starting at one instant put ~1M full PINGs (~12.7 KB each) in flight at once.
+    ///
+    /// # Errors
+    /// A [`Violation`] of `engine start` if the factory refuses a host started at once
+    /// (a delayed host's refusal stops the run at its start time).
+    pub fn new_staggered(
+        seed: u64,
+        net: NetConfig,
+        hosts: usize,
         mut factory: Factory<E>,
+        start_delay_ms: &dyn Fn(usize) -> u64,
     ) -> Result<Sim<E>, Violation> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let now = START_TIME;
         let mut hs = Vec::with_capacity(hosts);
         let mut by_addr = BTreeMap::new();
+        let mut delayed = Vec::new();
         for i in 0..hosts {
             let ip = host_ip(i);
             by_addr.insert((ip, BUS_PORT), i);
-            let engine = factory(i, now, rng.next_u64(), None).map_err(|message| Violation {
-                seed,
-                at: now,
-                elapsed_ms: 0,
-                event_no: 0,
-                host: i,
-                invariant: "engine start".into(),
-                message,
-            })?;
+            let delay = start_delay_ms(i);
+            let engine = if delay > 0 {
+                delayed.push((i, delay));
+                None
+            } else {
+                Some(
+                    factory(i, now, rng.next_u64(), None).map_err(|message| Violation {
+                        seed,
+                        at: now,
+                        elapsed_ms: 0,
+                        event_no: 0,
+                        host: i,
+                        invariant: "engine start".into(),
+                        message,
+                    })?,
+                )
+            };
             hs.push(Host {
                 ip,
-                engine: Some(engine),
+                engine,
                 incarnation: 0,
                 disk: Disk::new(),
                 links: BTreeMap::new(),
@@ -352,6 +385,9 @@ impl<E: Engine> Sim<E> {
         };
         for i in 0..hosts {
             sim.after_engine_call(i);
+        }
+        for (host, delay) in delayed {
+            sim.schedule(now.saturating_add_ms(delay), Ev::Start { host });
         }
         Ok(sim)
     }
@@ -858,6 +894,10 @@ impl<E: Engine> Sim<E> {
                 incarnation,
                 seq,
             } => self.on_fsync(host, incarnation, seq),
+            Ev::Start { host } => {
+                // A refusal is recorded as the run's violation and stops it.
+                let _ = self.restart(host);
+            }
         }
     }
 

@@ -335,3 +335,23 @@ fn break_links_closes_both_ends() {
     assert_eq!(sim.open_links(0), 0);
     assert_eq!(sim.open_links(1), 0);
 }
+
+#[test]
+fn staggered_hosts_start_at_their_delay_and_mesh_like_the_others() {
+    use ferrocluster_sim::{preset_cluster_sim_staggered, ClusterSimExt};
+    let cfg = ferrocluster_sim::node::ClusterConfig {
+        node_timeout_ms: 15_000,
+        ..ferrocluster_sim::node::ClusterConfig::default()
+    };
+    // 4 hosts over 2 s: hosts start at +0, +500, +1000 and +1500 ms.
+    let mut s = preset_cluster_sim_staggered(5, 4, cfg, NetConfig::default(), 2_000).unwrap();
+    assert!(s.is_up(0) && !s.is_up(1) && !s.is_up(3));
+    s.run_for(499).unwrap();
+    assert!(!s.is_up(1));
+    s.run_for(1).unwrap();
+    assert!(s.is_up(1) && !s.is_up(2));
+    s.run_for(1_000).unwrap();
+    assert!((0..4).all(|h| s.is_up(h)));
+    assert_eq!(s.crashes(3), 0, "a delayed start is no crash");
+    assert!(s.run_until_mesh(&[0, 1, 2, 3], 10_000).unwrap());
+}

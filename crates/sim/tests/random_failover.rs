@@ -6,8 +6,8 @@
 //! left down while a synced replica of it runs — every node agrees on every slot's owner and
 //! configEpoch, no two slot owners share a configEpoch, and cluster_state is ok (§10–§12).
 //!
-//! Seed count: FERROCLUSTER_SIM_FAILOVER_SEEDS (default 100; the 12-host variant runs a
-//! quarter of it); one seed: FERROCLUSTER_SIM_SEED.
+//! Seed count: FERROCLUSTER_SIM_FAILOVER_SEEDS (default 100; the 12-host variant runs an
+//! eighth of it); one seed: FERROCLUSTER_SIM_SEED.
 
 use ferrocluster_sim::seed::{check_seeds, seed_count_from, FAILOVER_SEEDS_ENV};
 use ferrocluster_sim::{random_failover_run, FailoverPlan, Violation};
@@ -59,7 +59,7 @@ fn random_faults_with_two_replicas_per_primary_converge_and_never_double_vote() 
         max_down: 3,
         ..FailoverPlan::default()
     };
-    let count = seed_count_from(FAILOVER_SEEDS_ENV, DEFAULT_SEEDS) / 4;
+    let count = seed_count_from(FAILOVER_SEEDS_ENV, DEFAULT_SEEDS) / 8;
     let mut promotions = 0u64;
     check_seeds(
         "random_faults_with_two_replicas_per_primary_converge_and_never_double_vote",

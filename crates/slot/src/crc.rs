@@ -3,29 +3,73 @@
 //! CRC16/XMODEM: poly 0x1021, init 0, no reflection, no final XOR; the check value of
 //! `"123456789"` is 0x31C3 (facts sheet §20.1).
 //!
-//! * Inputs shorter than [`FOLD_MIN_LEN`] bytes (nearly every real key): slicing-by-16 tables
-//!   from the `crc` crate, 16 table lookups per 16 input bytes, no set-up cost. The tables
-//!   (16 × 256 × 2 bytes = 8 KiB) are computed at compile time.
+//! * Inputs shorter than [`FOLD_MIN_LEN`] bytes (nearly every real key): our own slicing
+//!   tables ([`TABLES`], 16 × 256 × 2 bytes = 8 KiB, computed at compile time). 16-byte
+//!   chunks take 16 independent lookups each, and the last 0..=15 bytes one more slice of
+//!   independent lookups, so a key shorter than 16 bytes never pays a byte-by-byte dependency
+//!   chain. No set-up cost per call.
 //! * From [`FOLD_MIN_LEN`] bytes on: the `crc-fast` crate, which folds 128-bit (or 512-bit)
 //!   blocks by carry-less multiplication (PCLMULQDQ / VPCLMULQDQ on x86_64, PMULL on aarch64),
 //!   picked by runtime CPU feature detection, with its own table code on other CPUs. Using it
 //!   keeps this crate free of `unsafe`.
 //!
-//! Why the split (criterion, x86_64 with AVX-512 on a shared 2-core machine, so ratios matter
-//! more than absolute figures): `crc-fast` costs about 25 ns whatever the length below
-//! 128 bytes (the table needs 11 ns for 64 bytes), draws level around 128-192 bytes, and is
-//! ahead from 256 bytes on (39 vs 62 ns at 256, 44 vs 117 ns at 512, 1.6 µs vs 15 µs at
-//! 64 KiB, i.e. about 39 GiB/s against 4 GiB/s).
+//! Measurements behind the split (criterion, x86_64 with AVX-512 on a shared, loaded 2-core
+//! machine, so ratios matter more than absolute figures):
+//! * `crc-fast` costs about 25 ns whatever the length below 128 bytes, where tables need
+//!   11 ns for 64 bytes; the two draw level around 128-192 bytes, and `crc-fast` is ahead
+//!   from 256 bytes on (39 vs 62 ns at 256, 44 vs 117 ns at 512, 1.6 µs vs 15 µs at 64 KiB,
+//!   i.e. about 39 GiB/s against 4 GiB/s). Its cost also depends on the length's remainder
+//!   modulo its block size: at 255 bytes it took 131 ns against 101 ns for slicing-by-16
+//!   tables; from 256 bytes on it was at worst about level (84 vs 72 ns at 320) and ahead at
+//!   every other length measured up to 1023 (e.g. 66 vs 134 ns at 700, 95 vs 180 ns at 1023).
+//! * The `crc` crate's `Table<16>` (used before) handles a remainder under 16 bytes one
+//!   dependent lookup per byte and re-reads its algorithm parameters on every call; with it,
+//!   8-byte keys took 19-28 ns against 13-17 ns for the bytewise `crc16` crate. With the
+//!   tables here they take 8-21 ns against 9-30 ns in the same runs (`benches/slot_hash.rs`).
 
-use crc::{Crc, Table, CRC_16_XMODEM};
 use crc_fast::CrcAlgorithm;
 
 /// Length in bytes from which [`crc16_xmodem`] uses carry-less-multiply folding instead of
-/// the slicing-by-16 tables (see the module docs for the measurement behind it).
+/// the slicing tables (see the module docs for the measurement behind it).
 pub(crate) const FOLD_MIN_LEN: usize = 256;
 
-/// Slicing-by-16 CRC16/XMODEM tables, built at compile time.
-static XMODEM: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
+/// The CRC16/XMODEM generator polynomial without its x^16 term.
+const POLY: u16 = 0x1021;
+
+/// Slicing tables: `TABLES[k][b]` is the CRC register after byte `b` followed by `k` zero
+/// bytes, starting from a zero register. `TABLES[0]` is the classic byte-at-a-time table.
+/// 16 × 256 × 2 bytes = 8 KiB, computed at compile time.
+static TABLES: [[u16; 256]; 16] = build_tables();
+
+const fn build_tables() -> [[u16; 256]; 16] {
+    let mut t = [[0u16; 256]; 16];
+    let mut b = 0;
+    while b < 256 {
+        let mut crc = (b as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ POLY
+            } else {
+                crc << 1
+            };
+            bit += 1;
+        }
+        t[0][b] = crc;
+        b += 1;
+    }
+    let mut k = 1;
+    while k < 16 {
+        let mut b = 0;
+        while b < 256 {
+            let prev = t[k - 1][b];
+            t[k][b] = (prev << 8) ^ t[0][(prev >> 8) as usize];
+            b += 1;
+        }
+        k += 1;
+    }
+    t
+}
 
 /// CRC16/XMODEM of `bytes`: tables below [`FOLD_MIN_LEN`] bytes, folding from there on.
 /// Both engines compute the same function; the choice only changes speed.
@@ -38,10 +82,42 @@ pub(crate) fn crc16_xmodem(bytes: &[u8]) -> u16 {
     }
 }
 
-/// CRC16/XMODEM with slicing-by-16 tables (the short-input engine).
+/// CRC16/XMODEM with slicing tables (the short-input engine): 16-byte chunks, then the last
+/// 0..=15 bytes in one more slice. Every lookup of a slice is independent of the others, so
+/// a short key costs about one load latency instead of one per byte.
 #[inline]
 pub(crate) fn by_table(bytes: &[u8]) -> u16 {
-    XMODEM.checksum(bytes)
+    let mut chunks = bytes.chunks_exact(16);
+    let mut crc = 0u16;
+    for chunk in &mut chunks {
+        crc = slice(crc, chunk);
+    }
+    slice(crc, chunks.remainder())
+}
+
+/// Advances the register `crc` over `bytes` (at most 16 of them) with one lookup per byte.
+///
+/// For `n >= 2` bytes the 16-bit register is absorbed by the first two bytes, and byte `i`
+/// is followed by `n - 1 - i` more, so the new register is the XOR of
+/// `TABLES[n - 1 - i][byte i]` (the first two bytes XORed with the register's high and low
+/// halves). One byte shifts the register by 8 bits instead.
+#[inline(always)]
+fn slice(crc: u16, bytes: &[u8]) -> u16 {
+    let n = bytes.len();
+    let [hi, lo] = crc.to_be_bytes();
+    match bytes {
+        [] => crc,
+        [b] => (crc << 8) ^ TABLES[0][usize::from(hi ^ b)],
+        [b0, b1, rest @ ..] => {
+            // `& 15` keeps every index provably in range (n <= 16 by contract).
+            let mut acc = TABLES[(n - 1) & 15][usize::from(hi ^ b0)]
+                ^ TABLES[(n - 2) & 15][usize::from(lo ^ b1)];
+            for (i, &b) in rest.iter().enumerate() {
+                acc ^= TABLES[(n - 3 - i) & 15][usize::from(b)];
+            }
+            acc
+        }
+    }
 }
 
 /// CRC16/XMODEM by `crc-fast`'s carry-less-multiply folding (the long-input engine; on a CPU

@@ -81,9 +81,6 @@ pub enum ConfErrorKind {
     /// A node listed as its own primary.
     #[error("node is its own primary")]
     SelfPrimary,
-    /// A replica whose `shard-id` differs from the shard its primary already has (§18.3).
-    #[error("replica shard-id differs from its primary's")]
-    ShardMismatch,
     /// A slot token that is not `N`, `A-B`, `[N->-id]` or `[N-<-id]` with slots in range.
     #[error("invalid slot token {0:?}")]
     Slot(String),
@@ -415,9 +412,13 @@ fn ensure_node<R: rand_core::RngCore + ?Sized>(
 ///   own line are created on demand (random shard ID from `rng`, no flags, no address);
 /// * flags are case-insensitive; `noaddr` also sets FAIL and `fail` sets `fail_time = now`;
 ///   exactly one line carries `myself`;
-/// * a replica without `shard-id` takes its primary's, a replica whose `shard-id` differs
-///   from a primary that already has a shard member is refused; a primary without one keeps
-///   a random one;
+/// * a replica without `shard-id` takes its primary's; a replica whose `shard-id` differs
+///   from a primary that already has a shard member is given the primary's (valkey-io/valkey
+///   PR #2174 — Valkey before it refused such a file, which a node could itself have written,
+///   issues #774 / #2171); a primary created on demand takes the shard-id of the first replica
+///   line naming it; a primary without one keeps a random one. When every line is read, each
+///   replica (and replica of a replica) gets the shard ID of the top of its replication
+///   chain, so a primary line read after its replicas' lines wins too;
 /// * non-zero ping_sent / pong_recv become `now` (Valkey uses the load time); zero stays
 ///   `None`;
 /// * a node with a primary gets configEpoch 0, others the written one;
@@ -500,18 +501,23 @@ pub fn load_nodes_conf<R: rand_core::RngCore + ?Sized>(
         let primary_shard = match l.primary {
             Some(p) => {
                 let pi = ensure_node(&mut nodes, p, rng, now);
-                Some((p, nodes[pi].shard_id))
+                Some((pi, nodes[pi].shard_id))
             }
             None => None,
         };
         let shard = match (l.shard_id, primary_shard) {
             (None, Some((_, ps))) => ps,
-            (Some(s), Some((_, ps))) => {
-                let shard_has_members = placed_shards.iter().any(|(_, sh)| *sh == ps);
-                if shard_has_members && s != ps {
-                    return Err(err(lineno, ConfErrorKind::ShardMismatch));
+            (Some(s), Some((pi, ps))) => {
+                if placed_shards.iter().any(|(_, sh)| *sh == ps) {
+                    // The primary's shard has members: a differing replica shard-id is
+                    // replaced by the primary's (valkey-io/valkey PR #2174; older releases
+                    // refused the file).
+                    ps
+                } else {
+                    // A primary created on demand joins its replica's shard (Valkey).
+                    nodes[pi].shard_id = s;
+                    s
                 }
-                s
             }
             (Some(s), None) => s,
             (None, None) => nodes[i].shard_id,
@@ -590,6 +596,14 @@ fn build(
     last_vote_epoch: CurrentEpoch,
 ) -> Result<Topology, ConfErrorKind> {
     let mut topo = Topology::from_nodes(nodes, me).ok_or(ConfErrorKind::NoMyself)?;
+    // A replica is in its primary's shard (PR #2174): align every replication tree on its top.
+    let ids: Vec<NodeId> = topo.nodes().map(|n| n.id).collect();
+    for id in ids {
+        let root = topo.shard_root(&id).filter(|r| *r != id);
+        if let Some(shard) = root.and_then(|r| topo.node(&r)).map(|r| r.shard_id) {
+            topo.set_shard_id(&id, shard);
+        }
+    }
     // Every ID below was created by `ensure_node`, so these calls cannot fail; map defensively.
     for (s, id) in owners {
         topo.set_slot_owner(s, Some(id))
@@ -683,11 +697,18 @@ pub(crate) fn write_node_line(topo: &Topology, n: &Node, style: &LineStyle, out:
 /// `[N->-id]` for every migrating slot, then `[N-<-id]` for importing slots not also
 /// migrating (§18.1: a slot with both marks shows only the migrating form), ascending by slot.
 fn write_marks(topo: &Topology, out: &mut String) {
-    for s in Slot::all() {
-        if let Some(to) = topo.migrating_to(s) {
-            let _ = write!(out, " [{s}->-{to}]");
-        } else if let Some(from) = topo.importing_from(s) {
-            let _ = write!(out, " [{s}-<-{from}]");
+    // Slot order; a slot marked both ways is written as migrating (walking the two mark maps,
+    // not all 16384 slots: this runs on every save).
+    let mut marks: std::collections::BTreeMap<Slot, (bool, &NodeId)> = topo
+        .importing()
+        .map(|(s, from)| (s, (false, from)))
+        .collect();
+    marks.extend(topo.migrating().map(|(s, to)| (s, (true, to))));
+    for (s, (migrating, id)) in marks {
+        if migrating {
+            let _ = write!(out, " [{s}->-{id}]");
+        } else {
+            let _ = write!(out, " [{s}-<-{id}]");
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct Topology {
     importing: BTreeMap<Slot, NodeId>,
     migrating: BTreeMap<Slot, NodeId>,
     myself: NodeId,
+    /// Position of myself in `nodes` (kept by `from_nodes` and `remove_node`, the only
+    /// changes that move records): [`Topology::myself`] is called on every input.
+    myself_pos: usize,
     /// The cluster's currentEpoch.
     pub current_epoch: CurrentEpoch,
     /// The currentEpoch in which this node last voted (persisted before a vote leaves, §22).
@@ -68,6 +71,7 @@ impl Topology {
             importing: BTreeMap::new(),
             migrating: BTreeMap::new(),
             myself: id,
+            myself_pos: 0,
             current_epoch: CurrentEpoch(0),
             last_vote_epoch: CurrentEpoch(0),
         }
@@ -83,6 +87,7 @@ impl Topology {
             importing: BTreeMap::new(),
             migrating: BTreeMap::new(),
             myself,
+            myself_pos: 0,
             current_epoch: CurrentEpoch(0),
             last_vote_epoch: CurrentEpoch(0),
         };
@@ -95,7 +100,8 @@ impl Topology {
             t.index.insert(n.id, t.nodes.len());
             t.nodes.push(n);
         }
-        t.index.contains_key(&myself).then_some(t)
+        t.myself_pos = *t.index.get(&myself)?;
+        Some(t)
     }
 
     /// A brand-new identity as Valkey creates on first start (§18.3: random node ID and shard
@@ -118,14 +124,13 @@ impl Topology {
 
     /// Myself.
     pub fn myself(&self) -> &Node {
-        // The index always holds myself (invariant; remove_node refuses myself).
-        &self.nodes[self.index[&self.myself]]
+        // `myself_pos` always points at myself (invariant, checked by check_invariants).
+        &self.nodes[self.myself_pos]
     }
 
     /// Myself, mutable (not its ID or slots, see [`Node`]).
     pub fn myself_mut(&mut self) -> &mut Node {
-        let i = self.index[&self.myself];
-        &mut self.nodes[i]
+        &mut self.nodes[self.myself_pos]
     }
 
     /// The node with this ID (case-sensitive, §1.1).
@@ -200,6 +205,54 @@ impl Topology {
         self.nodes.iter().filter(move |n| n.shard_id == *shard)
     }
 
+    /// The top of `id`'s replication chain: follows `primary` while it names a known node
+    /// (at most [`Topology::len`] hops, so a cycle ends). `id` itself when it has no known
+    /// primary; `None` if `id` is unknown.
+    pub fn shard_root(&self, id: &NodeId) -> Option<NodeId> {
+        let mut cur = self.node(id)?;
+        for _ in 0..self.nodes.len() {
+            match cur.primary.as_ref().and_then(|p| self.node(p)) {
+                Some(p) if p.id != *id => cur = p,
+                _ => break,
+            }
+        }
+        Some(cur.id)
+    }
+
+    /// Sets the shard ID of `id` and of every node that replicates it, directly or through a
+    /// chain of replicas (myself included): a replica is always in its primary's shard. This
+    /// is Valkey's `updateShardId` with the fix of valkey-io/valkey PR #573 (replicas follow
+    /// their primary's new shard ID; before it, a replica could keep a placeholder shard ID
+    /// and write a nodes.conf its own restart refused, issues #774 / #2171).
+    ///
+    /// Returns whether any node's shard ID changed; `false` (nothing done) if `id` is unknown.
+    pub fn set_shard_id(&mut self, id: &NodeId, shard: ShardId) -> bool {
+        if !self.contains(id) {
+            return false;
+        }
+        let mut tree = vec![*id];
+        let mut i = 0;
+        while i < tree.len() {
+            let p = tree[i];
+            for n in &self.nodes {
+                if n.primary == Some(p) && !tree.contains(&n.id) {
+                    tree.push(n.id);
+                }
+            }
+            i += 1;
+        }
+        let mut changed = false;
+        for m in &tree {
+            if let Some(n) = self.node_mut(m) {
+                if n.shard_id != shard {
+                    n.shard_id = shard;
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
     // ----- node table changes -----
 
     /// Adds a node record. Its slot set is ignored (cleared): assign slots afterwards with
@@ -233,6 +286,9 @@ impl Topology {
         }
         let pos = *self.index.get(id).ok_or(TopologyError::UnknownNode(*id))?;
         let node = self.nodes.remove(pos);
+        if pos < self.myself_pos {
+            self.myself_pos -= 1;
+        }
         self.index.remove(id);
         for (i, n) in self.nodes.iter().enumerate().skip(pos) {
             self.index.insert(n.id, i);
@@ -496,12 +552,15 @@ impl Topology {
         if mine.len() != 1 || mine[0].id != self.myself {
             return Err(format!("{} nodes carry MYSELF", mine.len()));
         }
+        if self.nodes.get(self.myself_pos).map(|n| n.id) != Some(self.myself) {
+            return Err("myself's cached position is stale".into());
+        }
         for (i, n) in self.nodes.iter().enumerate() {
             if self.index.get(&n.id) != Some(&i) {
                 return Err(format!("index out of date for {}", n.id));
             }
             for s in n.slots.iter() {
-                if self.owners[s.index()] != Some(n.id) {
+                if self.owners[s.index()].as_ref() != Some(&n.id) {
                     return Err(format!("{} has slot {s} but the table disagrees", n.id));
                 }
             }
@@ -509,13 +568,24 @@ impl Topology {
         if self.index.len() != self.nodes.len() {
             return Err("index has stale entries".into());
         }
-        for (s, owner) in Slot::all().zip(self.owners.iter()) {
-            if let Some(o) = owner {
-                match self.node(o) {
-                    Some(n) if n.slots.contains(s) => {}
-                    _ => return Err(format!("slot {s} owner {o} does not hold it")),
+        // Every slot in a node's set maps to that node in the table (above), so the sets
+        // cover every owned slot exactly when they hold as many slots as the table has owned
+        // ones; only on a mismatch is the table walked slot by slot (16384 look-ups) to name
+        // the first slot whose owner does not hold it.
+        let held: usize = self.nodes.iter().map(|n| n.slots.len()).sum();
+        let owned = self.owners.iter().filter(|o| o.is_some()).count();
+        if held != owned {
+            for (s, owner) in Slot::all().zip(self.owners.iter()) {
+                if let Some(o) = owner {
+                    match self.node(o) {
+                        Some(n) if n.slots.contains(s) => {}
+                        _ => return Err(format!("slot {s} owner {o} does not hold it")),
+                    }
                 }
             }
+            return Err(format!(
+                "nodes hold {held} slots, the table has {owned} owners"
+            ));
         }
         for n in self.importing.values().chain(self.migrating.values()) {
             if !self.contains(n) {

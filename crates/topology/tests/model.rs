@@ -190,3 +190,41 @@ fn add_node_refuses_duplicates_and_second_myself() {
         Err(TopologyError::SecondMyself(_))
     ));
 }
+
+#[test]
+fn a_new_shard_id_reaches_the_whole_replication_tree_and_nothing_else() {
+    // ids[0] = myself; 1 is a primary, 2 and myself replicate it, 3 replicates 2 (a chain),
+    // 4 is an unrelated primary.
+    let (mut t, ids) = with_nodes(4);
+    t.set_primary(&ids[2], ids[1]).unwrap();
+    t.set_primary(&ids[0], ids[1]).unwrap();
+    t.set_primary(&ids[3], ids[2]).unwrap();
+    let other = t.node(&ids[4]).unwrap().shard_id;
+    let new = ShardId::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(99));
+    assert!(t.set_shard_id(&ids[1], new));
+    for (i, id) in ids.iter().enumerate().take(4) {
+        assert_eq!(t.node(id).unwrap().shard_id, new, "node {i}");
+    }
+    assert_eq!(t.node(&ids[4]).unwrap().shard_id, other);
+    // Same value again: nothing changes; unknown node: nothing done.
+    assert!(!t.set_shard_id(&ids[1], new));
+    assert!(!t.set_shard_id(&stranger(), new));
+    // The root of every member of the tree is the primary.
+    for id in &ids[..4] {
+        assert_eq!(t.shard_root(id), Some(ids[1]));
+    }
+    assert_eq!(t.shard_root(&ids[4]), Some(ids[4]));
+    assert_eq!(t.shard_root(&stranger()), None);
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn shard_root_ends_on_a_replication_cycle() {
+    let (mut t, ids) = with_nodes(2);
+    t.set_primary(&ids[1], ids[2]).unwrap();
+    t.set_primary(&ids[2], ids[1]).unwrap();
+    assert!(t.shard_root(&ids[1]).is_some());
+    let s = ShardId::random(&mut rng());
+    assert!(t.set_shard_id(&ids[1], s));
+    assert_eq!(t.node(&ids[2]).unwrap().shard_id, s);
+}

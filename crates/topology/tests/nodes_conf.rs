@@ -32,6 +32,66 @@ fn good() -> String {
     )
 }
 
+const C: &str = "0d9bd30a5e5ac1d77a1ad2d7d1e3a8b4f6c7e8f9";
+
+/// The shard-id of node `id` in a loaded file.
+fn shard_of(t: &Topology, id: &str) -> String {
+    t.node(&NodeId::parse(id).unwrap())
+        .unwrap()
+        .shard_id
+        .as_str()
+        .to_string()
+}
+
+#[test]
+fn a_replica_shard_id_that_differs_from_its_primarys_is_replaced_by_the_primarys() {
+    // The file a node wrote before the fix of valkey-io/valkey #774 / #2171: the replica B
+    // carries its primary's node ID as shard-id (a placeholder). PR #2174: loaded, and B is
+    // put in A's shard. Both line orders, myself on either side.
+    let primary_first = format!(
+        "{A} 127.0.0.1:1@2,,shard-id={S} myself,master - 0 0 1 connected 0-5\n\
+         {B} 127.0.0.1:3@4,,shard-id={A} slave {A} 0 0 1 connected\n"
+    );
+    let replica_first = format!(
+        "{B} 127.0.0.1:3@4,,shard-id={A} myself,slave {A} 0 0 1 connected\n\
+         {A} 127.0.0.1:1@2,,shard-id={S} master - 0 0 1 connected 0-5\n"
+    );
+    for text in [primary_first, replica_first] {
+        let t = load(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(shard_of(&t, A), S, "{text}");
+        assert_eq!(shard_of(&t, B), S, "{text}");
+        // Written back, the file is consistent and loads to the same shards.
+        let again = load(&save_nodes_conf(&t)).unwrap();
+        assert_eq!(shard_of(&again, B), S);
+    }
+}
+
+#[test]
+fn a_replica_of_a_replica_and_a_primary_without_shard_id_are_aligned_on_the_chain_top() {
+    // C replicates B which replicates A (a chain); B's line comes first and names a shard
+    // that A's own line later overrides; C names none.
+    let text = format!(
+        "{B} 127.0.0.1:3@4,,shard-id={B} slave {A} 0 0 1 connected\n\
+         {C} 127.0.0.1:5@6 myself,slave {B} 0 0 1 connected\n\
+         {A} 127.0.0.1:1@2,,shard-id={S} master - 0 0 1 connected 0-5\n"
+    );
+    let t = load(&text).unwrap();
+    for id in [A, B, C] {
+        assert_eq!(shard_of(&t, id), S, "{id}");
+    }
+    // A primary line without shard-id after its replica's: the primary joins the replica's
+    // shard (Valkey creates the primary on demand with the replica's shard ID).
+    let text = format!(
+        "{B} 127.0.0.1:3@4,,shard-id={S} myself,slave {A} 0 0 1 connected\n\
+         {A} 127.0.0.1:1@2 master - 0 0 1 connected 0-5\n"
+    );
+    let t = load(&text).unwrap();
+    assert_eq!(
+        (shard_of(&t, A), shard_of(&t, B)),
+        (S.to_string(), S.to_string())
+    );
+}
+
 #[test]
 fn spec_example_loads() {
     // §18.1 example lines.
@@ -177,15 +237,6 @@ fn corrupt_files_are_refused_with_line_and_reason() {
         (format!("{B} 127.0.0.1:1@2 master - 0 0 0 connected"), 0, |k| {
             matches!(k, ConfErrorKind::NoMyself)
         }),
-        // A replica whose shard-id differs from its (already placed) primary's (§18.3).
-        (
-            format!(
-                "{A} 127.0.0.1:1@2,,shard-id={S} myself,master - 0 0 0 connected\n\
-                 {B} 127.0.0.1:1@2,,shard-id={A} slave {A} 0 0 0 connected"
-            ),
-            2,
-            |k| matches!(k, ConfErrorKind::ShardMismatch),
-        ),
         // Announced values that would be unsafe.
         (format!("{A} 127.0.0.1:1@2,bad_host myself - 0 0 0 connected"), 1, |k| {
             matches!(k, ConfErrorKind::Announce(AnnounceError::Character { .. }))

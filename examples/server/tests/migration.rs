@@ -132,7 +132,7 @@ fn dump_restore_and_migrate_texts() {
             "23521",
             "k",
             "0",
-            "200",
+            "1000",
             "KEYS",
             "k"
         ]),
@@ -150,7 +150,7 @@ fn dump_restore_and_migrate_texts() {
             "23521",
             "k",
             "0",
-            "200",
+            "1000",
             "COPY",
             "REPLACE"
         ]),
@@ -166,7 +166,7 @@ fn dump_restore_and_migrate_texts() {
             "23521",
             "",
             "0",
-            "200",
+            "1000",
             "KEYS",
             "t1",
             "t2",
@@ -190,7 +190,7 @@ fn redis_cli_reshard_and_rebalance_then_check() {
     require_redis_tools();
     let mut procs = Procs::default();
     let dir = test_dir("migrate-legacy");
-    let ports = three_primaries(&mut procs, &dir, 23500);
+    let ports = three_primaries(&mut procs, &dir, 23560);
     let n = 300;
     let mut pipe = String::new();
     for i in 0..n {

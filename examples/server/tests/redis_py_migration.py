@@ -17,12 +17,20 @@ import time
 import redis
 from redis.cluster import RedisCluster
 
+FIRST, LAST = 0, 0
+
 
 def jobs(r):
     out = []
+    want = f"{FIRST}-{LAST}"
     for j in r.execute_command("CLUSTER", "GETSLOTMIGRATIONS"):
-        j = [x.decode() if isinstance(x, bytes) else x for x in j]
-        out.append(dict(zip(j[0::2], j[1::2])))
+        # redis-py may already have paired the flat map into a dict.
+        if not isinstance(j, dict):
+            j = dict(zip(j[0::2], j[1::2]))
+        dec = lambda x: x.decode() if isinstance(x, bytes) else x
+        j = {dec(k): dec(v) for k, v in j.items()}
+        if j.get("slot_ranges") == want:
+            out.append(j)
     return out
 
 
@@ -46,6 +54,8 @@ def owner_port(r, slot):
 def main() -> int:
     src_port, dst_port, first, last, nkeys = (int(x) for x in sys.argv[1:6])
     mode = sys.argv[6]
+    global FIRST, LAST
+    FIRST, LAST = first, last
     src = redis.Redis(port=src_port, socket_timeout=10)
     dst = redis.Redis(port=dst_port, socket_timeout=10)
     dst_id = dst.execute_command("CLUSTER", "MYID").decode()
@@ -85,7 +95,7 @@ def main() -> int:
             acked[k] = v
             stats["writes"] += 1
 
-    t = threading.Thread(target=writer)
+    t = threading.Thread(target=writer, daemon=True)
     t.start()
     time.sleep(0.3)
     assert src.execute_command(

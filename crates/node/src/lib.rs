@@ -131,7 +131,11 @@ pub use config::{
 };
 pub use error::NodeError;
 pub use exec::{error_reply, CommandOutcome, CommandRequest, ManualFailoverRequest};
-pub use ferrocluster_command::{ClusterCommand, FailoverMode};
+pub use ferrocluster_command as command;
+pub use ferrocluster_command::{
+    lookup, ClientState, ClusterCommand, CommandSpec, Dispatch, ErrorReply, FailoverMode,
+    KeyPresence, NoKeys, QueuedCommand, Route, RouteError,
+};
 pub use ferrocluster_gossip::{CommandError, LinkId};
 pub use ferrocluster_topology::Reply;
 pub use ferrocluster_topology::{Millis, NodeId, Topology};

@@ -561,26 +561,38 @@ fn parse_setslot<A: AsRef<[u8]>>(argv: &[A]) -> Result<SetSlot, ClusterError> {
     } else {
         return Err(ClusterError::SetSlotAction);
     };
+    // After the action only `TIMEOUT <ms>` pairs may follow (Valkey 8's one option); any other
+    // trailing argument is the action error, as Redis 7's exact argument counts give it
+    // (`CLUSTER SETSLOT 5 STABLE extra` -> "Invalid CLUSTER SETSLOT action or number of
+    // arguments. Try CLUSTER HELP").
+    let mut i = optarg;
+    while i < argc {
+        if !eq_ignore_case(a(i), "timeout") {
+            return Err(ClusterError::SetSlotAction);
+        }
+        i += 2;
+    }
     let mut timeout = Ok(SetSlotTimeout(None));
-    for i in optarg..argc {
-        if eq_ignore_case(a(i), "timeout") {
-            if i + 1 >= argc {
-                timeout = Err(ClusterError::MissingTimeout);
+    let mut i = optarg;
+    while i < argc {
+        // Every argument at an even distance from `optarg` is TIMEOUT (checked above).
+        if i + 1 >= argc {
+            timeout = Err(ClusterError::MissingTimeout);
+            break;
+        }
+        match parse_i64(a(i + 1)) {
+            None => {
+                timeout = Err(ClusterError::TimeoutNotInteger);
                 break;
             }
-            match parse_i64(a(i + 1)) {
-                None => {
-                    timeout = Err(ClusterError::TimeoutNotInteger);
-                    break;
-                }
-                Some(t) if t < 0 => {
-                    timeout = Err(ClusterError::TimeoutNegative);
-                    break;
-                }
-                // t >= 0 here.
-                Some(t) => timeout = Ok(SetSlotTimeout(Some(t as u64))),
+            Some(t) if t < 0 => {
+                timeout = Err(ClusterError::TimeoutNegative);
+                break;
             }
+            // t >= 0 here.
+            Some(t) => timeout = Ok(SetSlotTimeout(Some(t as u64))),
         }
+        i += 2;
     }
     Ok(SetSlot {
         slot,

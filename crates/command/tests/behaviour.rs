@@ -357,6 +357,36 @@ fn range_errors_come_after_earlier_pairs() {
 }
 
 #[test]
+fn setslot_trailing_arguments_are_the_action_error() {
+    // Redis 7 checks exact argument counts; the text is the captured one
+    // (vectors redis-7.0/text/errors.txt, setslot-bad-action).
+    let msg = "-ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
+    let captured =
+        String::from_utf8_lossy(&ferrocluster_testvectors::read("redis-7.0/text/errors.txt"))
+            .into_owned();
+    assert!(
+        captured.contains(msg),
+        "capture lacks the SETSLOT action text"
+    );
+    let text = format!("{msg}\r\n");
+    for args in [
+        &["CLUSTER", "SETSLOT", "5", "STABLE", "extra"][..],
+        &["CLUSTER", "SETSLOT", "5", "NODE", "abc", "extra"],
+        &["CLUSTER", "SETSLOT", "5", "MIGRATING", "abc", "extra"],
+        &["CLUSTER", "SETSLOT", "5", "IMPORTING", "abc", "foo", "bar"],
+        &["CLUSTER", "SETSLOT", "5", "STABLE", "TIMEOUT", "5", "extra"],
+    ] {
+        match parse(args).unwrap() {
+            ClusterCommand::SetSlot(Err(e)) => {
+                assert_eq!(e, ClusterError::SetSlotAction, "{args:?}");
+                assert_eq!(String::from_utf8(e.to_resp()).unwrap(), text, "{args:?}");
+            }
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn setslot_timeout_rules() {
     let get = |args: &[&str]| match parse(args).unwrap() {
         ClusterCommand::SetSlot(Ok(s)) => s.timeout,
@@ -375,10 +405,10 @@ fn setslot_timeout_rules() {
         Ok(None)
     );
     assert_eq!(
-        get(&["CLUSTER", "SETSLOT", "1", "STABLE", "foo", "bar"])
+        get(&["CLUSTER", "SETSLOT", "1", "NODE", "x", "TIMEOUT", "7"])
             .unwrap()
             .given_ms(),
-        None
+        Some(7)
     );
     assert_eq!(
         get(&["CLUSTER", "SETSLOT", "1", "STABLE", "TIMEOUT"]),

@@ -73,7 +73,7 @@ impl Gossip {
         }
 
         // Step 2.
-        if run % RANDOM_PING_EVERY == 0 && !topo.is_empty() {
+        if run.is_multiple_of(RANDOM_PING_EVERY) && !topo.is_empty() {
             let ids: Vec<NodeId> = topo.nodes().map(|n| *n.id()).collect();
             let mut best: Option<(Option<Millis>, NodeId)> = None;
             for _ in 0..RANDOM_PING_SAMPLE {

@@ -198,7 +198,7 @@ impl Migrations {
             if let Some(idx) = self
                 .jobs
                 .iter()
-                .rposition(|j| j.state == JobState::WaitingToSnapshot)
+                .position(|j| j.state == JobState::WaitingToSnapshot)
             {
                 self.try_start_snapshot(idx);
             }
@@ -273,11 +273,11 @@ impl Migrations {
                 }
             }
         }
-        // The next waiting export (oldest first) may start now.
+        // The next waiting export may start now: the first in the job list, as Valkey's cron walks it.
         if let Some(idx) = self
             .jobs
             .iter()
-            .rposition(|j| j.state == JobState::WaitingToSnapshot)
+            .position(|j| j.state == JobState::WaitingToSnapshot)
         {
             self.try_start_snapshot(idx);
         }

@@ -3,6 +3,7 @@
 
 use crate::client::{Args, ClientCtx};
 use crate::config::Config;
+use crate::nodesconf::{fatal_save_failure, NodesConfFile};
 use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
@@ -37,6 +38,8 @@ pub struct ClusterSide {
     pub links_open: usize,
     /// Routing configuration.
     pub routing: RoutingConfig,
+    /// The locked nodes.conf (durable, ordered writes: src/nodesconf.rs).
+    pub conf: Arc<NodesConfFile>,
 }
 
 impl ClusterSide {
@@ -84,6 +87,8 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
         ..ClusterConfig::default()
     };
     let path = config.nodes_conf_path();
+    // Lock before reading: a second process with the same file must not even load it.
+    let conf = Arc::new(NodesConfFile::open(&path)?);
     let saved = match std::fs::read(&path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == ErrorKind::NotFound => None,
@@ -96,8 +101,18 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
             }
             other => format!("bad cluster configuration: {other}"),
         })?;
+    // Redis saves the config at start (a new node's ID must survive a crash right after it).
+    let generation = conf.next_generation();
+    conf.write(generation, node.nodes_conf().as_bytes(), false)
+        .map_err(|e| {
+            format!(
+                "Fatal: can't update cluster config file {}: {e}",
+                path.display()
+            )
+        })?;
     tracing::info!(id = %node.myself_id(), file = %path.display(), loaded = saved.is_some(), "cluster node ready");
     Ok(ClusterSide {
+        conf,
         node,
         waker: None,
         links_open: 0,
@@ -285,6 +300,27 @@ pub fn cluster_command(
                 .cluster_command_argv(argv, &req, &keys, Millis(now))
         });
     }
+    // Durability before the reply (Redis saves nodes.conf, fsynced, inside the command): a
+    // config change this command made (or one still waiting for the bus thread) is written
+    // here, under the state lock, before anyone hears of it. The bus thread's later write of
+    // the same `Persist` finds the bytes on disk and only acknowledges it.
+    let sub = if args.len() > 1 { args.get(1) } else { b"" };
+    let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
+    if !is_read_only_subcommand(sub) {
+        let contents = side.node.nodes_conf().into_bytes();
+        if saveconfig || !side.conf.is_current(&contents) {
+            let generation = side.conf.next_generation();
+            if let Err(e) = side.conf.write(generation, &contents, saveconfig) {
+                if saveconfig {
+                    // Redis: `error saving the cluster node config: <strerror>`.
+                    out.error(&format!("ERR error saving the cluster node config: {e}"));
+                    side.wake();
+                    return;
+                }
+                fatal_save_failure(side.conf.path(), &e);
+            }
+        }
+    }
     match &outcome {
         CommandOutcome::NoReply => {}
         o => match o.reply() {
@@ -293,6 +329,30 @@ pub fn cluster_command(
         },
     }
     side.wake();
+}
+
+/// CLUSTER subcommands that never change the node's saved config (no nodes.conf check).
+fn is_read_only_subcommand(sub: &[u8]) -> bool {
+    const READ_ONLY: [&str; 14] = [
+        "info",
+        "nodes",
+        "slots",
+        "shards",
+        "myid",
+        "myshardid",
+        "keyslot",
+        "countkeysinslot",
+        "getkeysinslot",
+        "links",
+        "count-failure-reports",
+        "replicas",
+        "slaves",
+        "help",
+    ];
+    READ_ONLY
+        .iter()
+        .any(|r| sub.eq_ignore_ascii_case(r.as_bytes()))
+        || sub.eq_ignore_ascii_case(b"slot-stats")
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename
@@ -363,6 +423,7 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
                 next_token: 2,
                 last_role: None,
                 last_slots: None,
+                persist_gen: HashMap::new(),
             }
             .run()
         })
@@ -380,6 +441,9 @@ struct BusThread {
     last_role: Option<Option<(String, u16)>>,
     /// Slots myself served at the last look (for the slot-change log line).
     last_slots: Option<usize>,
+    /// `Persist` seq -> the generation of its snapshot (taken when it was drained under the
+    /// state lock, see src/nodesconf.rs).
+    persist_gen: HashMap<u64, u64>,
 }
 
 enum Input {
@@ -472,6 +536,9 @@ impl BusThread {
                 }
                 side.node.handle_timeout(now);
                 while let Some(o) = side.node.poll_output() {
+                    if let Output::Persist { seq, .. } = &o {
+                        self.persist_gen.insert(*seq, side.conf.next_generation());
+                    }
                     outputs.push(o);
                 }
                 side.links_open = self.links.len();
@@ -690,20 +757,41 @@ impl BusThread {
                     }
                 }
                 Output::Persist { seq, contents } => {
-                    let path = self.shared.config.nodes_conf_path();
-                    match write_atomically(&path, &contents) {
+                    let snapshot = {
+                        let st = self.shared.state.lock();
+                        st.cluster.as_ref().map(|side| {
+                            let conf = Arc::clone(&side.conf);
+                            // Every Persist is drained through the loops that record its
+                            // generation; were one missing, the current config (a superset)
+                            // is written under a fresh generation instead.
+                            match self.persist_gen.remove(&seq) {
+                                Some(g) => (conf, g, contents),
+                                None => {
+                                    let g = conf.next_generation();
+                                    (conf, g, side.node.nodes_conf().into_bytes())
+                                }
+                            }
+                        })
+                    };
+                    let Some((conf, generation, contents)) = snapshot else {
+                        continue;
+                    };
+                    match conf.write(generation, &contents, false) {
                         Ok(()) => {
                             let mut st = self.shared.state.lock();
                             if let Some(side) = st.cluster.as_mut() {
                                 side.node.handle_persisted(seq);
                                 while let Some(o) = side.node.poll_output() {
+                                    if let Output::Persist { seq, .. } = &o {
+                                        self.persist_gen.insert(*seq, side.conf.next_generation());
+                                    }
                                     queue.push_back(o);
                                 }
                             }
                         }
-                        Err(e) => {
-                            tracing::error!(file = %path.display(), "can't save the cluster config: {e}")
-                        }
+                        // Redis: clusterSaveConfigOrDie. A config change that is not on disk
+                        // must not be acted on (held transmits stay held): exit.
+                        Err(e) => fatal_save_failure(conf.path(), &e),
                     }
                 }
                 Output::Event(e) => {

@@ -510,7 +510,12 @@ fn parse_expire_value(
     if n <= 0 {
         return Err(invalid());
     }
-    let ms = (n as u64).checked_mul(unit_ms).ok_or_else(invalid)?;
+    // Redis (t_string.c getExpireMillisecondsOrReply): the value in ms must fit a signed
+    // 64-bit integer, for absolute (EXAT/PXAT) as for relative deadlines.
+    let ms = (n as u64)
+        .checked_mul(unit_ms)
+        .filter(|ms| *ms <= i64::MAX as u64)
+        .ok_or_else(invalid)?;
     if absolute {
         Ok(ms)
     } else {
@@ -1054,5 +1059,29 @@ mod tests {
         assert_eq!(parse_i64(b" 1"), None);
         assert_eq!(parse_i64(b"9223372036854775808"), None);
         assert_eq!(parse_i64(b""), None);
+    }
+
+    #[test]
+    fn absolute_expire_overflow_is_invalid() {
+        // Redis 7: `SET k v EXAT 9999999999999999` -> ERR invalid expire time in 'set' command
+        // (9999999999999999 * 1000 exceeds LLONG_MAX).
+        let err = "ERR invalid expire time in 'set' command";
+        assert_eq!(
+            parse_expire_value(b"9999999999999999", 1000, true, 0, "set"),
+            Err(err.to_string())
+        );
+        assert_eq!(
+            parse_expire_value(b"9223372036854775807", 1000, true, 0, "set"),
+            Err(err.to_string())
+        );
+        // PXAT up to LLONG_MAX ms is accepted, as in Redis.
+        assert_eq!(
+            parse_expire_value(b"9223372036854775807", 1, true, 0, "set"),
+            Ok(i64::MAX as u64)
+        );
+        assert_eq!(
+            parse_expire_value(b"9999999999999999", 1, true, 0, "set"),
+            Ok(9_999_999_999_999_999)
+        );
     }
 }

@@ -22,6 +22,7 @@ mod demo;
 mod legacy;
 mod migrate;
 mod net;
+mod nodesconf;
 mod readiness;
 mod repl;
 mod resp;
@@ -92,6 +93,8 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
 
 fn run_server(config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
+    // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
+    nodesconf::check_dir(&config.dir)?;
     let cluster = if config.cluster_enabled {
         let seed = server::unix_ms() ^ (u64::from(std::process::id()) << 40);
         Some(cluster::build_node(&config, seed)?)

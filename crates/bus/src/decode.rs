@@ -296,7 +296,7 @@ fn decode_gossip(
             }
             let len = be32(frame, pos);
             // Real nodes check the 16-bit truncated length for padding first.
-            if (len as u16) % 8 != 0 {
+            if !(len as u16).is_multiple_of(8) {
                 return Err(DecodeError::ExtensionPadding { index, len });
             }
             if len > u32::from(u16::MAX) {

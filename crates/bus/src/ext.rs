@@ -136,7 +136,10 @@ impl ExtString {
     /// Wraps raw payload bytes as received; `None` unless the length is a multiple of 8
     /// (every extension's length is).
     pub fn from_payload(payload: Vec<u8>) -> Option<ExtString> {
-        (payload.len() % 8 == 0).then_some(ExtString(payload))
+        payload
+            .len()
+            .is_multiple_of(8)
+            .then_some(ExtString(payload))
     }
 
     /// The payload bytes exactly as on the wire (padding included).

@@ -2,6 +2,9 @@
 
 use crate::consts::*;
 use crate::decode::{be16, be32, check_signature, decode, DecodeError};
+
+/// Buffer capacity (bytes) an empty `FrameDecoder` may keep between reads; more is freed.
+const IDLE_CAPACITY: usize = 8 * 1024;
 use crate::message::Message;
 
 /// Splits the bytes of one bus link into whole frames, whatever the read sizes.
@@ -94,6 +97,12 @@ impl FrameDecoder {
         if self.start > 0 {
             self.buf.drain(..self.start);
             self.start = 0;
+        }
+        // An idle link keeps no more than this much buffer: a cluster of N nodes has about
+        // 2N links per node, and each would otherwise keep the capacity of its largest PING
+        // (tens of KiB with big gossip sections) for the rest of its life.
+        if self.buf.is_empty() && self.buf.capacity() > IDLE_CAPACITY {
+            self.buf = Vec::new();
         }
         self.buf.extend_from_slice(bytes);
     }

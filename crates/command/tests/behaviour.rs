@@ -551,7 +551,7 @@ proptest! {
         t.set_importing(Slot::new(5).unwrap(), Some(id(1))).unwrap();
         let mut cx = ctx(&t);
         cx.state_ok = ok;
-        let have = |_db: usize, k: &[u8]| k.len() % 2 == 0;
+        let have = |_db: usize, k: &[u8]| k.len().is_multiple_of(2);
         let mut c = ClientState::new(false, false);
         for argv in &cmds {
             let _ = c.handle_command(argv, &cx, &have);

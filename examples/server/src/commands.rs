@@ -614,7 +614,7 @@ fn data(
             }
         }
         Cmd::Mset | Cmd::Msetnx => {
-            if args.len() % 2 == 0 {
+            if args.len().is_multiple_of(2) {
                 out.error(&format!(
                     "ERR wrong number of arguments for '{}' command",
                     spec.name

@@ -155,6 +155,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 let now = server::unix_ms();
                 let mut st = shared.state.lock();
                 repl::check_waiters(&shared, &mut st, now);
+                repl::ping_replicas(&shared, &mut st, now);
                 if now.saturating_sub(last_expire) >= expire_every {
                     last_expire = now;
                     // Like Redis's active cycle: repeat while a quarter or more of the examined

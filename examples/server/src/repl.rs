@@ -10,7 +10,11 @@
 //!    `FLUSHDB`/`FLUSHALL`/`SWAPDB` as is), so relative expiry times and INCR results are the
 //!    same on both sides; the replication offset counts the stream's bytes;
 //! 4. the replica acknowledges with `REPLCONF ACK <offset>` after each applied chunk and every
-//!    second; WAIT counts replicas whose acknowledged offset reached the primary's offset.
+//!    second; WAIT counts replicas whose acknowledged offset reached the primary's offset;
+//! 5. like Redis and Valkey (`replicationCron`, `repl-ping-replica-period` 10 s), a primary
+//!    with replicas appends `PING` to the stream every [`REPL_PING_PERIOD_MS`] ([`ping_replicas`],
+//!    from the timer thread). It counts in the offset like any write, so an idle replica's
+//!    offset still moves (its ACKs and the offset it reports to the cluster show it synced).
 
 use crate::client::{Args, ClientCtx, Delivery};
 use crate::commands::parse_i64;
@@ -23,6 +27,10 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Period of the primary's replication `PING`, ms (Redis/Valkey `repl-ping-replica-period`
+/// default, 10 s).
+pub const REPL_PING_PERIOD_MS: u64 = 10_000;
 
 /// One connected replica, as the primary sees it.
 #[derive(Debug, Clone)]
@@ -84,6 +92,8 @@ pub struct ReplState {
     waiters: Vec<Waiter>,
     pending: Vec<u8>,
     stream_db: usize,
+    /// Primary: when the last replication PING was appended (unix ms).
+    last_ping_ms: u64,
     /// Bumped on every role change; replica threads stop when it moves on.
     pub generation: Arc<AtomicU64>,
 }
@@ -102,6 +112,7 @@ impl ReplState {
             waiters: Vec::new(),
             pending: Vec::new(),
             stream_db: 0,
+            last_ping_ms: 0,
             generation: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -187,6 +198,20 @@ impl ReplState {
         }
         self.pending = o.buf;
         self.offset += (self.pending.len() - start) as u64;
+    }
+
+    /// Appends `PING` to the stream when this node is a primary with replicas and
+    /// [`REPL_PING_PERIOD_MS`] passed since the last one; whether it did.
+    fn ping_if_due(&mut self, now: u64) -> bool {
+        if self.is_replica() || self.replicas.is_empty() {
+            return false;
+        }
+        if now.saturating_sub(self.last_ping_ms) < REPL_PING_PERIOD_MS {
+            return false;
+        }
+        self.last_ping_ms = now;
+        self.append_command(&[b"PING"]);
+        true
     }
 
     fn select(&mut self, db: usize) {
@@ -494,6 +519,18 @@ pub fn wait(
     });
 }
 
+/// The primary's periodic replication PING ([`REPL_PING_PERIOD_MS`]), sent at once.
+/// Not while client writes are paused for a manual failover: like Redis, the offset then
+/// stays put so the replica can match it exactly.
+pub fn ping_replicas(shared: &Shared, state: &mut State, now: u64) {
+    if state.writes_paused(now) {
+        return;
+    }
+    if state.repl.ping_if_due(now) {
+        flush(shared, state);
+    }
+}
+
 /// Answers WAITs that are satisfied or timed out.
 pub fn check_waiters(shared: &Shared, state: &mut State, now: u64) {
     if state.repl.waiters.is_empty() {
@@ -757,5 +794,48 @@ fn apply(
                 return buf.len();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replica() -> ReplicaLink {
+        ReplicaLink {
+            client_id: 1,
+            io_thread: 0,
+            token: 0,
+            ip: "127.0.0.1".into(),
+            port: 7001,
+            ack_offset: 0,
+            last_ack_ms: 0,
+        }
+    }
+
+    #[test]
+    fn primary_pings_replicas_every_period_and_the_offset_moves() {
+        let mut r = ReplState::new("0".repeat(40));
+        assert!(!r.ping_if_due(50_000), "no replicas: no PING");
+        r.replicas.push(replica());
+        assert!(r.ping_if_due(50_000));
+        // `*1\r\n$4\r\nPING\r\n` is 14 bytes; it counts in the offset like a write.
+        assert_eq!(r.offset, 14);
+        assert_eq!(r.pending, b"*1\r\n$4\r\nPING\r\n");
+        assert!(!r.ping_if_due(50_000 + REPL_PING_PERIOD_MS - 1));
+        assert!(r.ping_if_due(50_000 + REPL_PING_PERIOD_MS));
+        assert_eq!(r.offset, 28);
+    }
+
+    #[test]
+    fn replica_never_pings() {
+        let mut r = ReplState::new("0".repeat(40));
+        r.replicas.push(replica());
+        r.primary = Some(PrimaryAddr {
+            host: "127.0.0.1".into(),
+            port: 7000,
+        });
+        assert!(!r.ping_if_due(50_000));
+        assert_eq!(r.offset, 0);
     }
 }

@@ -2,10 +2,10 @@
 
 use crate::consts::*;
 use crate::decode::{be16, be32, check_signature, decode, DecodeError};
+use crate::message::Message;
 
 /// Buffer capacity (bytes) an empty `FrameDecoder` may keep between reads; more is freed.
 const IDLE_CAPACITY: usize = 8 * 1024;
-use crate::message::Message;
 
 /// Splits the bytes of one bus link into whole frames, whatever the read sizes.
 ///

@@ -2,53 +2,16 @@
 //! [`ferrocluster_slot::key_hash_slot`] (CRC16/XMODEM of the hash tag, `& 0x3FFF`, facts sheet
 //! D.1), computed without data-dependent branches for keys of at most 16 bytes.
 //!
-//! Why: `key_hash_slot` walks the key byte by byte (looking for `{`, then one CRC table step
-//! per byte), and loops whose trip count is the key length mispredict as soon as key lengths
-//! vary. When the key's bytes arrive late (a cache miss, as in a server reading requests), the
+//! Why: a general slot function first searches the key for `{` and then loops over its
+//! bytes, and loops whose trip count is the key length mispredict as soon as key lengths vary.
+//! When the key's bytes arrive late (a cache miss, as in a server reading requests), the
 //! mispredict flushes the lookups queued behind it; measured at 1M keys, it cost more than the
 //! whole lookup of a plain hash map. Here a key of up to 16 bytes is read as one 128-bit
-//! big-endian number (zero bytes in front: CRC16/XMODEM starts from 0, so leading zero bytes
-//! leave it unchanged), checked for `{` with a word-wide byte test, and run through a
-//! slicing-by-16 table: 16 independent lookups, no loop on the length. Keys longer than 16
-//! bytes or containing `{` take `key_hash_slot` itself.
+//! big-endian number (zero bytes in front), checked for `{` with a word-wide byte test, and
+//! handed to [`ferrocluster_slot::packed_short_key_slot`] (16 independent table lookups, no
+//! loop on the length). Keys longer than 16 bytes or containing `{` take `key_hash_slot`.
 
-use ferrocluster_slot::key_hash_slot;
-
-/// The CRC16/XMODEM generator polynomial.
-const POLY: u16 = 0x1021;
-
-/// `TABLES[k][b]`: the CRC register (from 0) after byte `b` followed by `k` zero bytes.
-static TABLES: [[u16; 256]; 16] = tables();
-
-const fn tables() -> [[u16; 256]; 16] {
-    let mut t = [[0u16; 256]; 16];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = (i as u16) << 8;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ POLY
-            } else {
-                crc << 1
-            };
-            bit += 1;
-        }
-        t[0][i] = crc;
-        i += 1;
-    }
-    let mut k = 1;
-    while k < 16 {
-        let mut i = 0;
-        while i < 256 {
-            let prev = t[k - 1][i];
-            t[k][i] = (prev << 8) ^ t[0][(prev >> 8) as usize];
-            i += 1;
-        }
-        k += 1;
-    }
-    t
-}
+use ferrocluster_slot::{key_hash_slot, packed_short_key_slot};
 
 /// `0x01` in every byte of a `u128`.
 const ONES: u128 = u128::MAX / 255;
@@ -93,13 +56,7 @@ pub(crate) fn slot_of_number(v: u128, key: &[u8]) -> usize {
     if has_byte(v, b'{') {
         return key_hash_slot(key).index();
     }
-    // Byte k of the little-endian form is followed by k bytes of the key: table k.
-    let bytes = v.to_le_bytes();
-    let mut crc = 0u16;
-    for (table, &b) in TABLES.iter().zip(bytes.iter()) {
-        crc ^= table[usize::from(b)];
-    }
-    usize::from(crc & 0x3FFF)
+    packed_short_key_slot(v).index()
 }
 
 #[cfg(test)]

@@ -71,6 +71,20 @@ const fn build_tables() -> [[u16; 256]; 16] {
     t
 }
 
+/// CRC16/XMODEM of a key of at most 16 bytes packed big-endian into `v` (zero bytes in front).
+/// Leading zero bytes leave a CRC16/XMODEM register that starts at 0 unchanged, so the result
+/// equals the CRC of the key itself. Byte `k` of `v`'s little-endian form is followed by `k`
+/// key bytes, so it goes through table `k`: 16 independent lookups, no loop on the length.
+#[inline]
+pub(crate) fn by_packed(v: u128) -> u16 {
+    let bytes = v.to_le_bytes();
+    let mut crc = 0u16;
+    for (table, &b) in TABLES.iter().zip(bytes.iter()) {
+        crc ^= table[usize::from(b)];
+    }
+    crc
+}
+
 /// CRC16/XMODEM of `bytes`: tables below [`FOLD_MIN_LEN`] bytes, folding from there on.
 /// Both engines compute the same function; the choice only changes speed.
 #[inline]

@@ -102,3 +102,23 @@ fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
         memchr::memchr(needle, hay)
     }
 }
+
+/// The slot of a key of at most 16 bytes that contains no `{`, given packed big-endian into
+/// `packed` with zero bytes in front (`u128::from_be_bytes` of the key left-padded with zeros).
+///
+/// A building block for keyspaces that already hold short keys as one number on their hot
+/// path (the kvstore does): the same result as [`key_hash_slot`] for such keys, computed with
+/// 16 independent table lookups and no branch on the length. The caller guarantees the key
+/// has no `{` (otherwise a hash tag may apply and the result is not the key's slot).
+///
+/// ```
+/// use ferrocluster_slot::{key_hash_slot, packed_short_key_slot};
+/// let key = b"foo";
+/// let mut padded = [0u8; 16];
+/// padded[16 - key.len()..].copy_from_slice(key);
+/// assert_eq!(packed_short_key_slot(u128::from_be_bytes(padded)), key_hash_slot(key));
+/// ```
+#[inline]
+pub fn packed_short_key_slot(packed: u128) -> Slot {
+    Slot::from_masked(crate::crc::by_packed(packed))
+}

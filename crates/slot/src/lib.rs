@@ -18,7 +18,7 @@ mod hash;
 mod range;
 mod set;
 
-pub use hash::{hash_tag, key_hash_slot, pattern_slot};
+pub use hash::{hash_tag, key_hash_slot, packed_short_key_slot, pattern_slot};
 pub use range::{format_slot_ranges, parse_slot_ranges, SlotRange};
 pub use set::{SlotRanges, SlotSet, SlotSetIter};
 

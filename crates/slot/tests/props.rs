@@ -73,6 +73,18 @@ proptest! {
     }
 
     #[test]
+    fn packed_short_keys_hash_like_key_hash_slot(
+        key in proptest::collection::vec(any::<u8>().prop_filter("no {", |b| *b != b'{'), 0..=16)
+    ) {
+        let mut padded = [0u8; 16];
+        padded[16 - key.len()..].copy_from_slice(&key);
+        prop_assert_eq!(
+            ferrocluster_slot::packed_short_key_slot(u128::from_be_bytes(padded)),
+            key_hash_slot(&key)
+        );
+    }
+
+    #[test]
     fn wildcard_free_pattern_is_key_slot(
         key in proptest::collection::vec(
             any::<u8>().prop_filter("no glob", |b| !b"*?[\\".contains(b)), 0..60)

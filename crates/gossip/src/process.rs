@@ -531,50 +531,10 @@ impl Gossip {
         let mut save = false;
         if let Some(n) = topo.node_mut(sender) {
             // Set to the received value, or cleared when absent (§6.4); invalid ones ignored.
-            match hostname {
-                None if n.hostname.is_some() => {
-                    n.hostname = None;
-                    save = true;
-                }
-                Some(Some(Ok(v))) if n.hostname.as_ref() != Some(&v) => {
-                    n.hostname = Some(v);
-                    save = true;
-                }
-                _ => {}
-            }
-            match nodename {
-                None if n.human_nodename.is_some() => {
-                    n.human_nodename = None;
-                    save = true;
-                }
-                Some(Some(Ok(v))) if n.human_nodename.as_ref() != Some(&v) => {
-                    n.human_nodename = Some(v);
-                    save = true;
-                }
-                _ => {}
-            }
-            match ipv4 {
-                None if n.client_ipv4.is_some() => {
-                    n.client_ipv4 = None;
-                    save = true;
-                }
-                Some(Some(Ok(v))) if n.client_ipv4 != Some(v) => {
-                    n.client_ipv4 = Some(v);
-                    save = true;
-                }
-                _ => {}
-            }
-            match ipv6 {
-                None if n.client_ipv6.is_some() => {
-                    n.client_ipv6 = None;
-                    save = true;
-                }
-                Some(Some(Ok(v))) if n.client_ipv6 != Some(v) => {
-                    n.client_ipv6 = Some(v);
-                    save = true;
-                }
-                _ => {}
-            }
+            save |= apply_announced(&mut n.hostname, hostname);
+            save |= apply_announced(&mut n.human_nodename, nodename);
+            save |= apply_announced(&mut n.client_ipv4, ipv4);
+            save |= apply_announced(&mut n.client_ipv6, ipv6);
         }
         // Shard ID (§6.4): absent → a replica takes its primary's. A replica is always in its
         // primary's shard, so the announced ID applies to the sender's whole replication tree
@@ -642,5 +602,25 @@ fn placeholder_shard(id: &NodeId) -> ShardId {
         Ok(s) => s,
         // Unreachable: NodeId and ShardId share the 40 × a-z0-9 rule.
         Err(_) => unreachable!("a node ID is a valid shard ID"),
+    }
+}
+
+/// Applies one announced value of a ping extension to the stored `field` (§6.4): `None` (the
+/// extension was absent) clears it, a valid value replaces it, an invalid or non-UTF-8 one is
+/// ignored. Returns whether the field changed (the config must be saved).
+fn apply_announced<T: PartialEq, E>(
+    field: &mut Option<T>,
+    received: Option<Option<Result<T, E>>>,
+) -> bool {
+    match received {
+        None if field.is_some() => {
+            *field = None;
+            true
+        }
+        Some(Some(Ok(v))) if field.as_ref() != Some(&v) => {
+            *field = Some(v);
+            true
+        }
+        _ => false,
     }
 }

@@ -606,18 +606,7 @@ impl<E: Engine> Sim<E> {
         host: usize,
         f: impl FnOnce(&mut E, Millis) -> R,
     ) -> Result<Option<R>, Violation> {
-        let now = self.now;
-        let Some(engine) = self.hosts[host].engine.as_mut() else {
-            return Ok(None);
-        };
-        let r = f(engine, now);
-        self.trace.event(now.0, 0xC0);
-        self.trace.u64(host as u64);
-        self.after_step(host, StepKind::Command);
-        match &self.violation {
-            Some(v) => Err(v.clone()),
-            None => Ok(Some(r)),
-        }
+        self.engine_step(host, 0xC0, StepKind::Command, f)
     }
 
     /// Like [`Sim::with_engine`], but the step counts as a host report
@@ -630,14 +619,26 @@ impl<E: Engine> Sim<E> {
         host: usize,
         f: impl FnOnce(&mut E, Millis) -> R,
     ) -> Result<Option<R>, Violation> {
+        self.engine_step(host, 0xC1, StepKind::Report, f)
+    }
+
+    /// One call into a running host's engine, traced with `tag`, then the step's outputs and
+    /// invariants as `kind`. `None` if the host is down.
+    fn engine_step<R>(
+        &mut self,
+        host: usize,
+        tag: u8,
+        kind: StepKind,
+        f: impl FnOnce(&mut E, Millis) -> R,
+    ) -> Result<Option<R>, Violation> {
         let now = self.now;
         let Some(engine) = self.hosts[host].engine.as_mut() else {
             return Ok(None);
         };
         let r = f(engine, now);
-        self.trace.event(now.0, 0xC1);
+        self.trace.event(now.0, tag);
         self.trace.u64(host as u64);
-        self.after_step(host, StepKind::Report);
+        self.after_step(host, kind);
         match &self.violation {
             Some(v) => Err(v.clone()),
             None => Ok(Some(r)),

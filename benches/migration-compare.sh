@@ -6,7 +6,9 @@
 #   $KEYS keys with 100-byte values are put in 20 hash tags whose slots lie in 0-99;
 #   ASM: A -> B of slots 0-99; then legacy: B -> A of the same 100 slots (redis-cli reshard).
 # A Python writer (redis-py RedisCluster) sets keys of the moving slots during each move and
-# records the longest time one write waited (redirects and retries included).
+# records the longest time one write waited (redirects and retries included), overall and,
+# for ASM, among the writes that overlapped the handoff (the write pause proper; the
+# source's export state is polled every 2 ms to find it).
 # Prints each move's total time, the ratio legacy/ASM and the longest write wait.
 # Usage: benches/migration-compare.sh [KEYS, default 1000000] [PIPELINE, default 10]
 # Env: FERROCLUSTER_SERVER=/path/to/binary to use a prebuilt server.
@@ -63,12 +65,39 @@ for t in $TAGS; do redis-cli -p $A debug populate $per "{$t}" 100 >/dev/null; do
 echo "loaded $(redis-cli -p $A dbsize) keys in slots 0-99 on node A"
 
 cat >"$work/writer.py" <<'EOF'
-import sys, time, threading
+# Writes keys of the moving slots until the stop file appears, timing each write (redirects
+# and retries included). A second thread polls the source's CLUSTER GETSLOTMIGRATIONS every
+# 2 ms, so the handoff window (from the last poll that saw the export before its pause to the
+# first that saw it end) is known. Prints: writes, worst wait, worst wait of a write that
+# overlapped the handoff (ASM only; - when there was none), all in ms.
+import os, sys, threading, time
+import redis
 from redis.cluster import RedisCluster
 port, stop_file, tags = int(sys.argv[1]), sys.argv[2], sys.argv[3].split()
 rc = RedisCluster(host="127.0.0.1", port=port, socket_timeout=30)
-worst, n, i = 0.0, 0, 0
-import os
+states = []  # (time, export state) transitions seen on the source
+def poll():
+    src = redis.Redis(port=port, socket_timeout=30)
+    last = None
+    while not os.path.exists(stop_file):
+        try:
+            rows = src.execute_command("CLUSTER", "GETSLOTMIGRATIONS")
+        except Exception:
+            rows = []
+        st = None
+        for row in rows or []:
+            d = row if isinstance(row, dict) else dict(zip(row[::2], row[1::2]))
+            d = {(k.decode() if isinstance(k, bytes) else k): v for k, v in d.items()}
+            if d.get("operation") in (b"EXPORT", "EXPORT"):
+                st = d.get("state")
+                st = st.decode() if isinstance(st, bytes) else st
+                break
+        if st != last:
+            states.append((time.time(), st))
+            last = st
+        time.sleep(0.002)
+threading.Thread(target=poll, daemon=True).start()
+writes, n, i = [], 0, 0
 while not os.path.exists(stop_file):
     k = "{%s}:w%d" % (tags[i % len(tags)], i % 1000)
     t0 = time.time()
@@ -77,11 +106,21 @@ while not os.path.exists(stop_file):
             rc.set(k, "x" * 100); break
         except Exception:
             time.sleep(0.01)
-    worst = max(worst, time.time() - t0); n += 1; i += 1
-print(f"{n} {worst*1000:.1f}")
+    writes.append((t0, time.time())); n += 1; i += 1
+worst = max((b - a for a, b in writes), default=0.0)
+before = [t for t, st in states if st in ("snapshotting", "replicating")]
+after = [t for t, st in states if st in ("success", "failed", "cancelled")]
+handoff = -1.0
+if before and after:
+    lo = max(before)
+    later = [t for t in after if t >= lo]
+    if later:
+        hi = min(later)
+        handoff = max((b - a for a, b in writes if a <= hi and b >= lo), default=0.0)
+print(f"{n} {worst*1000:.1f} " + (f"{handoff*1000:.1f}" if handoff >= 0 else "-"))
 EOF
 
-move() { # name, command... -> prints "name seconds writes worst_ms"
+move() { # name, command... -> prints "name seconds writes worst_ms handoff_worst_ms"
   local name=$1; shift
   rm -f "$work/stop"
   python3 "$work/writer.py" $A "$work/stop" "$TAGS" >"$work/$name.writer" &
@@ -92,8 +131,8 @@ move() { # name, command... -> prints "name seconds writes worst_ms"
   "$@"
   t1=$(date +%s.%N)
   touch "$work/stop"; wait $wpid
-  read -r writes worst <"$work/$name.writer"
-  echo "$name $(echo "$t1 - $t0" | bc) $writes $worst"
+  read -r writes worst handoff <"$work/$name.writer"
+  echo "$name $(echo "$t1 - $t0" | bc) $writes $worst $handoff"
 }
 
 asm() {
@@ -109,7 +148,7 @@ legacy() {
     --cluster-slots 100 --cluster-pipeline "$PIPELINE" --cluster-yes >"$work/reshard.log" 2>&1
 }
 r1=$(move asm asm)
-echo "ASM:    $r1 (name seconds writes worst_write_ms)"
+echo "ASM:    $r1 (name seconds writes worst_write_ms worst_handoff_write_ms)"
 echo "node B now holds $(redis-cli -p $B dbsize) keys, node A $(redis-cli -p $A dbsize)"
 # The source drops the moved keys once it sees the new owner (dirty-slot deletion).
 for _ in $(seq 1 600); do

@@ -4,16 +4,29 @@
 #   redis-benchmark -t set,get -n $N -P 16 -c 50   (pipelined)
 #   redis-benchmark -t set,get -n $N -c 50         (no pipelining)
 #   memory growth (RSS) after DEBUG POPULATE $KEYS key 8
-# and prints ratios (ferrocluster / redis). Ports 23950 (ours) and 23960 (redis), bus +10000.
+# and prints ratios (ferrocluster / redis).
+#
+# Noise: the machine may be shared, so absolute figures drift. The script runs $ROUNDS
+# alternating rounds (ours then redis in odd rounds, redis then ours in even rounds, for each
+# of the two benchmark shapes), prints every round's figures and ratio, and the median ratio
+# per measure. Compare ratios, not absolute numbers. Each round also reports the server's CPU
+# time per request (user + system from /proc/<pid>/stat over the SET and GET runs, in us):
+# it is far less sensitive to other load on the machine than requests per second.
+#
+# Ports 23950 (ours) and 23960 (redis), bus +10000.
 # Usage: benches/server-compare.sh [N requests, default 1000000] [KEYS, default 1000000]
-# Env: FERROCLUSTER_SERVER=/path/to/binary to use a prebuilt server.
+# Env: FERROCLUSTER_SERVER=/path/to/binary to use a prebuilt server;
+#      FERROCLUSTER_ARGS="--io-threads 1" extra flags for our server;
+#      ROUNDS=3 number of alternating rounds (default 3);
+#      OURS_PORT / REDIS_PORT to move the two servers (defaults 23950 / 23960).
 # Needs: redis-server and redis-tools (apt-get install -y redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 KEYS=${2:-1000000}
-OURS=23950
-REDIS=23960
+ROUNDS=${ROUNDS:-3}
+OURS=${OURS_PORT:-23950}
+REDIS=${REDIS_PORT:-23960}
 work=$(mktemp -d /tmp/ferrocluster-compare.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -30,12 +43,13 @@ if [ -z "$BIN" ]; then
   BIN=target/release/ferrocluster-server
 fi
 mkdir -p "$work/ours" "$work/redis"
-"$BIN" --port $OURS --dir "$work/ours" --loglevel warning 2>"$work/ours/log" &
-pids+=($!); disown
+# shellcheck disable=SC2086 # FERROCLUSTER_ARGS is a list of flags
+"$BIN" --port $OURS --dir "$work/ours" --loglevel warning ${FERROCLUSTER_ARGS:-} 2>"$work/ours/log" &
+pids+=($!); disown; ours_pid=$!
 redis-server --port $REDIS --cluster-enabled yes --cluster-config-file "$work/redis/nodes.conf" \
   --dir "$work/redis" --save "" --appendonly no --enable-debug-command yes --daemonize no \
   --loglevel warning >"$work/redis/log" 2>&1 &
-pids+=($!); disown
+pids+=($!); disown; redis_pid=$!
 
 wait_ok() {
   local port=$1
@@ -48,11 +62,21 @@ wait_ok() {
 }
 wait_ok $OURS
 wait_ok $REDIS
+# Both must be the nodes we started (another process on the port would answer MOVED).
+for port in $OURS $REDIS; do
+  [ "$(redis-cli -p "$port" cluster info | awk -F: '/^cluster_known_nodes:/{print $2+0}')" = 1 ] || {
+    echo "port $port: not a lone node (port taken by another process?)" >&2; exit 1; }
+done
 
-bench() { # port, extra args -> "set_rps get_rps"
-  local port=$1; shift
-  redis-benchmark -p "$port" -t set,get -n "$N" -c 50 "$@" --csv 2>/dev/null |
-    awk -F'","' '/^"SET"/{s=$2} /^"GET"/{g=$2} END{gsub(/"/,"",s); gsub(/"/,"",g); print s, g}'
+tick=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime of a pid
+bench() { # port, pid, extra args -> "set_rps get_rps cpu_us_per_request"
+  local port=$1 pid=$2 c0 c1 rps; shift 2
+  c0=$(cpu_ticks "$pid")
+  rps=$(redis-benchmark -p "$port" -t set,get -n "$N" -c 50 "$@" --csv 2>/dev/null |
+    awk -F'","' '/^"SET"/{s=$2} /^"GET"/{g=$2} END{gsub(/"/,"",s); gsub(/"/,"",g); printf "%d %d", s, g}')
+  c1=$(cpu_ticks "$pid")
+  echo "$rps $(awk -v a="$c0" -v b="$c1" -v t="$tick" -v n="$N" 'BEGIN{printf "%.3f", (b - a) / t * 1e6 / (2 * n)}')"
 }
 rss() { redis-cli -p "$1" info memory | awk -F: '/^used_memory_rss:/{gsub(/\r/,"",$2); print $2}'; }
 mem_per_key() { # port -> bytes per key (RSS growth)
@@ -66,17 +90,47 @@ mem_per_key() { # port -> bytes per key (RSS growth)
   echo $(( (after - before) / KEYS ))
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+median() { # numbers as arguments -> median ("n/a" ignored)
+  printf '%s\n' "$@" | grep -v n/a | sort -g |
+    awk '{v[NR]=$1} END{ if (NR == 0) print "n/a"; else if (NR % 2) printf "%.2f", v[(NR+1)/2];
+      else printf "%.2f", (v[NR/2] + v[NR/2+1]) / 2 }'
+}
 
-echo "redis-benchmark -n $N -c 50, SET/GET requests per second"
-read -r o_set_p o_get_p < <(bench $OURS -P 16)
-read -r r_set_p r_get_p < <(bench $REDIS -P 16)
-read -r o_set o_get < <(bench $OURS)
-read -r r_set r_get < <(bench $REDIS)
+# Per measure: the list of per-round ratios.
+r_setp=(); r_getp=(); r_set=(); r_get=(); c_p=(); c_plain=()
+row() { printf '%-6s %-10s %13s %13s %7s\n' "$@"; }
+echo "redis-benchmark -n $N -c 50, SET/GET requests per second, $ROUNDS alternating rounds"
+echo "(cpu: server CPU us per request over the SET and GET runs; its ratio is redis / ours)"
+row round measure ferrocluster "redis 7.0" ratio
+for round in $(seq 1 "$ROUNDS"); do
+  for shape in pipelined plain; do
+    extra=(); [ $shape = pipelined ] && extra=(-P 16)
+    if (( round % 2 )); then
+      read -r o_set o_get o_cpu < <(bench $OURS "$ours_pid" "${extra[@]}")
+      read -r r_set0 r_get0 r_cpu < <(bench $REDIS "$redis_pid" "${extra[@]}")
+    else
+      read -r r_set0 r_get0 r_cpu < <(bench $REDIS "$redis_pid" "${extra[@]}")
+      read -r o_set o_get o_cpu < <(bench $OURS "$ours_pid" "${extra[@]}")
+    fi
+    rs=$(ratio "$o_set" "$r_set0"); rg=$(ratio "$o_get" "$r_get0"); rc=$(ratio "$r_cpu" "$o_cpu")
+    if [ $shape = pipelined ]; then
+      r_setp+=("$rs"); r_getp+=("$rg"); c_p+=("$rc"); label="-P 16"
+    else
+      r_set+=("$rs"); r_get+=("$rg"); c_plain+=("$rc"); label=""
+    fi
+    row "$round" "SET $label" "$o_set" "$r_set0" "$rs"
+    row "$round" "GET $label" "$o_get" "$r_get0" "$rg"
+    row "$round" "cpu $label" "$o_cpu" "$r_cpu" "$rc"
+  done
+done
 o_mem=$(mem_per_key $OURS)
 r_mem=$(mem_per_key $REDIS)
-printf '%-22s %14s %14s %8s\n' "" "ferrocluster" "redis 7.0" "ratio"
-printf '%-22s %14s %14s %8s\n' "SET -P 16" "$o_set_p" "$r_set_p" "$(ratio "$o_set_p" "$r_set_p")"
-printf '%-22s %14s %14s %8s\n' "GET -P 16" "$o_get_p" "$r_get_p" "$(ratio "$o_get_p" "$r_get_p")"
-printf '%-22s %14s %14s %8s\n' "SET" "$o_set" "$r_set" "$(ratio "$o_set" "$r_set")"
-printf '%-22s %14s %14s %8s\n' "GET" "$o_get" "$r_get" "$(ratio "$o_get" "$r_get")"
-printf '%-22s %14s %14s %8s\n' "RSS bytes/key" "$o_mem" "$r_mem" "$(ratio "$o_mem" "$r_mem")"
+echo
+echo "median ratio over $ROUNDS rounds (ferrocluster / redis):"
+printf '%-22s %8s   (%s)\n' "SET -P 16" "$(median "${r_setp[@]}")" "${r_setp[*]}"
+printf '%-22s %8s   (%s)\n' "GET -P 16" "$(median "${r_getp[@]}")" "${r_getp[*]}"
+printf '%-22s %8s   (%s)\n' "SET" "$(median "${r_set[@]}")" "${r_set[*]}"
+printf '%-22s %8s   (%s)\n' "GET" "$(median "${r_get[@]}")" "${r_get[*]}"
+printf '%-22s %8s   (%s)\n' "CPU/request -P 16" "$(median "${c_p[@]}")" "${c_p[*]}   redis / ours"
+printf '%-22s %8s   (%s)\n' "CPU/request" "$(median "${c_plain[@]}")" "${c_plain[*]}   redis / ours"
+printf '%-22s %8s   (%s vs %s bytes/key)\n' "RSS bytes/key" "$(ratio "$o_mem" "$r_mem")" "$o_mem" "$r_mem"

@@ -84,6 +84,13 @@ impl FrameDecoder {
         self.buf.len() - self.start
     }
 
+    /// Bytes of buffer the framer holds (its capacity), for memory accounting. Once every
+    /// received byte has been handed out (a read returned `Ok(None)`), this is at most
+    /// 8 KiB: an idle link keeps no larger buffer.
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// True once framing was lost; the link must be closed.
     pub fn is_lost(&self) -> bool {
         self.lost.is_some()
@@ -119,7 +126,20 @@ impl FrameDecoder {
             return Err(e.clone());
         }
         match frame_len(&self.buf[self.start..], self.max_frame_len) {
-            Ok(None) => Ok(None),
+            Ok(None) => {
+                if self.start == self.buf.len() {
+                    // Every byte was handed out: the link is idle until its next read, which
+                    // may be many seconds away. Keep at most IDLE_CAPACITY meanwhile (a
+                    // 1000-node cluster has ~2M link ends, each of whose last frame was a
+                    // ~13 KB PING or PONG).
+                    self.start = 0;
+                    self.buf.clear();
+                    if self.buf.capacity() > IDLE_CAPACITY {
+                        self.buf = Vec::new();
+                    }
+                }
+                Ok(None)
+            }
             Ok(Some(len)) => {
                 let at = self.start;
                 self.start += len;

@@ -464,6 +464,34 @@ fn framer_yields_frames_and_keeps_the_link_after_a_dropped_frame() {
 }
 
 #[test]
+fn framer_frees_a_large_buffer_once_drained() {
+    // Five PINGs in one read: the buffer grows past 8 KiB; once every frame is handed out
+    // and a read finds nothing more, an idle link keeps at most 8 KiB of it.
+    let good = ping_with_ext_data();
+    let mut dec = FrameDecoder::new();
+    let mut burst = Vec::new();
+    for _ in 0..5 {
+        burst.extend_from_slice(&good);
+    }
+    assert!(burst.len() > 8 * 1024);
+    dec.push(&burst);
+    assert!(dec.buffer_capacity() >= burst.len());
+    for _ in 0..5 {
+        assert_eq!(dec.next_message().unwrap(), Some(decode(&good).unwrap()));
+    }
+    assert_eq!(dec.next_message().unwrap(), None);
+    assert_eq!(dec.buffered_len(), 0);
+    assert!(dec.buffer_capacity() <= 8 * 1024);
+    // A partial frame stays buffered whatever its size.
+    dec.push(&burst[..good.len() + 10]);
+    assert_eq!(dec.next_message().unwrap(), Some(decode(&good).unwrap()));
+    assert_eq!(dec.next_message().unwrap(), None);
+    assert_eq!(dec.buffered_len(), 10);
+    dec.push(&good[10..]);
+    assert_eq!(dec.next_message().unwrap(), Some(decode(&good).unwrap()));
+}
+
+#[test]
 fn framer_loses_framing_on_bad_signature_at_the_first_wrong_byte() {
     let mut dec = FrameDecoder::new();
     dec.push(b"RCmb\x00\x00\x08\xd0");

@@ -81,6 +81,11 @@ pub fn check_pfail(
             marked.push(*n.id());
         }
     }
+    if marked.is_empty() {
+        return;
+    }
+    // Counted only when something was marked: `cluster_size` walks every node's slot set,
+    // and this runs on every cron.
     let promote = topo.cluster_size() == 1 && topo.myself().is_voting_primary();
     for id in marked {
         out.push(FailureEffect::MarkedPfail(id));

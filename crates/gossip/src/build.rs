@@ -21,8 +21,40 @@ pub enum PingKind {
 }
 
 fn ip_field(ip: Option<std::net::IpAddr>) -> IpField {
-    ip.and_then(|ip| IpField::from_text(ip.to_string().as_bytes()))
-        .unwrap_or(IpField::UNSET)
+    match ip {
+        // Written by hand: this runs for every gossip entry of every PING/PONG (100 per
+        // message at 1000 nodes), and `to_string` allocates and goes through `fmt`.
+        Some(std::net::IpAddr::V4(v4)) => {
+            let mut text = [0u8; 15];
+            let len = ipv4_text(v4, &mut text);
+            IpField::from_text(&text[..len]).unwrap_or(IpField::UNSET)
+        }
+        Some(ip) => IpField::from_text(ip.to_string().as_bytes()).unwrap_or(IpField::UNSET),
+        None => IpField::UNSET,
+    }
+}
+
+/// Writes `ip` in dotted decimal (as `Display` does: no leading zeros) into `out`; returns
+/// the length (at most 15).
+fn ipv4_text(ip: std::net::Ipv4Addr, out: &mut [u8; 15]) -> usize {
+    let mut len = 0;
+    for (i, octet) in ip.octets().into_iter().enumerate() {
+        if i > 0 {
+            out[len] = b'.';
+            len += 1;
+        }
+        if octet >= 100 {
+            out[len] = b'0' + octet / 100;
+            len += 1;
+        }
+        if octet >= 10 {
+            out[len] = b'0' + (octet / 10) % 10;
+            len += 1;
+        }
+        out[len] = b'0' + octet % 10;
+        len += 1;
+    }
+    len
 }
 
 /// The full header every message of myself carries (V8 `clusterBuildMessageHdr`, §3):
@@ -152,30 +184,38 @@ pub fn build_ping<R: RngCore + ?Sized>(
 ) -> Message {
     let mut header = build_header(topo, cfg, state_byte);
     header.mflags[0] |= msg_flags::EXT_DATA;
-    let nodes: Vec<&Node> = topo.nodes().collect();
-    let known = nodes.len();
+    let known = topo.len();
     let mut fresh = known.saturating_sub(2);
     let wanted = gossip_wanted(known);
     let mut max_iter = wanted * 3;
-    let mut picked: Vec<NodeId> = Vec::new();
-    let mut entries = Vec::new();
+    // Table positions already picked (a node's position is unique, like its ID).
+    let mut picked: Vec<usize> = Vec::with_capacity(wanted);
+    let mut entries = Vec::with_capacity(wanted);
     while fresh > 0 && entries.len() < wanted && max_iter > 0 {
         max_iter -= 1;
-        let n = nodes[(rng.next_u64() % known as u64) as usize];
-        if n.is_myself() || Some(n.id()) == dest || n.is_pfail() || picked.contains(n.id()) {
+        let at = (rng.next_u64() % known as u64) as usize;
+        // `at < known = topo.len()`.
+        let Some(n) = topo.node_at(at) else { continue };
+        if n.is_myself() || Some(n.id()) == dest || n.is_pfail() || picked.contains(&at) {
             continue;
         }
         if n.flags.intersects(NodeFlags::HANDSHAKE | NodeFlags::NOADDR)
-            || (links.outbound_of(n.id()).is_none() && n.slot_count() == 0)
+            || (n.slot_count() == 0 && links.outbound_of(n.id()).is_none())
         {
             fresh -= 1;
             continue;
         }
-        picked.push(*n.id());
+        picked.push(at);
         entries.push(entry_for(n));
     }
+    // With a limit of 0 no PFAIL entry is added: skip the walk over the table.
     let mut pfail_added = 0;
-    for n in nodes.iter().filter(|n| n.is_pfail() && !n.is_myself()) {
+    let walk = if pfail_limit > 0 { topo.len() } else { 0 };
+    for n in topo
+        .nodes()
+        .take(walk)
+        .filter(|n| n.is_pfail() && !n.is_myself())
+    {
         if pfail_added >= pfail_limit {
             break;
         }
@@ -205,4 +245,28 @@ pub fn build_ping<R: RngCore + ?Sized>(
         PingKind::Meet => Body::Meet(section),
     };
     Message::full(header, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn ip_field_writes_what_display_writes() {
+        for ip in [
+            Ipv4Addr::new(0, 0, 0, 0),
+            Ipv4Addr::new(127, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 3, 232),
+            Ipv4Addr::new(255, 255, 255, 255),
+            Ipv4Addr::new(9, 10, 99, 100),
+            Ipv4Addr::new(192, 168, 1, 20),
+        ] {
+            let want = IpField::from_text(ip.to_string().as_bytes()).unwrap();
+            assert_eq!(ip_field(Some(IpAddr::V4(ip))), want, "{ip}");
+        }
+        let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        assert_eq!(ip_field(Some(v6)), IpField::from_text(b"::1").unwrap());
+        assert_eq!(ip_field(None), IpField::UNSET);
+    }
 }

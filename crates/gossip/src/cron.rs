@@ -178,7 +178,7 @@ impl Gossip {
         if self.links.peer_knows_us(node) {
             // This full-header message reaches a peer that knows our real ID: it binds the
             // link, and so before anything sent on it later (TCP order).
-            if let Some(l) = self.links.get_mut(link) {
+            if let Some(mut l) = self.links.get_mut(link) {
                 l.bound_at_peer = true;
             }
         }
@@ -197,14 +197,17 @@ impl Gossip {
         rng: &mut R,
         out: &mut Vec<GossipEffect>,
     ) {
-        let Some(l) = self.links.get_mut(link) else {
-            return;
+        let node = {
+            let Some(mut l) = self.links.get_mut(link) else {
+                return;
+            };
+            if l.direction != LinkDirection::Outbound {
+                return;
+            }
+            l.connected = true;
+            l.node
         };
-        if l.direction != LinkDirection::Outbound {
-            return;
-        }
-        l.connected = true;
-        let Some(id) = l.node else { return };
+        let Some(id) = node else { return };
         let Some(n) = topo.node(&id) else { return };
         let old_ping = n.ping_sent;
         let kind = if n.flags.contains(NodeFlags::MEET) {

@@ -50,7 +50,7 @@ mod process;
 pub use blacklist::Blacklist;
 pub use build::{build_header, build_ping, gossip_wanted, PingKind};
 pub use commands::{CommandError, ResetKind};
-pub use links::{ExtensionSet, Link, LinkDirection, LinkId, Links};
+pub use links::{ExtensionSet, Link, LinkDirection, LinkId, LinkMut, Links};
 pub use process::Received;
 
 use ferrocluster_bus::Message;

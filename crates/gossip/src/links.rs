@@ -4,6 +4,7 @@
 //! outbound link to us (the light-header rule, [`Link::bound_at_peer`]).
 
 use ferrocluster_topology::{Millis, NodeId};
+use hashbrown::HashMap;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
@@ -85,6 +86,39 @@ pub struct Links {
     next: u64,
     links: BTreeMap<LinkId, Link>,
     ext_sets: BTreeMap<NodeId, ExtensionSet>,
+    /// Index of `links` by bound node: (node, direction) → its links, ascending by ID.
+    /// [`Links::outbound_of`] runs for every node on every cron run and every PING sent; a
+    /// scan of the table made a 1000-node cron O(nodes × links).
+    by_node: NodeIndex,
+}
+
+/// [`LinkDirection`] as an index key.
+type Dir = u8;
+
+/// (node, direction) → link IDs, ascending (almost always one).
+type NodeIndex = HashMap<(NodeId, Dir), Vec<LinkId>>;
+
+fn index_insert(ix: &mut NodeIndex, key: (NodeId, Dir), id: LinkId) {
+    let v = ix.entry(key).or_default();
+    if let Err(pos) = v.binary_search(&id) {
+        v.insert(pos, id);
+    }
+}
+
+fn index_remove(ix: &mut NodeIndex, key: (NodeId, Dir), id: LinkId) {
+    if let Some(v) = ix.get_mut(&key) {
+        v.retain(|&l| l != id);
+        if v.is_empty() {
+            ix.remove(&key);
+        }
+    }
+}
+
+fn dir_key(d: LinkDirection) -> Dir {
+    match d {
+        LinkDirection::Outbound => 0,
+        LinkDirection::Inbound => 1,
+    }
 }
 
 impl Links {
@@ -99,6 +133,9 @@ impl Links {
         self.next += 1;
         let id = LinkId(self.next);
         let connected = direction == LinkDirection::Inbound;
+        if let Some(n) = node {
+            index_insert(&mut self.by_node, (n, dir_key(direction)), id);
+        }
         self.links.insert(
             id,
             Link {
@@ -120,14 +157,25 @@ impl Links {
         self.links.get(&id)
     }
 
-    /// The link with this ID, mutable.
-    pub fn get_mut(&mut self, id: LinkId) -> Option<&mut Link> {
-        self.links.get_mut(&id)
+    /// The link with this ID, mutable (through a guard that keeps the node index in step
+    /// when `node` is changed).
+    pub fn get_mut(&mut self, id: LinkId) -> Option<LinkMut<'_>> {
+        let link = self.links.get_mut(&id)?;
+        let old_node = link.node;
+        Some(LinkMut {
+            link,
+            by_node: &mut self.by_node,
+            old_node,
+        })
     }
 
     /// Removes a link; returns it.
     pub fn remove(&mut self, id: LinkId) -> Option<Link> {
-        self.links.remove(&id)
+        let l = self.links.remove(&id)?;
+        if let Some(n) = l.node {
+            index_remove(&mut self.by_node, (n, dir_key(l.direction)), id);
+        }
+        Some(l)
     }
 
     /// Every link, ascending by ID.
@@ -155,11 +203,19 @@ impl Links {
         self.find(node, LinkDirection::Inbound)
     }
 
+    /// The lowest-numbered link of `node` in direction `dir` (the one a scan in ID order
+    /// finds first).
     fn find(&self, node: &NodeId, dir: LinkDirection) -> Option<LinkId> {
-        self.links
-            .values()
-            .find(|l| l.direction == dir && l.node.as_ref() == Some(node))
-            .map(|l| l.id)
+        self.of_node(node, dir).next()
+    }
+
+    /// The links of `node` in direction `dir`, ascending by ID.
+    fn of_node(&self, node: &NodeId, dir: LinkDirection) -> impl Iterator<Item = LinkId> + '_ {
+        self.by_node
+            .get(&(*node, dir_key(dir)))
+            .into_iter()
+            .flatten()
+            .copied()
     }
 
     /// The extension set the node is sent ([`ExtensionSet`]; `HostnameOnly` when nothing was
@@ -180,23 +236,21 @@ impl Links {
     /// broadcasts and Pub/Sub skip HANDSHAKE nodes, V8 and here alike), so every later
     /// message was addressed to our real ID.
     pub fn peer_knows_us(&self, node: &NodeId) -> bool {
-        self.links.values().any(|l| {
-            l.direction == LinkDirection::Inbound && l.node.as_ref() == Some(node) && l.received > 1
-        })
+        self.of_node(node, LinkDirection::Inbound)
+            .any(|id| self.links.get(&id).is_some_and(|l| l.received > 1))
     }
 
     /// Removes every link of a node (and what it showed over them); returns their IDs
     /// (ascending).
     pub fn unbind_node(&mut self, node: &NodeId) -> Vec<LinkId> {
         self.ext_sets.remove(node);
-        let ids: Vec<LinkId> = self
-            .links
-            .values()
-            .filter(|l| l.node.as_ref() == Some(node))
-            .map(|l| l.id)
+        let mut ids: Vec<LinkId> = self
+            .of_node(node, LinkDirection::Outbound)
+            .chain(self.of_node(node, LinkDirection::Inbound))
             .collect();
+        ids.sort_unstable();
         for id in &ids {
-            self.links.remove(id);
+            self.remove(*id);
         }
         ids
     }
@@ -206,8 +260,12 @@ impl Links {
         if let Some(set) = self.ext_sets.remove(old) {
             self.ext_sets.insert(new, set);
         }
-        for l in self.links.values_mut() {
-            if l.node.as_ref() == Some(old) {
+        let ids: Vec<LinkId> = self
+            .of_node(old, LinkDirection::Outbound)
+            .chain(self.of_node(old, LinkDirection::Inbound))
+            .collect();
+        for id in ids {
+            if let Some(mut l) = self.get_mut(id) {
                 l.node = Some(new);
             }
         }
@@ -218,6 +276,46 @@ impl Links {
         let ids = self.links.keys().copied().collect();
         self.links.clear();
         self.ext_sets.clear();
+        self.by_node.clear();
         ids
+    }
+}
+
+/// A link borrowed mutably from [`Links::get_mut`]; dereferences to the [`Link`]. When it is
+/// dropped, a changed `node` (binding an inbound link, a renamed handshake node) is carried
+/// into the table's node index.
+#[derive(Debug)]
+pub struct LinkMut<'a> {
+    link: &'a mut Link,
+    by_node: &'a mut NodeIndex,
+    old_node: Option<NodeId>,
+}
+
+impl std::ops::Deref for LinkMut<'_> {
+    type Target = Link;
+    fn deref(&self) -> &Link {
+        self.link
+    }
+}
+
+impl std::ops::DerefMut for LinkMut<'_> {
+    fn deref_mut(&mut self) -> &mut Link {
+        self.link
+    }
+}
+
+impl Drop for LinkMut<'_> {
+    fn drop(&mut self) {
+        let l = &*self.link;
+        if l.node == self.old_node {
+            return;
+        }
+        let d = dir_key(l.direction);
+        if let Some(old) = self.old_node {
+            index_remove(self.by_node, (old, d), l.id);
+        }
+        if let Some(new) = l.node {
+            index_insert(self.by_node, (new, d), l.id);
+        }
     }
 }

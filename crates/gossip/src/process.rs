@@ -136,7 +136,7 @@ impl Gossip {
         out: &mut Vec<GossipEffect>,
     ) -> Option<Received> {
         let link = self.links.get(link_id)?.clone();
-        if let Some(l) = self.links.get_mut(link_id) {
+        if let Some(mut l) = self.links.get_mut(link_id) {
             l.received = l.received.saturating_add(1);
         }
         let link_node = link
@@ -168,7 +168,7 @@ impl Gossip {
                     self.links.remove(old);
                     out.push(GossipEffect::Close { link: old });
                 }
-                if let Some(l) = self.links.get_mut(link_id) {
+                if let Some(mut l) = self.links.get_mut(link_id) {
                     l.node = Some(s);
                 }
             }
@@ -407,7 +407,7 @@ impl Gossip {
         if let Some(set) = extension_set_shown(h, exts) {
             self.links.set_extension_set(id, set);
         }
-        if let Some(l) = self.links.get_mut(link_id) {
+        if let Some(mut l) = self.links.get_mut(link_id) {
             l.node = Some(id);
         }
         out.push(GossipEffect::UpdateState);
@@ -436,8 +436,7 @@ impl Gossip {
                 continue;
             }
             let flags = NodeFlags::from_bits(e.flags);
-            let ip = parse_ip_field(&e.ip);
-            if let Some(n) = topo.node(&id) {
+            if let Some(n) = topo.node_mut(&id) {
                 let was_down = n.is_pfail() || n.is_fail();
                 if !n.in_handshake() {
                     out.push(GossipEffect::GossipHealth {
@@ -448,23 +447,20 @@ impl Gossip {
                 }
                 let healthy = !flags.intersects(NodeFlags::PFAIL | NodeFlags::FAIL);
                 // Adopt a newer pong time (at most 500 ms in the future).
-                if let Some(n) = topo.node_mut(&id) {
-                    if healthy && n.ping_sent.is_none() && n.failure_reports.is_empty() {
-                        let t = Millis(u64::from(e.pong_received_secs) * 1000);
-                        if n.pong_received.is_none_or(|p| t > p) && t <= now.saturating_add_ms(500)
-                        {
-                            n.pong_received = Some(t);
-                        }
+                if healthy && n.ping_sent.is_none() && n.failure_reports.is_empty() {
+                    let t = Millis(u64::from(e.pong_received_secs) * 1000);
+                    if n.pong_received.is_none_or(|p| t > p) && t <= now.saturating_add_ms(500) {
+                        n.pong_received = Some(t);
                     }
                 }
                 // A node we see down, reported healthy at another address (§7.4).
                 if was_down && healthy && !flags.contains(NodeFlags::NOADDR) {
-                    let changed = topo.node(&id).is_some_and(|n| {
-                        n.ip != ip
-                            || n.port != e.port
-                            || n.tls_port != e.pport
-                            || n.bus_port != e.cport
-                    });
+                    // Parsed only here and for discovery: most entries need no address.
+                    let ip = parse_ip_field(&e.ip);
+                    let changed = n.ip != ip
+                        || n.port != e.port
+                        || n.tls_port != e.pport
+                        || n.bus_port != e.cport;
                     if changed && ip.is_some() {
                         self.close_outbound(topo, &id, out);
                         if let Some(n) = topo.node_mut(&id) {
@@ -473,16 +469,15 @@ impl Gossip {
                         out.push(GossipEffect::Save);
                     }
                 }
-            } else if !flags.contains(NodeFlags::NOADDR)
-                && ip.is_some()
-                && !self.blacklist.contains(&id, now)
-            {
+            } else if let Some(ip) = parse_ip_field(&e.ip).filter(|_| {
+                !flags.contains(NodeFlags::NOADDR) && !self.blacklist.contains(&id, now)
+            }) {
                 // Discovery: only from a known sender (the caller guarantees it).
                 let mut n = Node::new(id, placeholder_shard(&id), now);
                 let mut f = flags;
                 f.remove(NodeFlags::MYSELF);
                 n.flags = f;
-                n.ip = ip;
+                n.ip = Some(ip);
                 n.port = e.port;
                 n.tls_port = e.pport;
                 n.bus_port = e.cport;

@@ -23,8 +23,11 @@
 //! per bucket up to 255 entries (bigger tables move to a separate index of 4- or 8-byte words).
 //! Deadlines live in a vector allocated only for slots that have keys with a deadline. A key's
 //! slot (CRC16), table hash and comparison form come from one read of the key (keys of up to
-//! 16 bytes). See `benches/kvstore_memory.rs` for the measured heap bytes per key and
-//! `benches/kvstore_ops.rs` for speed beside a plain hash map.
+//! 16 bytes). See `benches/kvstore_memory.rs` for the measured heap bytes per key (about 45 at
+//! 1M keys) and `benches/kvstore_ops.rs` for speed beside a plain hash map: at 1M keys with
+//! back-to-back calls, overwrites run at about 0.7-0.9x and remove + insert at about 1.0-1.1x
+//! of the map's speed, lookups at about 0.45-0.6x (a profile puts most of a lookup's time on
+//! its two dependent reads of scattered memory: the slot table, then the entry).
 //!
 //! # Key presence for the `node` crate
 //!
@@ -80,5 +83,5 @@ pub use glob::glob_match;
 pub use key::INLINE_KEY_LEN;
 pub use scan::{ScanOptions, ScanPage};
 pub use stats::SlotStats;
-pub use store::{KeyExpiry, KvStore, ValueMut, MAX_DATABASES};
+pub use store::{DetachedSlot, KeyExpiry, KvStore, ValueMut, MAX_DATABASES};
 pub use value::KvValue;

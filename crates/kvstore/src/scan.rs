@@ -132,6 +132,47 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         }
     }
 
+    /// One page of the keys of one slot of `db`, hidden or not, for a caller that walks a slot
+    /// in small steps (a slot migration's snapshot, which must not hold the host's lock for a
+    /// whole slot). Start with `cursor` 0; the returned cursor continues the walk and is 0 at
+    /// the end. At most `count` keys are examined (at least one per call); keys expired at
+    /// `now` are left out. Every key present in the slot for the whole walk is returned at
+    /// least once, also while keys are added and removed between pages (the walk goes down
+    /// the dense entry vector, whose removals move the last entry into the hole).
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn slot_keys_page(
+        &self,
+        db: usize,
+        slot: ferrocluster_slot::Slot,
+        cursor: u64,
+        count: usize,
+        now: u64,
+    ) -> Result<(Vec<Bytes>, u64), KvError> {
+        let Some(t) = self.db(db)?.and_then(|d| d.table(slot.index())) else {
+            return Ok((Vec::new(), 0));
+        };
+        let len = t.len() as u64;
+        let mut pos = if cursor == 0 || cursor > len {
+            len
+        } else {
+            cursor
+        };
+        let mut keys = Vec::new();
+        let mut examined = 0usize;
+        while pos > 0 && examined < count.max(1) {
+            pos -= 1;
+            examined += 1;
+            if !t.is_expired(pos as usize, now) {
+                keys.push(Bytes::copy_from_slice(
+                    t.entries[pos as usize].key.as_bytes(),
+                ));
+            }
+        }
+        Ok((keys, pos))
+    }
+
     /// KEYS: every key of `db` live at `now`, outside hidden slots, matching `pattern` (glob;
     /// `*` matches all, including the empty key). A single-slot pattern visits only that slot
     /// (facts sheet D.4). Order: slots ascending, then storage order.

@@ -555,24 +555,38 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     }
 
     /// Deletes every key of `slot` in every database (the cleanup after a slot moved away, or a
-    /// failed import). Returns how many keys went.
+    /// failed import). Returns how many keys went. Frees the keys here; see
+    /// [`KvStore::take_slot`] to free them elsewhere.
     pub fn drop_slot(&mut self, slot: Slot) -> u64 {
+        self.take_slot(slot).len()
+    }
+
+    /// Removes every key of `slot` in every database, like [`KvStore::drop_slot`], but hands
+    /// the removed keys back instead of freeing them: the store is updated in O(databases)
+    /// whatever the slot holds, and the caller frees the memory by dropping the result, where
+    /// it likes (Valkey's lazyfree: a host drops a large slot on a background thread so a
+    /// slot that moved away does not stall its clients).
+    pub fn take_slot(&mut self, slot: Slot) -> DetachedSlot<V> {
         let s = slot.index();
         let hidden = self.hidden.get(s);
-        let mut dropped = 0;
+        let mut out = DetachedSlot {
+            tables: Vec::new(),
+            keys: 0,
+        };
         for d in self.dbs.iter_mut().flatten() {
             if let Some(t) = d.slots[s].take() {
                 let n = t.len() as u64;
-                dropped += n;
+                out.keys += n;
                 d.keys -= n;
                 if !hidden {
                     d.sub_visible(s, n);
                 }
                 d.nonempty.set(s, false);
                 d.volatile.set(s, false);
+                out.tables.push(t);
             }
         }
-        dropped
+        out
     }
 
     /// FLUSHDB: deletes every key of `db` (hidden slots included). Returns how many went.
@@ -790,5 +804,33 @@ impl<V: KvValue> Drop for ValueMut<'_, V> {
             .memory
             .saturating_sub(self.before as u64)
             .saturating_add(after);
+    }
+}
+
+/// The keys of one slot taken out of a [`KvStore`] by [`KvStore::take_slot`]: an owned
+/// value whose drop frees them (`Send` when `V` is), so a host can free a big slot off its
+/// serving thread.
+pub struct DetachedSlot<V> {
+    tables: Vec<Box<SlotTable<V>>>,
+    keys: u64,
+}
+
+impl<V> DetachedSlot<V> {
+    /// How many keys were taken (all databases).
+    pub fn len(&self) -> u64 {
+        self.keys
+    }
+
+    /// Whether the slot held no key.
+    pub fn is_empty(&self) -> bool {
+        self.keys == 0
+    }
+}
+
+impl<V> std::fmt::Debug for DetachedSlot<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DetachedSlot")
+            .field("keys", &self.keys)
+            .finish()
     }
 }

@@ -3,6 +3,7 @@
 //! whole scan is returned at least once, and every returned key existed when returned.
 
 use ferrocluster_kvstore::{KvStore, ScanOptions};
+use ferrocluster_slot::{key_hash_slot, Slot};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -35,6 +36,17 @@ fn key(i: u16, tag: u8) -> Vec<u8> {
 }
 
 fn run(initial: Vec<(u16, u8)>, steps: Vec<Step>, pattern: Option<&[u8]>) {
+    walk(initial, steps, Walk::Scan(pattern));
+}
+
+/// What a test walks: the whole db with SCAN, or one slot with `slot_keys_page`.
+#[derive(Clone, Copy)]
+enum Walk<'a> {
+    Scan(Option<&'a [u8]>),
+    Slot(Slot),
+}
+
+fn walk(initial: Vec<(u16, u8)>, steps: Vec<Step>, what: Walk<'_>) {
     let mut store: KvStore<Vec<u8>> = KvStore::new(1).unwrap();
     let mut live: BTreeSet<Vec<u8>> = BTreeSet::new();
     for (i, t) in initial {
@@ -45,10 +57,21 @@ fn run(initial: Vec<(u16, u8)>, steps: Vec<Step>, pattern: Option<&[u8]>) {
     let at_start = live.clone();
     let mut removed: BTreeSet<Vec<u8>> = BTreeSet::new();
     let mut returned: BTreeSet<Vec<u8>> = BTreeSet::new();
-    let opts_for = |count| ScanOptions {
-        pattern,
-        count,
-        type_name: None,
+    let page = |store: &KvStore<Vec<u8>>, cursor: u64, count: usize| match what {
+        Walk::Scan(pattern) => {
+            let opts = ScanOptions {
+                pattern,
+                count,
+                type_name: None,
+            };
+            let p = store.scan(0, cursor, &opts, 0).unwrap();
+            (p.keys, p.cursor)
+        }
+        Walk::Slot(slot) => store.slot_keys_page(0, slot, cursor, count, 0).unwrap(),
+    };
+    let in_scope = |k: &[u8]| match what {
+        Walk::Scan(pattern) => pattern.is_none_or(|p| ferrocluster_kvstore::glob_match(p, k)),
+        Walk::Slot(slot) => key_hash_slot(k) == slot,
     };
     let mut cursor = 0u64;
     let mut done = false;
@@ -58,15 +81,15 @@ fn run(initial: Vec<(u16, u8)>, steps: Vec<Step>, pattern: Option<&[u8]>) {
                 if done {
                     continue;
                 }
-                let page = store.scan(0, cursor, &opts_for(count), 0).unwrap();
-                for k in page.keys {
+                let (keys, next) = page(&store, cursor, count);
+                for k in keys {
                     assert!(
-                        live.contains(&k[..]),
-                        "returned a key that is not present: {k:?}"
+                        live.contains(&k[..]) && in_scope(&k),
+                        "returned a key that is not present or not in scope: {k:?}"
                     );
                     returned.insert(k.to_vec());
                 }
-                cursor = page.cursor;
+                cursor = next;
                 done = cursor == 0;
             }
             Step::Insert(i, t) => {
@@ -105,15 +128,15 @@ fn run(initial: Vec<(u16, u8)>, steps: Vec<Step>, pattern: Option<&[u8]>) {
     // Finish the scan without further changes.
     let mut guard = 0;
     while !done {
-        let page = store.scan(0, cursor, &opts_for(7), 0).unwrap();
-        returned.extend(page.keys.iter().map(|k| k.to_vec()));
-        cursor = page.cursor;
+        let (keys, next) = page(&store, cursor, 7);
+        returned.extend(keys.iter().map(|k| k.to_vec()));
+        cursor = next;
         done = cursor == 0;
         guard += 1;
         assert!(guard < 100_000, "scan did not finish");
     }
     for k in at_start.difference(&removed) {
-        if pattern.is_none_or(|p| ferrocluster_kvstore::glob_match(p, k)) {
+        if in_scope(k) {
             assert!(
                 returned.contains(k),
                 "key present for the whole scan was missed: {k:?}"
@@ -138,6 +161,16 @@ proptest! {
         steps in proptest::collection::vec(step(), 0..80),
     ) {
         run(initial, steps, Some(b"{tag1}*"));
+    }
+
+    /// `slot_keys_page` (the chunked walk of a migration snapshot) keeps the same guarantee
+    /// within its slot.
+    #[test]
+    fn slot_page_walk_keeps_the_guarantee(
+        initial in proptest::collection::vec((0..700u16, 0..4u8), 0..400),
+        steps in proptest::collection::vec(step(), 0..80),
+    ) {
+        walk(initial, steps, Walk::Slot(key_hash_slot(b"tag1")));
     }
 }
 

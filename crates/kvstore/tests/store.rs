@@ -126,6 +126,36 @@ fn slot_of_a_key_is_independent_of_the_db() {
     assert_eq!(s.count_keys_in_slot_all_dbs(slot), 0);
 }
 
+/// `take_slot` removes the slot's keys from every database at once and hands them back;
+/// the rest of the store is untouched.
+#[test]
+fn take_slot_detaches_the_keys_of_every_database() {
+    let mut s = Store::new(2).unwrap();
+    let slot = key_hash_slot(b"t");
+    for i in 0..100 {
+        s.insert(i % 2, format!("{{t}}:{i}").as_bytes(), vec![1], 0)
+            .unwrap();
+    }
+    s.insert(0, b"other", vec![], 0).unwrap();
+    let taken = s.take_slot(slot);
+    assert_eq!(taken.len(), 100);
+    assert!(!taken.is_empty());
+    assert_eq!(s.count_keys_in_slot_all_dbs(slot), 0);
+    assert_eq!(s.dbsize(0).unwrap(), 1);
+    assert_eq!(s.dbsize(1).unwrap(), 0);
+    assert_eq!(s.get(0, b"{t}:0", 0).unwrap(), None);
+    assert!(s.take_slot(slot).is_empty());
+    // The store keeps working for that slot after the detach.
+    s.insert(1, b"{t}:again", vec![], 0).unwrap();
+    assert_eq!(s.count_keys_in_slot(1, slot).unwrap(), 1);
+    // The detached keys can be freed on another thread (checked at compile time: tests
+    // follow the crate's no-threads rule).
+    fn send<T: Send>(t: T) -> T {
+        t
+    }
+    drop(send(taken));
+}
+
 /// Facts sheet A.12: 1000 staged keys in an importing slot: DBSIZE 0, SCAN `0 {}`, KEYS empty,
 /// RANDOMKEY nil, COUNTKEYSINSLOT counts them, active expiry leaves them; after the import the
 /// keys become visible at once.

@@ -45,6 +45,9 @@
 //!   and crashes), the replication state reported to every node
 //!   (`ClusterNode::handle_replication`), write pauses (`Event::PauseWrites`), re-pointing on
 //!   role events, and a client that writes to slots and records acknowledged writes.
+//!   Atomic slot migration runs on it too: the host side of every `MigrationRequest` (data
+//!   connections, snapshot, forwarded writes, hide/reveal/drop, injected OOM, output-buffer
+//!   overrun, AUTH refusal and FLUSHALL; see [`world`]).
 //! * **Failover** ([`failover`]): clusters with replicas ([`build_world`]), the
 //!   one-ACK-per-voter-and-epoch invariant ([`OneVotePerEpoch`], from FAILOVER_AUTH_ACK
 //!   frames sniffed off the streams, [`Sim::auth_frames`]), the epoch convergence check,
@@ -100,4 +103,6 @@ pub use sim::{
     BUS_PORT, CLIENT_PORT, START_TIME,
 };
 pub use trace::TraceHash;
-pub use world::{AckedWrite, DataConfig, World, WriteRefusal};
+pub use world::{
+    AckedWrite, AsmConfig, AsmStats, DataConfig, World, WriteRefusal, CONNECT_TIMEOUT_MS, WRONGPASS,
+};

@@ -30,8 +30,22 @@
 //! * **Crashes**: a host's data survives a crash (an fsynced append-only file); a restarted
 //!   host reports its offset with link `Down` and syncs again.
 //!
+//! * **Atomic slot migration** (module `asm`, Valkey 9 `CLUSTER MIGRATESLOTS`): the host side
+//!   of every `Event::Migration` request: data connections to the target's client port with
+//!   latency, partitions and crashes, the snapshot of the slots' keys, forwarded writes,
+//!   hide/reveal/drop, SYNCSLOTS propagation to replicas and the AOF, and the host-reported
+//!   failures a test injects (target OOM [`World::set_import_oom`], output buffer limit
+//!   [`World::set_output_buffer_limit`], AUTH refusal [`World::set_auth_rejected`], FLUSHALL
+//!   [`World::flush_all`], link reset [`World::break_migration_links`]). Keys are a fold over
+//!   each host's log ([`World::slot_keys`], [`World::count_keys_in`]);
+//!   [`World::watch_single_writer`] adds the "one writer per migrating slot" check.
+//!
 //! All randomness (latencies) comes from an RNG seeded from the simulator's, so a run stays a
 //! function of its seed.
+
+mod asm;
+
+pub use asm::{AsmConfig, AsmStats, CONNECT_TIMEOUT_MS, WRONGPASS};
 
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;
@@ -122,6 +136,8 @@ enum DataEv {
         session: u64,
     },
     Write,
+    /// An event of the slot migration data plane (module `asm`).
+    Asm(asm::AsmEv),
 }
 
 #[derive(Debug, Clone)]
@@ -148,6 +164,7 @@ pub struct World {
     events: Vec<(Millis, usize, Event)>,
     reports: u64,
     slot_deletions: u64,
+    asm: asm::AsmPlane,
 }
 
 impl World {
@@ -184,6 +201,7 @@ impl World {
             events: Vec::new(),
             reports: 0,
             slot_deletions: 0,
+            asm: asm::AsmPlane::new(n),
         };
         let first = w.sim.now().saturating_add_ms(w.cfg.cron_ms);
         w.schedule(first, DataEv::Cron);
@@ -311,6 +329,7 @@ impl World {
         d.link = ReplLink::Down;
         d.paused_until = None;
         d.reported = None;
+        self.asm_crashed(host);
         true
     }
 
@@ -327,6 +346,7 @@ impl World {
         self.after_sim()?;
         self.check_link(host)?;
         self.report(host)?;
+        self.asm_restarted(host)?;
         Ok(true)
     }
 
@@ -399,6 +419,7 @@ impl World {
             offset: self.offset(t),
         };
         self.acked.push(ack);
+        self.asm_forward(t, slot, id)?;
         self.stream(t);
         self.report(t)?;
         Ok(Ok(ack))
@@ -510,8 +531,9 @@ impl World {
     fn after_sim(&mut self) -> Result<(), Violation> {
         let evs = self.sim.take_recorded_events();
         if evs.is_empty() {
-            return Ok(());
+            return self.asm_check();
         }
+        let asm_work = asm::work_of(&evs);
         let mut role_changed = BTreeSet::new();
         for (_, h, ev) in &evs {
             match ev {
@@ -532,7 +554,8 @@ impl World {
             self.check_link(h)?;
             self.report(h)?;
         }
-        Ok(())
+        self.asm_work(asm_work)?;
+        self.asm_check()
     }
 
     fn on_data(&mut self, ev: DataEv) -> Result<(), Violation> {
@@ -571,6 +594,7 @@ impl World {
                     let add = plog[have..upto].to_vec();
                     self.data[replica].log.extend(add);
                 }
+                self.asm_replicated(replica, prefix.then_some(have))?;
                 self.data[replica].link = ReplLink::Up {
                     last_interaction: now,
                 };
@@ -588,6 +612,8 @@ impl World {
                     return Ok(());
                 }
                 let log = self.data[p].log.clone();
+                let old = &self.data[replica].log;
+                let kept = log.starts_with(old).then_some(old.len());
                 let d = &mut self.data[replica];
                 d.log = log;
                 d.syncing = false;
@@ -596,7 +622,9 @@ impl World {
                 };
                 d.last_deliver = now;
                 self.report(replica)?;
+                self.asm_replicated(replica, kept)?;
             }
+            DataEv::Asm(ev) => self.asm_event(ev)?,
             DataEv::Write => {
                 let Some(w) = self.writer.as_mut() else {
                     return Ok(());

@@ -60,7 +60,7 @@ impl Topology {
     /// slots are assigned with [`Topology::set_slot_owner`]). Epochs start at 0.
     pub fn new(mut myself: Node) -> Topology {
         myself.flags.insert(NodeFlags::MYSELF);
-        myself.slots.clear();
+        myself.clear_slots();
         let id = myself.id;
         let mut index = HashMap::new();
         index.insert(id, 0);
@@ -95,7 +95,7 @@ impl Topology {
             if t.index.contains_key(&n.id) {
                 return None;
             }
-            n.slots.clear();
+            n.clear_slots();
             n.flags.set(NodeFlags::MYSELF, n.id == myself);
             t.index.insert(n.id, t.nodes.len());
             t.nodes.push(n);
@@ -151,6 +151,12 @@ impl Topology {
     /// Every node (myself and handshake nodes included) in table order.
     pub fn nodes(&self) -> impl ExactSizeIterator<Item = &Node> + DoubleEndedIterator {
         self.nodes.iter()
+    }
+
+    /// The node at position `i` of table order (`0..len()`), as [`Topology::nodes`] lists
+    /// it; `None` past the end. For uniform random picks without collecting the table.
+    pub fn node_at(&self, i: usize) -> Option<&Node> {
+        self.nodes.get(i)
     }
 
     /// Every node, mutable, in table order.
@@ -268,7 +274,7 @@ impl Topology {
         if node.is_myself() {
             return Err(TopologyError::SecondMyself(node.id));
         }
-        node.slots.clear();
+        node.clear_slots();
         self.index.insert(node.id, self.nodes.len());
         self.nodes.push(node);
         Ok(())
@@ -415,10 +421,10 @@ impl Topology {
         if let Some(p) = prev {
             // The owner table only names known nodes (invariant).
             let i = self.index[&p];
-            self.nodes[i].slots.remove(slot);
+            self.nodes[i].remove_slot(slot);
         }
         if let Some(i) = new_pos {
-            self.nodes[i].slots.insert(slot);
+            self.nodes[i].add_slot(slot);
         }
         self.owners[slot.index()] = owner;
         Ok(prev)
@@ -559,6 +565,14 @@ impl Topology {
             if self.index.get(&n.id) != Some(&i) {
                 return Err(format!("index out of date for {}", n.id));
             }
+            if n.slot_count() != n.slots.len() {
+                return Err(format!(
+                    "{} counts {} slots but holds {}",
+                    n.id,
+                    n.slot_count(),
+                    n.slots.len()
+                ));
+            }
             for s in n.slots.iter() {
                 if self.owners[s.index()].as_ref() != Some(&n.id) {
                     return Err(format!("{} has slot {s} but the table disagrees", n.id));
@@ -572,7 +586,7 @@ impl Topology {
         // cover every owned slot exactly when they hold as many slots as the table has owned
         // ones; only on a mismatch is the table walked slot by slot (16384 look-ups) to name
         // the first slot whose owner does not hold it.
-        let held: usize = self.nodes.iter().map(|n| n.slots.len()).sum();
+        let held: usize = self.nodes.iter().map(|n| n.slot_count()).sum();
         let owned = self.owners.iter().filter(|o| o.is_some()).count();
         if held != owned {
             for (s, owner) in Slot::all().zip(self.owners.iter()) {

@@ -148,6 +148,25 @@ pub enum ClusterDispatch {
     Exec(Vec<ferrocluster_command::QueuedCommand>),
 }
 
+/// What the command crate's routing reads of the node: the topology, the cluster state and
+/// the routing options (this server's database count).
+pub fn routing_ctx(side: &ClusterSide) -> ClusterContext<'_, ferrocluster_topology::Topology> {
+    ClusterContext {
+        view: side.node.topology(),
+        state_ok: side.node.cluster_state_ok(),
+        config: RoutingConfig {
+            databases: side.routing.databases,
+            ..side.node.routing_config()
+        },
+    }
+}
+
+/// Key presence for routing (ASK/TRYAGAIN): a key that is stored but logically expired
+/// counts as present (Valkey's LOOKUP_NOEXPIRE).
+pub fn key_present(kv: &KvStore<Value>, db: usize, key: &[u8]) -> bool {
+    kv.exists(db, key, 0).unwrap_or(false)
+}
+
 /// Passes a request through the command crate's per-client state machine and router
 /// (MULTI/ASKING/READONLY/SELECT and MOVED/ASK/TRYAGAIN/CROSSSLOT/CLUSTERDOWN).
 pub fn dispatch(
@@ -160,16 +179,8 @@ pub fn dispatch(
     let Some(side) = cluster.as_ref() else {
         return ClusterDispatch::Run;
     };
-    let ctx = ClusterContext {
-        view: side.node.topology(),
-        state_ok: side.node.cluster_state_ok(),
-        config: RoutingConfig {
-            databases: side.routing.databases,
-            ..side.node.routing_config()
-        },
-    };
-    // A key that is stored but logically expired counts as present (LOOKUP_NOEXPIRE).
-    let keys = |db: usize, key: &[u8]| kv.exists(db, key, 0).unwrap_or(false);
+    let ctx = routing_ctx(side);
+    let keys = |db: usize, key: &[u8]| key_present(kv, db, key);
     let cs = client
         .cluster
         .get_or_insert_with(|| ClientState::new(false, false));
@@ -810,6 +821,7 @@ impl BusThread {
                         }
                         Event::UnpauseWrites => {
                             self.shared.state.lock().writes_paused_until = None;
+                            self.shared.wake_io();
                         }
                         Event::DeleteSlotKeys(slots) => {
                             let mut st = self.shared.state.lock();

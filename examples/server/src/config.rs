@@ -77,7 +77,13 @@ pub struct Config {
     pub loglevel: LogLevel,
     /// `logfile`: log to this file instead of stderr (empty = stderr).
     pub logfile: Option<PathBuf>,
-    /// `io-threads`: number of I/O threads (default: number of cores, at most 4).
+    /// `io-threads`: number of I/O threads (default: half the cores, at least 1, at most 4).
+    ///
+    /// Commands run under one state lock, so extra threads only spread the socket system calls;
+    /// on 2 cores with a client on the same machine one thread used about 30% (pipelined) to
+    /// 40% (one request per round trip) less CPU per request than two, which fought over the
+    /// lock and the cores (server CPU time per request under redis-benchmark, as
+    /// `benches/server-compare.sh` reports it; `FERROCLUSTER_ARGS="--io-threads N"`).
     pub io_threads: usize,
     /// `proto-max-bulk-len`: largest bulk string a request may carry, bytes. Default 512 MiB.
     pub proto_max_bulk_len: usize,
@@ -112,7 +118,7 @@ impl Default for Config {
             requirepass: None,
             loglevel: LogLevel::Notice,
             logfile: None,
-            io_threads: cores.clamp(1, 4),
+            io_threads: (cores / 2).clamp(1, 4),
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             hz: 10,

@@ -4,7 +4,9 @@
 //! Source side: each export job gets one data connection to the target's client port, run by
 //! two threads (`asm-out-N` writes a channel of byte chunks, `asm-in-N` reads the target's
 //! reply lines and SYNCSLOTS messages and feeds them to the node). The snapshot is produced
-//! by a third thread slot by slot, taking the state lock once per slot: every key of the
+//! by a third thread slot by slot, taking the state lock once per page of
+//! [`SNAPSHOT_PAGE_KEYS`] keys (`KvStore::slot_keys_page`, whose walk returns every key
+//! present throughout): every key of the
 //! job's ranges in every database as `RESTORE key <abs-ms> <payload> REPLACE ABSTTL`, then
 //! `CLUSTER SYNCSLOTS SNAPSHOT-EOF`. From `StartSnapshot` on, the write effects of those
 //! slots (the same `SET`/`DEL` effect stream replication uses, [`forward`]) are queued, and
@@ -34,6 +36,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The snapshot takes the state lock for at most this many keys at a time (about 0.2 ms of
+/// work for 100-byte values), so client writes during a snapshot wait at most that long.
+const SNAPSHOT_PAGE_KEYS: usize = 512;
 /// The snapshot producer pauses while this many bytes wait to be written to the target.
 const SNAPSHOT_BACKLOG_MAX: u64 = 64 * 1024 * 1024;
 /// `client-output-buffer-limit replica` hard limit (256 MiB): an export link further behind
@@ -599,13 +604,21 @@ fn read_loop(
     }
 }
 
-/// Serializes one slot of `db` as RESTORE commands into `buf`; returns the keys written.
-fn snapshot_slot(state: &State, db: usize, slot: Slot, now: u64, buf: &mut Vec<u8>) -> usize {
-    let n = state.kv.count_keys_in_slot(db, slot).unwrap_or(0) as usize;
-    if n == 0 {
-        return 0;
-    }
-    let keys = state.kv.keys_in_slot(db, slot, n).unwrap_or_default();
+/// Serializes one page (at most [`SNAPSHOT_PAGE_KEYS`]) of the keys of one slot of `db` as
+/// RESTORE commands into `buf`, from `cursor` (0 at the start of the slot); returns the keys
+/// written and the cursor of the next page (0: the slot is done).
+fn snapshot_page(
+    state: &State,
+    db: usize,
+    slot: Slot,
+    cursor: u64,
+    now: u64,
+    buf: &mut Vec<u8>,
+) -> (usize, u64) {
+    let (keys, next) = state
+        .kv
+        .slot_keys_page(db, slot, cursor, SNAPSHOT_PAGE_KEYS, now)
+        .unwrap_or_default();
     let mut written = 0;
     for k in &keys {
         let Some(v) = state.kv.get(db, k, now).ok().flatten() else {
@@ -628,7 +641,29 @@ fn snapshot_slot(state: &State, db: usize, slot: Slot, now: u64, buf: &mut Vec<u
         }
         written += 1;
     }
-    written
+    (written, next)
+}
+
+/// Lowers the calling thread's scheduling priority (Linux `SCHED_BATCH`, nice 9): the
+/// snapshot producer then gives way to the threads that serve clients when the CPU is short,
+/// yet is never starved (`SCHED_IDLE` was measured to stall a migration for seconds on a busy
+/// machine). Valkey produces the snapshot in a forked child that competes with the serving
+/// thread at equal priority; on a small machine that competition is what client writes wait
+/// for during a migration. Failure (another OS, no permission) is ignored.
+fn lower_priority() {
+    use thread_priority::{
+        set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
+        ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,
+    };
+    // Crossplatform 23 of 0..=99 maps to nice 9 on Linux.
+    let Ok(value) = ThreadPriorityValue::try_from(23u8) else {
+        return;
+    };
+    let batch = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch);
+    let priority = ThreadPriority::Crossplatform(value);
+    if let Err(e) = set_thread_priority_and_policy(thread_native_id(), priority, batch) {
+        tracing::debug!("snapshot thread keeps its priority: {e:?}");
+    }
 }
 
 /// Source: the snapshot producer (sheet A.8 step 5): database 0..N-1, each range, each slot.
@@ -644,6 +679,7 @@ fn snapshot(
         backlog.fetch_add(b.len() as u64, Ordering::Relaxed);
         tx.send(LinkMsg::Bytes(b)).is_ok()
     };
+    lower_priority();
     let databases = shared.state.lock().kv.databases();
     let mut keys = 0usize;
     for db in 0..databases {
@@ -659,20 +695,35 @@ fn snapshot(
                 if abort.load(Ordering::SeqCst) {
                     return;
                 }
-                let mut buf = Vec::new();
-                if !selected {
-                    append(&mut buf, &[b"SELECT", db.to_string().as_bytes()]);
-                }
-                let n = {
-                    let st = shared.state.lock();
-                    snapshot_slot(&st, db, slot, unix_ms(), &mut buf)
-                };
-                if n > 0 {
-                    selected = true;
-                    keys += n;
-                    if !send(buf) {
+                let mut cursor = 0;
+                loop {
+                    let mut buf = Vec::new();
+                    if !selected {
+                        append(&mut buf, &[b"SELECT", db.to_string().as_bytes()]);
+                    }
+                    // One page per lock hold: client writes wait at most one page.
+                    let (n, next) = {
+                        let st = shared.state.lock();
+                        let r = snapshot_page(&st, db, slot, cursor, unix_ms(), &mut buf);
+                        // Hand the lock to a waiting client thread rather than take it again
+                        // at once (parking_lot's unlock is unfair by default).
+                        parking_lot::MutexGuard::unlock_fair(st);
+                        r
+                    };
+                    if n > 0 {
+                        selected = true;
+                        keys += n;
+                        if !send(buf) {
+                            return;
+                        }
+                    }
+                    if next == 0 {
+                        break;
+                    }
+                    if abort.load(Ordering::SeqCst) {
                         return;
                     }
+                    cursor = next;
                 }
             }
         }

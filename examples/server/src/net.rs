@@ -50,6 +50,12 @@ pub struct IoHandle {
 }
 
 impl IoHandle {
+    /// Wakes the thread for one loop turn (it re-runs requests that waited for the end of a
+    /// write pause at once instead of at its next 10 ms retry).
+    pub fn wake(&self) {
+        let _ = self.waker.wake();
+    }
+
     /// Sends a message and wakes the thread. A closed thread is ignored (shutdown).
     pub fn send(&self, msg: ToIo) {
         if self.tx.send(msg).is_ok() {
@@ -415,20 +421,33 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     let mut paused = false;
     let mut pos = 0;
     let mut guard = None;
+    // One clock read per batch (what one read brought, at most READ_CHUNK bytes), taken once
+    // the lock is held so a wait for the lock does not age it.
+    let mut now = 0;
     loop {
         match parse_request(&c.rbuf[pos..], &mut c.args, limits) {
             Parsed::Command { consumed } => {
                 if !c.args.is_empty() {
                     let args = crate::client::Args::new(&c.rbuf[pos..], &c.args);
-                    let state = guard.get_or_insert_with(|| shared.state.lock());
-                    if state.writes_paused_until.is_some() && is_paused_write(state, &args) {
+                    let state = guard.get_or_insert_with(|| {
+                        let locked = shared.state.lock();
+                        now = crate::server::unix_ms();
+                        locked
+                    });
+                    if state.writes_paused_until.is_some() && is_paused_write(state, &args, now) {
                         // A manual failover paused client writes (redis-server pauses the
                         // client): the request stays in the buffer and is retried.
                         paused = true;
                         break;
                     }
-                    let flow =
-                        crate::commands::execute(shared, state, &mut c.client, &args, &mut c.out);
+                    let flow = crate::commands::execute(
+                        shared,
+                        state,
+                        &mut c.client,
+                        &args,
+                        &mut c.out,
+                        now,
+                    );
                     if flow == crate::client::Flow::Close {
                         c.close_after_flush = true;
                         pos += consumed;
@@ -465,10 +484,10 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
 }
 
 /// Whether this request must wait for the end of a write pause.
-fn is_paused_write(state: &crate::server::State, args: &crate::client::Args<'_>) -> bool {
+fn is_paused_write(state: &crate::server::State, args: &crate::client::Args<'_>, now: u64) -> bool {
     let Some(spec) = crate::table::lookup(args.get(0)) else {
         return false;
     };
     let write = spec.is_write() || spec.cmd == crate::table::Cmd::Exec;
-    write && state.writes_paused(crate::server::unix_ms())
+    write && state.writes_paused(now)
 }

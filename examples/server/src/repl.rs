@@ -289,6 +289,7 @@ pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
 /// lost these slots to another node (`Event::DeleteSlotKeys`, Valkey's dirty slots).
 pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -> u64 {
     let mut deleted = 0;
+    let mut detached = Vec::new();
     for slot in slots.iter() {
         if state.kv.count_keys_in_slot_all_dbs(slot) == 0 {
             continue;
@@ -306,10 +307,23 @@ pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -
                 }
             }
         }
-        deleted += state.kv.drop_slot(slot);
+        let taken = state.kv.take_slot(slot);
+        deleted += taken.len();
+        if taken.len() > LAZYFREE_THRESHOLD {
+            detached.push(taken);
+        }
+    }
+    if !detached.is_empty() {
+        // Valkey's lazyfree: the memory of a big slot is freed on a background thread, so the
+        // clients (and the write pause of a slot migration) do not wait for it.
+        std::thread::spawn(move || drop(detached));
     }
     deleted
 }
+
+/// Slots holding more keys than this are freed on a background thread (Valkey's
+/// `LAZYFREE_THRESHOLD`, 64 allocations).
+const LAZYFREE_THRESHOLD: u64 = 64;
 
 /// Sends what was appended to the stream since the last flush to every replica.
 pub fn flush(shared: &Shared, state: &mut State) {

@@ -227,6 +227,13 @@ impl Shared {
         self.next_client_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Wakes every I/O thread (the end of a write pause: the writes it held run now).
+    pub fn wake_io(&self) {
+        for h in self.io.get().into_iter().flatten() {
+            h.wake();
+        }
+    }
+
     /// Sends a delivery to a connection on any I/O thread.
     pub fn deliver(&self, io_thread: usize, token: usize, client_id: u64, what: Delivery) {
         if let Some(h) = self.io.get().and_then(|v| v.get(io_thread)) {

@@ -394,22 +394,106 @@ pub const TABLE: &[Spec] = &[
 ];
 
 /// Finds a command by name, ASCII case-insensitively, without allocating.
+///
+/// Hot path (every request): the name is lower-cased into 16 bytes packed as a `u128` and
+/// looked up in an open-addressing table with a multiplicative hash, one or two probes; the
+/// std `HashMap` (SipHash over a slice) cost several times more per request.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    let key = pack(name)?;
+    let index = index();
+    let mask = index.slots.len() - 1;
+    let mut i = slot_of(key, index.bits);
+    loop {
+        let (k, pos) = index.slots[i];
+        if pos == 0 {
+            return None;
+        }
+        let spec = &TABLE[usize::from(pos - 1)];
+        // Names never hold NUL bytes, so equal packed keys and equal lengths mean equal names.
+        if k == key && spec.name.len() == name.len() {
+            return Some(spec);
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/// The command crate's table row for `spec` when the cluster fast path may route it directly
+/// with [`ferrocluster_command::route`] instead of `ClientState::handle_command`: a
+/// `CommandKind::Plain` command without subcommands (not FAILOVER), whose only client-state
+/// effect in `handle_command` is clearing ASKING. `None` for every other command (MULTI, EXEC,
+/// SELECT, ASKING, CLUSTER, ...) and for ours the command crate does not list.
+pub fn routed(spec: &Spec) -> Option<&'static ferrocluster_command::CommandSpec> {
+    index().routed.get(spec.cmd as usize).copied().flatten()
+}
+
+/// Lower-cased name packed little-endian into a `u128`; `None` when longer than 16 bytes (no
+/// command name is). Built in registers: writing bytes into an array and reading it back as
+/// words stalls on store-to-load forwarding.
+fn pack(name: &[u8]) -> Option<u128> {
     if name.len() > 16 {
         return None;
     }
-    let mut lower = [0u8; 16];
-    for (d, s) in lower.iter_mut().zip(name) {
-        *d = s.to_ascii_lowercase();
+    let (mut lo, mut hi) = (0u64, 0u64);
+    for (i, &b) in name.iter().enumerate() {
+        let b = u64::from(b.to_ascii_lowercase());
+        if i < 8 {
+            lo |= b << (8 * i);
+        } else {
+            hi |= b << (8 * (i - 8));
+        }
     }
-    let lower = &lower[..name.len()];
-    index().get(lower).copied()
+    Some(u128::from(lo) | (u128::from(hi) << 64))
 }
 
-fn index() -> &'static std::collections::HashMap<&'static [u8], &'static Spec> {
-    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static [u8], &'static Spec>> =
-        std::sync::OnceLock::new();
-    INDEX.get_or_init(|| TABLE.iter().map(|s| (s.name.as_bytes(), s)).collect())
+fn slot_of(key: u128, bits: u32) -> usize {
+    let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
+    (folded.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
+struct Index {
+    /// (packed name, position in [`TABLE`] + 1); 0 marks an empty slot.
+    slots: Box<[(u128, u16)]>,
+    /// log2 of `slots.len()`.
+    bits: u32,
+    /// [`routed`] by `Cmd as usize`.
+    routed: Box<[Option<&'static ferrocluster_command::CommandSpec>]>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        // At most a quarter full: probes stay short.
+        let bits = (TABLE.len() * 4).next_power_of_two().trailing_zeros();
+        let mut slots = vec![(0u128, 0u16); 1 << bits].into_boxed_slice();
+        let mask = slots.len() - 1;
+        for (pos, spec) in TABLE.iter().enumerate() {
+            // Table names are lower case and at most 16 bytes (test `names_fit_the_index`).
+            let Some(key) = pack(spec.name.as_bytes()) else {
+                continue;
+            };
+            let mut i = slot_of(key, bits);
+            while slots[i].1 != 0 {
+                i = (i + 1) & mask;
+            }
+            // The table has far fewer than u16::MAX rows.
+            slots[i] = (key, u16::try_from(pos + 1).unwrap_or(u16::MAX));
+        }
+        let width = TABLE.iter().map(|s| s.cmd as usize + 1).max().unwrap_or(0);
+        let mut routed = vec![None; width].into_boxed_slice();
+        for spec in TABLE {
+            routed[spec.cmd as usize] =
+                ferrocluster_command::lookup(spec.name.as_bytes()).filter(|c| {
+                    c.kind == ferrocluster_command::CommandKind::Plain
+                        && c.subcommands.is_empty()
+                        && c.name != "failover"
+                });
+        }
+        Index {
+            slots,
+            bits,
+            routed,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -442,6 +526,57 @@ mod tests {
         assert!(!get.arity_ok(3));
         let set = lookup(b"set").unwrap();
         assert!(set.arity_ok(3) && set.arity_ok(7) && !set.arity_ok(2));
+    }
+
+    #[test]
+    fn every_name_is_found_in_any_case() {
+        for spec in TABLE {
+            assert_eq!(lookup(spec.name.as_bytes()).map(|s| s.cmd), Some(spec.cmd));
+            let upper = spec.name.to_ascii_uppercase();
+            assert_eq!(lookup(upper.as_bytes()).map(|s| s.cmd), Some(spec.cmd));
+            // A trailing NUL packs like the name itself: the length check must refuse it.
+            let mut nul = spec.name.as_bytes().to_vec();
+            nul.push(0);
+            assert!(lookup(&nul).is_none(), "{}", spec.name);
+            assert!(lookup(&spec.name.as_bytes()[1..]).is_none_or(|s| s.cmd != spec.cmd));
+        }
+        assert!(lookup(b"").is_none());
+    }
+
+    #[test]
+    fn names_fit_the_index() {
+        assert!(TABLE.iter().all(|s| s.name.len() <= 16));
+    }
+
+    #[test]
+    fn routed_rows_are_plain_commands_of_the_command_crate() {
+        let get = routed(lookup(b"get").unwrap()).unwrap();
+        assert_eq!(get.name, "get");
+        assert_eq!(routed(lookup(b"set").unwrap()).unwrap().name, "set");
+        // Commands with client-state effects or subcommands take handle_command.
+        for name in [
+            "multi",
+            "exec",
+            "discard",
+            "watch",
+            "asking",
+            "readonly",
+            "readwrite",
+        ] {
+            if let Some(spec) = lookup(name.as_bytes()) {
+                assert!(routed(spec).is_none(), "{name}");
+            }
+        }
+        for name in ["select", "cluster", "quit", "reset", "swapdb", "failover"] {
+            if let Some(spec) = lookup(name.as_bytes()) {
+                assert!(routed(spec).is_none(), "{name}");
+            }
+        }
+        for spec in TABLE {
+            if let Some(c) = routed(spec) {
+                assert_eq!(c.name, spec.name);
+            }
+        }
     }
 
     #[test]

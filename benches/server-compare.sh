@@ -18,13 +18,25 @@
 # Env: FERROCLUSTER_SERVER=/path/to/binary to use a prebuilt server;
 #      FERROCLUSTER_ARGS="--io-threads 1" extra flags for our server;
 #      ROUNDS=3 number of alternating rounds (default 3);
-#      OURS_PORT / REDIS_PORT to move the two servers (defaults 23950 / 23960).
+#      OURS_PORT / REDIS_PORT to move the two servers (defaults 23950 / 23960);
+#      PIN=1 (default when taskset exists and there are at least 2 CPUs): both servers run
+#      on the last CPU and redis-benchmark on CPU 0, so that client and server never share a
+#      core (on 2 cores an unpinned single-threaded client and server migrate onto each
+#      other's core at random, which is most of the round-to-round noise); PIN=0 to disable.
 # Needs: redis-server and redis-tools (apt-get install -y redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 KEYS=${2:-1000000}
 ROUNDS=${ROUNDS:-3}
+cpus=$(nproc 2>/dev/null || echo 1)
+if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$cpus" -ge 2 ]; then
+  SERVER_CPU=(taskset -c $((cpus - 1)))
+  CLIENT_CPU=(taskset -c 0)
+else
+  SERVER_CPU=()
+  CLIENT_CPU=()
+fi
 OURS=${OURS_PORT:-23950}
 REDIS=${REDIS_PORT:-23960}
 work=$(mktemp -d /tmp/ferrocluster-compare.XXXXXX)
@@ -44,9 +56,9 @@ if [ -z "$BIN" ]; then
 fi
 mkdir -p "$work/ours" "$work/redis"
 # shellcheck disable=SC2086 # FERROCLUSTER_ARGS is a list of flags
-"$BIN" --port $OURS --dir "$work/ours" --loglevel warning ${FERROCLUSTER_ARGS:-} 2>"$work/ours/log" &
+"${SERVER_CPU[@]}" "$BIN" --port $OURS --dir "$work/ours" --loglevel warning ${FERROCLUSTER_ARGS:-} 2>"$work/ours/log" &
 pids+=($!); disown; ours_pid=$!
-redis-server --port $REDIS --cluster-enabled yes --cluster-config-file "$work/redis/nodes.conf" \
+"${SERVER_CPU[@]}" redis-server --port $REDIS --cluster-enabled yes --cluster-config-file "$work/redis/nodes.conf" \
   --dir "$work/redis" --save "" --appendonly no --enable-debug-command yes --daemonize no \
   --loglevel warning >"$work/redis/log" 2>&1 &
 pids+=($!); disown; redis_pid=$!
@@ -73,7 +85,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime of a pi
 bench() { # port, pid, extra args -> "set_rps get_rps cpu_us_per_request"
   local port=$1 pid=$2 c0 c1 rps; shift 2
   c0=$(cpu_ticks "$pid")
-  rps=$(redis-benchmark -p "$port" -t set,get -n "$N" -c 50 "$@" --csv 2>/dev/null |
+  rps=$("${CLIENT_CPU[@]}" redis-benchmark -p "$port" -t set,get -n "$N" -c 50 "$@" --csv 2>/dev/null |
     awk -F'","' '/^"SET"/{s=$2} /^"GET"/{g=$2} END{gsub(/"/,"",s); gsub(/"/,"",g); printf "%d %d", s, g}')
   c1=$(cpu_ticks "$pid")
   echo "$rps $(awk -v a="$c0" -v b="$c1" -v t="$tick" -v n="$N" 'BEGIN{printf "%.3f", (b - a) / t * 1e6 / (2 * n)}')"

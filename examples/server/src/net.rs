@@ -163,8 +163,9 @@ impl IoThread {
 
     fn run(mut self) {
         let mut events = Events::with_capacity(1024);
+        let mut spins = 0u32;
         loop {
-            let timeout = if !self.read_again.is_empty() {
+            let timeout = if !self.read_again.is_empty() || spins > 0 {
                 Some(Duration::ZERO)
             } else if !self.paused.is_empty() {
                 Some(Duration::from_millis(10))
@@ -177,6 +178,18 @@ impl IoThread {
                 }
                 continue;
             }
+            // After a turn with events, a few non-blocking polls before blocking again
+            // (`io-busy-polls`): a request that finds the thread awake costs no wakeup.
+            // The spin yields the core between polls, so a thread that has work (a client, a
+            // snapshot, another server) runs first.
+            spins = if events.is_empty() {
+                if spins > 0 {
+                    std::thread::yield_now();
+                }
+                spins.saturating_sub(1)
+            } else {
+                self.shared.config.io_busy_polls
+            };
             self.to_read.clear();
             self.to_read.append(&mut self.read_again);
             for ev in events.iter() {

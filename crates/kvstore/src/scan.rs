@@ -132,26 +132,28 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         }
     }
 
-    /// One page of the keys of one slot of `db`, hidden or not, for a caller that walks a slot
-    /// in small steps (a slot migration's snapshot, which must not hold the host's lock for a
-    /// whole slot). Start with `cursor` 0; the returned cursor continues the walk and is 0 at
-    /// the end. At most `count` keys are examined (at least one per call); keys expired at
-    /// `now` are left out. Every key present in the slot for the whole walk is returned at
-    /// least once, also while keys are added and removed between pages (the walk goes down
-    /// the dense entry vector, whose removals move the last entry into the hole).
+    /// One page of the entries of one slot of `db`, hidden or not, for a caller that walks a
+    /// slot in small steps (a slot migration's snapshot, which must not hold the host's lock
+    /// for a whole slot). `visit` gets each live entry as (key, value, deadline in unix ms or
+    /// `None`). Start with `cursor` 0; the returned cursor continues the walk and is 0 at the
+    /// end. At most `count` entries are examined (at least one per call); keys expired at `now`
+    /// are left out. Every key present in the slot for the whole walk is visited at least once,
+    /// also while keys are added and removed between pages (the walk goes down the dense entry
+    /// vector, whose removals move the last entry into the hole).
     ///
     /// # Errors
     /// [`KvError::DbOutOfRange`].
-    pub fn slot_keys_page(
+    pub fn slot_page(
         &self,
         db: usize,
         slot: ferrocluster_slot::Slot,
         cursor: u64,
         count: usize,
         now: u64,
-    ) -> Result<(Vec<Bytes>, u64), KvError> {
+        mut visit: impl FnMut(&[u8], &V, Option<u64>),
+    ) -> Result<u64, KvError> {
         let Some(t) = self.db(db)?.and_then(|d| d.table(slot.index())) else {
-            return Ok((Vec::new(), 0));
+            return Ok(0);
         };
         let len = t.len() as u64;
         let mut pos = if cursor == 0 || cursor > len {
@@ -159,18 +161,17 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         } else {
             cursor
         };
-        let mut keys = Vec::new();
         let mut examined = 0usize;
         while pos > 0 && examined < count.max(1) {
             pos -= 1;
             examined += 1;
-            if !t.is_expired(pos as usize, now) {
-                keys.push(Bytes::copy_from_slice(
-                    t.entries[pos as usize].key.as_bytes(),
-                ));
+            let p = pos as usize;
+            if !t.is_expired(p, now) {
+                let e = &t.entries[p];
+                visit(e.key.as_bytes(), &e.value, t.deadline(p));
             }
         }
-        Ok((keys, pos))
+        Ok(pos)
     }
 
     /// KEYS: every key of `db` live at `now`, outside hidden slots, matching `pattern` (glob;

@@ -2,6 +2,7 @@
 //! (tables growing past the index widths, shrinking, emptying), every key present for the
 //! whole scan is returned at least once, and every returned key existed when returned.
 
+use bytes::Bytes;
 use ferrocluster_kvstore::{KvStore, ScanOptions};
 use ferrocluster_slot::{key_hash_slot, Slot};
 use proptest::prelude::*;
@@ -39,7 +40,7 @@ fn run(initial: Vec<(u16, u8)>, steps: Vec<Step>, pattern: Option<&[u8]>) {
     walk(initial, steps, Walk::Scan(pattern));
 }
 
-/// What a test walks: the whole db with SCAN, or one slot with `slot_keys_page`.
+/// What a test walks: the whole db with SCAN, or one slot with `slot_page`.
 #[derive(Clone, Copy)]
 enum Walk<'a> {
     Scan(Option<&'a [u8]>),
@@ -67,7 +68,15 @@ fn walk(initial: Vec<(u16, u8)>, steps: Vec<Step>, what: Walk<'_>) {
             let p = store.scan(0, cursor, &opts, 0).unwrap();
             (p.keys, p.cursor)
         }
-        Walk::Slot(slot) => store.slot_keys_page(0, slot, cursor, count, 0).unwrap(),
+        Walk::Slot(slot) => {
+            let mut keys = Vec::new();
+            let next = store
+                .slot_page(0, slot, cursor, count, 0, |k, _, _| {
+                    keys.push(Bytes::copy_from_slice(k))
+                })
+                .unwrap();
+            (keys, next)
+        }
     };
     let in_scope = |k: &[u8]| match what {
         Walk::Scan(pattern) => pattern.is_none_or(|p| ferrocluster_kvstore::glob_match(p, k)),
@@ -163,7 +172,7 @@ proptest! {
         run(initial, steps, Some(b"{tag1}*"));
     }
 
-    /// `slot_keys_page` (the chunked walk of a migration snapshot) keeps the same guarantee
+    /// `slot_page` (the chunked walk of a migration snapshot) keeps the same guarantee
     /// within its slot.
     #[test]
     fn slot_page_walk_keeps_the_guarantee(

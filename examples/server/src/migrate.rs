@@ -5,7 +5,7 @@
 //! two threads (`asm-out-N` writes a channel of byte chunks, `asm-in-N` reads the target's
 //! reply lines and SYNCSLOTS messages and feeds them to the node). The snapshot is produced
 //! by a third thread slot by slot, taking the state lock once per page of
-//! [`SNAPSHOT_PAGE_KEYS`] keys (`KvStore::slot_keys_page`, whose walk returns every key
+//! [`SNAPSHOT_PAGE_KEYS`] keys (`KvStore::slot_page`, whose walk visits every key
 //! present throughout): every key of the
 //! job's ranges in every database as `RESTORE key <abs-ms> <payload> REPLACE ABSTTL`, then
 //! `CLUSTER SYNCSLOTS SNAPSHOT-EOF`. From `StartSnapshot` on, the write effects of those
@@ -22,7 +22,6 @@ use crate::client::{Args, ClientCtx, Delivery};
 use crate::resp::{parse_request, Limits, Out, Parsed};
 use crate::server::{unix_ms, Shared, State};
 use crossbeam_channel::{Receiver, Sender};
-use ferrocluster_kvstore::KeyExpiry;
 use ferrocluster_node::migration::dump;
 use ferrocluster_node::{
     AuthReply, ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis, Origin,
@@ -615,32 +614,24 @@ fn snapshot_page(
     now: u64,
     buf: &mut Vec<u8>,
 ) -> (usize, u64) {
-    let (keys, next) = state
-        .kv
-        .slot_keys_page(db, slot, cursor, SNAPSHOT_PAGE_KEYS, now)
-        .unwrap_or_default();
     let mut written = 0;
-    for k in &keys {
-        let Some(v) = state.kv.get(db, k, now).ok().flatten() else {
-            continue;
-        };
-        let at = match state.kv.expiry(db, k, now) {
-            Ok(KeyExpiry::At(t)) => Some(t),
-            _ => None,
-        };
-        let payload = dump::encode(v, at.map(|t| t.saturating_sub(now).max(1)));
-        match at {
-            Some(t) => {
-                let t = t.to_string();
-                append(
-                    buf,
-                    &[b"RESTORE", k, t.as_bytes(), &payload, b"REPLACE", b"ABSTTL"],
-                )
+    let next = state
+        .kv
+        .slot_page(db, slot, cursor, SNAPSHOT_PAGE_KEYS, now, |k, v, at| {
+            let payload = dump::encode(v, at.map(|t| t.saturating_sub(now).max(1)));
+            match at {
+                Some(t) => {
+                    let t = t.to_string();
+                    append(
+                        buf,
+                        &[b"RESTORE", k, t.as_bytes(), &payload, b"REPLACE", b"ABSTTL"],
+                    )
+                }
+                None => append(buf, &[b"RESTORE", k, b"0", &payload, b"REPLACE"]),
             }
-            None => append(buf, &[b"RESTORE", k, b"0", &payload, b"REPLACE"]),
-        }
-        written += 1;
-    }
+            written += 1;
+        })
+        .unwrap_or(0);
     (written, next)
 }
 

@@ -19,9 +19,14 @@ const BYTES: usize = SLOT_COUNT / 8;
 /// assert_eq!(s.as_bytes()[1], 0b0000_0010);
 /// assert_eq!(s.len(), 1);
 /// ```
+///
+/// The set keeps its size beside the bits, so [`SlotSet::len`] and [`SlotSet::is_empty`] are
+/// O(1): nodes ask them per gossip entry and per ping, and counting walks 2 KiB.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SlotSet {
     bits: [u8; BYTES],
+    /// `bits` counted (0..=16384); a function of `bits`, so the derived Eq/Hash stay right.
+    len: u16,
 }
 
 impl Default for SlotSet {
@@ -33,19 +38,29 @@ impl Default for SlotSet {
 impl SlotSet {
     /// The empty set.
     pub const fn new() -> SlotSet {
-        SlotSet { bits: [0; BYTES] }
+        SlotSet {
+            bits: [0; BYTES],
+            len: 0,
+        }
     }
 
     /// The set of all 16384 slots.
     pub const fn full() -> SlotSet {
         SlotSet {
             bits: [0xff; BYTES],
+            len: SLOT_COUNT as u16,
         }
     }
 
     /// Builds a set from the 2048 bytes of a bus `myslots` field.
     pub const fn from_bytes(bytes: &[u8; BYTES]) -> SlotSet {
-        SlotSet { bits: *bytes }
+        let mut len = 0u16;
+        let mut i = 0;
+        while i < BYTES {
+            len += bytes[i].count_ones() as u16;
+            i += 1;
+        }
+        SlotSet { bits: *bytes, len }
     }
 
     /// The 2048 bytes, in bus `myslots` layout.
@@ -58,6 +73,7 @@ impl SlotSet {
         let (byte, mask) = locate(slot);
         let was = self.bits[byte] & mask != 0;
         self.bits[byte] |= mask;
+        self.len += u16::from(!was);
         !was
     }
 
@@ -66,6 +82,7 @@ impl SlotSet {
         let (byte, mask) = locate(slot);
         let was = self.bits[byte] & mask != 0;
         self.bits[byte] &= !mask;
+        self.len -= u16::from(was);
         was
     }
 
@@ -84,17 +101,18 @@ impl SlotSet {
 
     /// Number of slots in the set (0..=16384).
     pub fn len(&self) -> usize {
-        self.words().map(|w| w.count_ones() as usize).sum()
+        usize::from(self.len)
     }
 
     /// Whether no slot is in the set.
     pub fn is_empty(&self) -> bool {
-        self.bits.iter().all(|&b| b == 0)
+        self.len == 0
     }
 
     /// Removes every slot.
     pub fn clear(&mut self) {
         self.bits = [0; BYTES];
+        self.len = 0;
     }
 
     /// The slots in ascending order.
@@ -145,16 +163,9 @@ impl SlotSet {
         let mut out = SlotSet::new();
         for (i, o) in out.bits.iter_mut().enumerate() {
             *o = f(self.bits[i], other.bits[i]);
+            out.len += o.count_ones() as u16;
         }
         out
-    }
-
-    /// Little-endian 64-bit words: bit `j` of word `w` is slot `64 w + j`.
-    fn words(&self) -> impl Iterator<Item = u64> + '_ {
-        self.bits.chunks_exact(8).map(|c| {
-            // chunks_exact(8) yields 8-byte slices, so the conversion cannot fail.
-            u64::from_le_bytes(c.try_into().expect("8-byte chunk"))
-        })
     }
 }
 

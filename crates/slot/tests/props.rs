@@ -127,6 +127,29 @@ proptest! {
         prop_assert_eq!(a.intersects(&b), !a.intersection(&b).is_empty());
         prop_assert_eq!(a.is_subset(&b), a.difference(&b).is_empty());
     }
+
+    /// The kept size equals the bits counted, through inserts, removes, set operations,
+    /// `clear` and the byte round trip.
+    #[test]
+    fn len_is_the_number_of_members(
+        a in slot_set(),
+        b in slot_set(),
+        ops in proptest::collection::vec((any::<bool>(), 0u16..16384), 0..300),
+    ) {
+        let mut s = a.clone();
+        for (add, n) in ops {
+            let slot = Slot::new(n).unwrap();
+            if add { s.insert(slot); } else { s.remove(slot); }
+            prop_assert_eq!(s.len(), s.iter().count());
+        }
+        for t in [a.union(&b), a.intersection(&b), a.difference(&b), SlotSet::from_bytes(s.as_bytes())] {
+            prop_assert_eq!(t.len(), t.iter().count());
+            prop_assert_eq!(t.is_empty(), t.iter().next().is_none());
+        }
+        s.clear();
+        prop_assert!(s.is_empty());
+        prop_assert_eq!(SlotSet::full().len(), SLOT_COUNT);
+    }
 }
 
 #[test]

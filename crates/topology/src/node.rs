@@ -43,9 +43,6 @@ pub struct Node {
     /// all records (1000 of them per node at 1000 nodes) would touch a new cache line per
     /// field read.
     pub(crate) slots: Box<SlotSet>,
-    /// `slots.len()`, kept by the slot mutators below: the count and "owns any slot" are asked
-    /// per gossip entry and per ping (a voting primary), and counting walks 2 KiB.
-    slot_count: u16,
     /// Flag word with the wire bit values (§5.1).
     pub flags: NodeFlags,
     /// Cluster (bus) IP address; `None` when unknown (a NOADDR node, or nodes.conf `:0@0`).
@@ -103,7 +100,6 @@ impl Node {
         Node {
             id,
             slots: Box::new(SlotSet::new()),
-            slot_count: 0,
             flags: NodeFlags::empty(),
             ip: None,
             port: 0,
@@ -143,27 +139,7 @@ impl Node {
 
     /// Number of owned slots.
     pub fn slot_count(&self) -> usize {
-        usize::from(self.slot_count)
-    }
-
-    /// Removes every slot from the record (the owner table is the caller's).
-    pub(crate) fn clear_slots(&mut self) {
-        self.slots.clear();
-        self.slot_count = 0;
-    }
-
-    /// Adds `slot` to the record (the owner table is the caller's).
-    pub(crate) fn add_slot(&mut self, slot: ferrocluster_slot::Slot) {
-        if self.slots.insert(slot) {
-            self.slot_count += 1;
-        }
-    }
-
-    /// Removes `slot` from the record (the owner table is the caller's).
-    pub(crate) fn remove_slot(&mut self, slot: ferrocluster_slot::Slot) {
-        if self.slots.remove(slot) {
-            self.slot_count -= 1;
-        }
+        self.slots.len()
     }
 
     /// Flag MYSELF.
@@ -196,7 +172,7 @@ impl Node {
     }
     /// A voting primary: flagged PRIMARY and owning at least one slot (facts sheet §0).
     pub fn is_voting_primary(&self) -> bool {
-        self.is_primary() && self.slot_count > 0
+        self.is_primary() && !self.slots.is_empty()
     }
 
     /// The client-facing IP for a client of the given family (§19.1): the announced client

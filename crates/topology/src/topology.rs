@@ -60,7 +60,7 @@ impl Topology {
     /// slots are assigned with [`Topology::set_slot_owner`]). Epochs start at 0.
     pub fn new(mut myself: Node) -> Topology {
         myself.flags.insert(NodeFlags::MYSELF);
-        myself.clear_slots();
+        myself.slots.clear();
         let id = myself.id;
         let mut index = HashMap::new();
         index.insert(id, 0);
@@ -95,7 +95,7 @@ impl Topology {
             if t.index.contains_key(&n.id) {
                 return None;
             }
-            n.clear_slots();
+            n.slots.clear();
             n.flags.set(NodeFlags::MYSELF, n.id == myself);
             t.index.insert(n.id, t.nodes.len());
             t.nodes.push(n);
@@ -274,7 +274,7 @@ impl Topology {
         if node.is_myself() {
             return Err(TopologyError::SecondMyself(node.id));
         }
-        node.clear_slots();
+        node.slots.clear();
         self.index.insert(node.id, self.nodes.len());
         self.nodes.push(node);
         Ok(())
@@ -421,10 +421,10 @@ impl Topology {
         if let Some(p) = prev {
             // The owner table only names known nodes (invariant).
             let i = self.index[&p];
-            self.nodes[i].remove_slot(slot);
+            self.nodes[i].slots.remove(slot);
         }
         if let Some(i) = new_pos {
-            self.nodes[i].add_slot(slot);
+            self.nodes[i].slots.insert(slot);
         }
         self.owners[slot.index()] = owner;
         Ok(prev)
@@ -564,14 +564,6 @@ impl Topology {
         for (i, n) in self.nodes.iter().enumerate() {
             if self.index.get(&n.id) != Some(&i) {
                 return Err(format!("index out of date for {}", n.id));
-            }
-            if n.slot_count() != n.slots.len() {
-                return Err(format!(
-                    "{} counts {} slots but holds {}",
-                    n.id,
-                    n.slot_count(),
-                    n.slots.len()
-                ));
             }
             for s in n.slots.iter() {
                 if self.owners[s.index()].as_ref() != Some(&n.id) {

@@ -92,32 +92,22 @@ pub struct Links {
     by_node: NodeIndex,
 }
 
-/// [`LinkDirection`] as an index key.
-type Dir = u8;
-
 /// (node, direction) → link IDs, ascending (almost always one).
-type NodeIndex = HashMap<(NodeId, Dir), Vec<LinkId>>;
+type NodeIndex = HashMap<(NodeId, LinkDirection), Vec<LinkId>>;
 
-fn index_insert(ix: &mut NodeIndex, key: (NodeId, Dir), id: LinkId) {
+fn index_insert(ix: &mut NodeIndex, key: (NodeId, LinkDirection), id: LinkId) {
     let v = ix.entry(key).or_default();
     if let Err(pos) = v.binary_search(&id) {
         v.insert(pos, id);
     }
 }
 
-fn index_remove(ix: &mut NodeIndex, key: (NodeId, Dir), id: LinkId) {
+fn index_remove(ix: &mut NodeIndex, key: (NodeId, LinkDirection), id: LinkId) {
     if let Some(v) = ix.get_mut(&key) {
         v.retain(|&l| l != id);
         if v.is_empty() {
             ix.remove(&key);
         }
-    }
-}
-
-fn dir_key(d: LinkDirection) -> Dir {
-    match d {
-        LinkDirection::Outbound => 0,
-        LinkDirection::Inbound => 1,
     }
 }
 
@@ -134,7 +124,7 @@ impl Links {
         let id = LinkId(self.next);
         let connected = direction == LinkDirection::Inbound;
         if let Some(n) = node {
-            index_insert(&mut self.by_node, (n, dir_key(direction)), id);
+            index_insert(&mut self.by_node, (n, direction), id);
         }
         self.links.insert(
             id,
@@ -173,7 +163,7 @@ impl Links {
     pub fn remove(&mut self, id: LinkId) -> Option<Link> {
         let l = self.links.remove(&id)?;
         if let Some(n) = l.node {
-            index_remove(&mut self.by_node, (n, dir_key(l.direction)), id);
+            index_remove(&mut self.by_node, (n, l.direction), id);
         }
         Some(l)
     }
@@ -212,7 +202,7 @@ impl Links {
     /// The links of `node` in direction `dir`, ascending by ID.
     fn of_node(&self, node: &NodeId, dir: LinkDirection) -> impl Iterator<Item = LinkId> + '_ {
         self.by_node
-            .get(&(*node, dir_key(dir)))
+            .get(&(*node, dir))
             .into_iter()
             .flatten()
             .copied()
@@ -310,7 +300,7 @@ impl Drop for LinkMut<'_> {
         if l.node == self.old_node {
             return;
         }
-        let d = dir_key(l.direction);
+        let d = l.direction;
         if let Some(old) = self.old_node {
             index_remove(self.by_node, (old, d), l.id);
         }

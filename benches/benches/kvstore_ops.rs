@@ -2,8 +2,14 @@
 //! `hashbrown::HashMap<Bytes, V>` (the limit; issue target: at least 0.8x of its speed).
 //!
 //! Both hold `key:0`..`key:999999` with 8-byte `Box<[u8]>` values and are accessed in the same
-//! scattered order (stride 611953 mod 10^6, a permutation). The store computes the key's hash
-//! slot (CRC16) on every call, which the peer does not.
+//! scattered order (stride 611953 mod 10^6, a permutation). Each operation is measured three
+//! ways:
+//! * `.../kvstore-slotted`: the `*_in_slot` methods with a [`SlotKey`] made beforehand, as a
+//!   cluster node's keyspace is called: routing computes the command's slot first and the store
+//!   reuses it (Valkey's kvstore takes the slot index, cached on the client by `getKeySlot`);
+//! * `.../kvstore`: the key-only methods, which compute the slot (CRC16) on every call;
+//! * `.../hashbrown`: the plain map, which needs no slot; `get/hashbrown+slot` adds the slot
+//!   computation a cluster node using a plain map would still pay for routing.
 //! * `get`: a hit;
 //! * `insert`: overwrite of an existing key with a fresh 8-byte value (returns the old one);
 //!   the peer replaces the value in place (`get_mut`), as the store does, rather than
@@ -19,6 +25,7 @@
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use ferrocluster_kvstore::KvStore;
+use ferrocluster_slot::SlotKey;
 use std::hint::black_box;
 
 const N: usize = 1_000_000;
@@ -32,6 +39,7 @@ fn bench(c: &mut Criterion) {
     // Lookup keys as shared `Bytes` (cloned once, so a clone is a reference-count increment).
     let keys: Vec<Bytes> = (0..N).map(|i| Bytes::from(format!("key:{i}"))).collect();
     let keys: Vec<Bytes> = keys.iter().map(Bytes::clone).collect();
+    let slotted: Vec<SlotKey<'_>> = keys.iter().map(|k| SlotKey::new(k)).collect();
     let mut store: KvStore<Box<[u8]>> = KvStore::new(1).expect("1 database is in range");
     let mut peer: hashbrown::HashMap<Bytes, Box<[u8]>> = hashbrown::HashMap::new();
     for k in &keys {
@@ -46,13 +54,38 @@ fn bench(c: &mut Criterion) {
         i
     };
 
+    g.bench_function("get/kvstore-slotted", |b| {
+        b.iter(|| {
+            black_box(
+                store
+                    .get_in_slot(0, slotted[next()], 0)
+                    .expect("db 0 exists"),
+            )
+        })
+    });
     g.bench_function("get/kvstore", |b| {
         b.iter(|| black_box(store.get(0, &keys[next()], 0).expect("db 0 exists")))
     });
     g.bench_function("get/hashbrown", |b| {
         b.iter(|| black_box(peer.get(&keys[next()][..])))
     });
+    g.bench_function("get/hashbrown+slot", |b| {
+        b.iter(|| {
+            let k = &keys[next()];
+            black_box(SlotKey::new(k).slot());
+            black_box(peer.get(&k[..]))
+        })
+    });
 
+    g.bench_function("insert/kvstore-slotted", |b| {
+        b.iter(|| {
+            black_box(
+                store
+                    .insert_in_slot(0, slotted[next()], value(), None, 0)
+                    .expect("db 0 exists"),
+            )
+        })
+    });
     g.bench_function("insert/kvstore", |b| {
         b.iter(|| {
             black_box(
@@ -73,6 +106,16 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    g.bench_function("remove_insert/kvstore-slotted", |b| {
+        b.iter(|| {
+            let k = slotted[next()];
+            let v = store.remove_in_slot(0, k, 0).expect("db 0 exists");
+            black_box(&v);
+            store
+                .insert_in_slot(0, k, v.unwrap_or_else(value), None, 0)
+                .expect("db 0 exists")
+        })
+    });
     g.bench_function("remove_insert/kvstore", |b| {
         b.iter(|| {
             let k = &keys[next()];

@@ -5,7 +5,7 @@ use crate::args::{eq_ignore_case, parse_i64};
 use crate::client::ClientState;
 use crate::error::{Redirect, RouteError};
 use crate::table::{CommandFlags, CommandKind, CommandSpec};
-use ferrocluster_slot::{key_hash_slot, Slot};
+use ferrocluster_slot::{Slot, SlotKey};
 use ferrocluster_topology::{Node, NodeId, Topology};
 
 /// Read-only key existence, used for the ASK / TRYAGAIN decisions on a migrating or importing
@@ -227,7 +227,7 @@ where
 pub fn shard_channels_slot<A: AsRef<[u8]>>(channels: &[A]) -> Result<Option<Slot>, RouteError> {
     let mut slot = None;
     for ch in channels {
-        let s = key_hash_slot(ch.as_ref());
+        let s = SlotKey::new(ch.as_ref()).slot();
         match slot {
             None => slot = Some(s),
             Some(prev) if prev != s => return Err(RouteError::CrossSlot),
@@ -310,7 +310,8 @@ impl<'c, V: ClusterView + ?Sized, K: KeyPresence + ?Sized> Scan<'c, V, K> {
         }
         for pos in spec.key_positions(argv) {
             let key = argv[pos].as_ref();
-            let s = key_hash_slot(key);
+            // `key_hash_slot(key)`, by the branch-free path for short keys.
+            let s = SlotKey::new(key).slot();
             match self.slot {
                 None => {
                     self.slot = Some(s);

@@ -136,6 +136,40 @@ pub(crate) fn find<W: Word>(
     }
 }
 
+/// [`find`] for 2-byte words, returning the position only: the same walk with the word
+/// layout spelled out (tag in the low byte, position + 1 in the high byte), written for the
+/// fewest instructions per step. A tombstone (`1`) decodes to position `usize::MAX`, which no
+/// `eq` accepts (callers check the position against their entry count).
+#[inline(always)]
+pub(crate) fn find_u16(
+    words: &[u16],
+    hash: u64,
+    mut eq: impl FnMut(usize) -> bool,
+) -> Option<usize> {
+    let cap = words.len();
+    if cap == 0 {
+        return None;
+    }
+    let t = tag::<u16>(hash) as u16;
+    let mut i = home(hash, cap);
+    loop {
+        let w = *words.get(i)?;
+        if w == 0 {
+            return None;
+        }
+        if w & 0xFF == t {
+            let pos = usize::from(w >> 8).wrapping_sub(1);
+            if eq(pos) {
+                return Some(pos);
+            }
+        }
+        i += 1;
+        if i == cap {
+            i = 0;
+        }
+    }
+}
+
 /// Stores `pos` for `hash` in the first empty or tombstone bucket of its probe path (the key
 /// must not be present; the caller keeps room, see [`max_filled`]). Returns whether a tombstone
 /// was reused.

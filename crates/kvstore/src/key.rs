@@ -44,13 +44,13 @@ impl CompactKey {
         }
     }
 
-    /// Whether this is the key `probe` was made for. Inline keys compare as one fixed-size
-    /// array (the stored bytes are zero-padded like [`Probe::inline`]).
+    /// Whether this is the key `probe` was made for. Inline keys compare as two words (the
+    /// stored bytes are zero-padded, like the probe's [`crate::keyhash::short_words`]).
     #[inline]
     pub(crate) fn matches(&self, probe: &Probe<'_>) -> bool {
         match (self, &probe.inline) {
             (CompactKey::Inline { len, bytes }, Some(want)) => {
-                usize::from(*len) == probe.key.len() && bytes == want
+                usize::from(*len) == probe.key.len() && inline_words(bytes) == *want
             }
             (CompactKey::Inline { .. }, None) => false,
             (CompactKey::Heap(b), _) => b[..] == *probe.key,
@@ -64,6 +64,16 @@ impl CompactKey {
             CompactKey::Heap(b) => std::mem::size_of::<Box<[u8]>>() + b.len(),
         }
     }
+}
+
+/// Inline key bytes as the two little-endian words of [`crate::keyhash::short_words`].
+#[inline]
+fn inline_words(bytes: &[u8; INLINE_KEY_LEN]) -> (u64, u64) {
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&bytes[..8]);
+    let mut tail = [0u8; 8];
+    tail[..INLINE_KEY_LEN - 8].copy_from_slice(&bytes[8..]);
+    (u64::from_le_bytes(head), u64::from_le_bytes(tail))
 }
 
 impl std::fmt::Debug for CompactKey {

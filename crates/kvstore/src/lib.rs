@@ -22,12 +22,26 @@
 //! table's open-addressing index right behind it — positions packed with hash tags, 2 bytes
 //! per bucket up to 255 entries (bigger tables move to a separate index of 4- or 8-byte words).
 //! Deadlines live in a vector allocated only for slots that have keys with a deadline. A key's
-//! slot (CRC16), table hash and comparison form come from one read of the key (keys of up to
-//! 16 bytes). See `benches/kvstore_memory.rs` for the measured heap bytes per key (about 45 at
-//! 1M keys) and `benches/kvstore_ops.rs` for speed beside a plain hash map: at 1M keys with
-//! back-to-back calls, overwrites run at about 0.7-0.9x and remove + insert at about 1.0-1.1x
-//! of the map's speed, lookups at about 0.45-0.6x (a profile puts most of a lookup's time on
-//! its two dependent reads of scattered memory: the slot table, then the entry).
+//! table hash and comparison form come from one read of the key (keys of up to 16 bytes).
+//!
+//! # The slot comes with the key
+//!
+//! A cluster node computes each command's slot to route it; [`KvStore::get_in_slot`],
+//! [`KvStore::get_mut_in_slot`], [`KvStore::insert_in_slot`] and [`KvStore::remove_in_slot`]
+//! take that work as a [`ferrocluster_slot::SlotKey`] instead of hashing the key again
+//! (Valkey's kvstore is called with the slot index the same way, cached on the client by
+//! `getKeySlot`). The key-only methods make the `SlotKey` themselves.
+//!
+//! See `benches/kvstore_memory.rs` for the measured heap bytes per key (about 45 at 1M keys)
+//! and `benches/kvstore_ops.rs` for speed beside a plain hash map at 1M keys, back-to-back
+//! calls in scattered order (one run, 2-core VM): with the slot given, lookups 0.86x of the
+//! map, overwrites 1.02x, remove + insert 1.40x; key-only, lookups 0.48x of the map and 1.00x
+//! of the map plus the CRC16 a cluster node pays for routing anyway, overwrites 0.83x. Why
+//! the CRC16 weighs so much: at this size each lookup waits on about four cache misses, and
+//! the instructions that depend on missing data (the CRC's 16 table lookups depend on the key
+//! bytes) hold the CPU's scheduler, so fewer lookups overlap; the same reason the index walk
+//! for small tables is inlined and spelled out for the fewest instructions
+//! (`index::find_u16`).
 //!
 //! # Key presence for the `node` crate
 //!
@@ -72,7 +86,6 @@ mod index;
 mod key;
 mod keyhash;
 mod scan;
-mod slot_of;
 mod stats;
 mod store;
 mod table;

@@ -7,7 +7,7 @@ use crate::stats::{HostCounters, SlotStats};
 use crate::table::{entry_memory, Entry, SlotTable};
 use crate::{KvError, KvValue};
 use bytes::Bytes;
-use ferrocluster_slot::{Slot, SLOT_COUNT};
+use ferrocluster_slot::{Slot, SlotKey, SLOT_COUNT};
 use hashbrown::DefaultHashBuilder;
 use rand_core::RngCore;
 use std::hash::BuildHasher;
@@ -203,7 +203,11 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
 
     /// Slot table and position of `key` in `db`, expired or not.
     #[inline]
-    fn locate(&self, db: usize, key: &[u8]) -> Result<Option<(&SlotTable<V>, usize)>, KvError> {
+    fn locate(
+        &self,
+        db: usize,
+        key: SlotKey<'_>,
+    ) -> Result<Option<(&SlotTable<V>, usize)>, KvError> {
         let Some(d) = self.db(db)? else {
             return Ok(None);
         };
@@ -221,6 +225,21 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     /// [`KvError::DbOutOfRange`].
     #[inline]
     pub fn get(&self, db: usize, key: &[u8], now: u64) -> Result<Option<&V>, KvError> {
+        self.get_in_slot(db, SlotKey::new(key), now)
+    }
+
+    /// [`KvStore::get`] for a key whose slot the caller already computed (routing does):
+    /// the store skips the CRC16, as Valkey's kvstore does with the slot cached on the client.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    #[inline]
+    pub fn get_in_slot(
+        &self,
+        db: usize,
+        key: SlotKey<'_>,
+        now: u64,
+    ) -> Result<Option<&V>, KvError> {
         Ok(match self.locate(db, key)? {
             Some((t, pos)) if !t.is_expired(pos, now) => Some(&t.entries[pos].value),
             _ => None,
@@ -241,7 +260,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     fn locate_mut(
         &mut self,
         db: usize,
-        key: &[u8],
+        key: SlotKey<'_>,
         now: u64,
     ) -> Result<Option<(usize, usize, u64)>, KvError> {
         self.check_db(db)?;
@@ -274,6 +293,19 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         &mut self,
         db: usize,
         key: &[u8],
+        now: u64,
+    ) -> Result<Option<ValueMut<'_, V>>, KvError> {
+        self.get_mut_in_slot(db, SlotKey::new(key), now)
+    }
+
+    /// [`KvStore::get_mut`] for a key whose slot the caller already computed.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn get_mut_in_slot(
+        &mut self,
+        db: usize,
+        key: SlotKey<'_>,
         now: u64,
     ) -> Result<Option<ValueMut<'_, V>>, KvError> {
         let Some((slot, pos, _)) = self.locate_mut(db, key, now)? else {
@@ -311,7 +343,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         value: V,
         now: u64,
     ) -> Result<Option<V>, KvError> {
-        self.insert_with_expiry(db, key, value, None, now)
+        self.insert_in_slot(db, SlotKey::new(key), value, None, now)
     }
 
     /// Sets `key` to `value` with an absolute deadline `expire_at` (ms; `None` = persistent;
@@ -324,6 +356,21 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         &mut self,
         db: usize,
         key: &[u8],
+        value: V,
+        expire_at: Option<u64>,
+        now: u64,
+    ) -> Result<Option<V>, KvError> {
+        self.insert_in_slot(db, SlotKey::new(key), value, expire_at, now)
+    }
+
+    /// [`KvStore::insert_with_expiry`] for a key whose slot the caller already computed.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn insert_in_slot(
+        &mut self,
+        db: usize,
+        key: SlotKey<'_>,
         value: V,
         expire_at: Option<u64>,
         now: u64,
@@ -344,7 +391,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             d.volatile.set(slot, volatile);
             return Ok(if expired { None } else { Some(old) });
         }
-        let key = CompactKey::new(key);
+        let key = CompactKey::new(key.key());
         table.memory += entry_memory(&key, &value);
         let pos = SlotTable::push(table, hash, key, value, &self.hasher);
         if expire_at.is_some() {
@@ -365,6 +412,19 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     /// # Errors
     /// [`KvError::DbOutOfRange`].
     pub fn remove(&mut self, db: usize, key: &[u8], now: u64) -> Result<Option<V>, KvError> {
+        self.remove_in_slot(db, SlotKey::new(key), now)
+    }
+
+    /// [`KvStore::remove`] for a key whose slot the caller already computed.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn remove_in_slot(
+        &mut self,
+        db: usize,
+        key: SlotKey<'_>,
+        now: u64,
+    ) -> Result<Option<V>, KvError> {
         let Some((slot, pos, hash)) = self.locate_mut(db, key, now)? else {
             return Ok(None);
         };
@@ -408,7 +468,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         deadline: Option<u64>,
         now: u64,
     ) -> Result<Option<bool>, KvError> {
-        let Some((slot, pos, _)) = self.locate_mut(db, key, now)? else {
+        let Some((slot, pos, _)) = self.locate_mut(db, SlotKey::new(key), now)? else {
             return Ok(None);
         };
         let Some(d) = self.dbs[db].as_deref_mut() else {
@@ -428,7 +488,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     /// # Errors
     /// [`KvError::DbOutOfRange`].
     pub fn expiry(&self, db: usize, key: &[u8], now: u64) -> Result<KeyExpiry, KvError> {
-        Ok(match self.locate(db, key)? {
+        Ok(match self.locate(db, SlotKey::new(key))? {
             None => KeyExpiry::Missing,
             Some((t, pos)) if t.is_expired(pos, now) => KeyExpiry::Missing,
             Some((t, pos)) => t.deadline(pos).map_or(KeyExpiry::Persistent, KeyExpiry::At),

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use ferrocluster_kvstore::{KeyExpiry, KvStore, ScanOptions, INLINE_KEY_LEN};
-use ferrocluster_slot::{key_hash_slot, Slot};
+use ferrocluster_slot::{key_hash_slot, Slot, SlotKey};
 use proptest::prelude::*;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -24,6 +24,13 @@ const KEYS: &[&[u8]] = &[
     b"{t}a-rather-long-key-name",
     b"",
     b"abcdefghijklmnopq",
+    // Same slot and first 8 bytes, differing later; a trailing zero byte; both sides of the
+    // inline key length (14 bytes inline, 15 on the heap).
+    b"{t}long-key1",
+    b"{t}long-key2",
+    b"a\0",
+    b"{t}4567890abcd",
+    b"{t}4567890abcde",
 ];
 const PATTERNS: &[&[u8]] = &[
     b"*", b"{t}*", b"a*", b"*1", b"?", b"{u}1", b"*[0-9]", b"{t}[^1]",
@@ -252,21 +259,34 @@ fn run(ops: Vec<Op>) {
                 let v = vec![val; len];
                 let expect = m.live_value(db, k).cloned();
                 let deadline = ttl.map(|t| now + t);
-                let got = store
-                    .insert_with_expiry(db, k, v.clone(), deadline, now)
-                    .unwrap();
+                // Both entry points: key only, and with the slot computed by the caller.
+                let got = if val % 2 == 0 {
+                    store.insert_with_expiry(db, k, v.clone(), deadline, now)
+                } else {
+                    store.insert_in_slot(db, SlotKey::new(k), v.clone(), deadline, now)
+                }
+                .unwrap();
                 assert_eq!(got, expect);
                 m.map.insert((db, k.to_vec()), (v, deadline));
             }
             Op::Remove { db, key } => {
                 let k = KEYS[key];
                 let expect = m.live_value(db, k).cloned();
-                assert_eq!(store.remove(db, k, now).unwrap(), expect);
+                let got = if key % 2 == 0 {
+                    store.remove(db, k, now)
+                } else {
+                    store.remove_in_slot(db, SlotKey::new(k), now)
+                };
+                assert_eq!(got.unwrap(), expect);
                 m.map.remove(&(db, k.to_vec()));
             }
             Op::Get { db, key } => {
                 let k = KEYS[key];
                 assert_eq!(store.get(db, k, now).unwrap(), m.live_value(db, k));
+                assert_eq!(
+                    store.get_in_slot(db, SlotKey::new(k), now).unwrap(),
+                    m.live_value(db, k)
+                );
                 assert_eq!(
                     store.exists(db, k, now).unwrap(),
                     m.live_value(db, k).is_some()
@@ -275,7 +295,12 @@ fn run(ops: Vec<Op>) {
             Op::GetMut { db, key, val, len } => {
                 let k = KEYS[key];
                 m.expire_if_needed(db, k);
-                let got = store.get_mut(db, k, now).unwrap();
+                let got = if val % 2 == 0 {
+                    store.get_mut(db, k, now)
+                } else {
+                    store.get_mut_in_slot(db, SlotKey::new(k), now)
+                }
+                .unwrap();
                 match m.map.get_mut(&(db, k.to_vec())) {
                     Some((v, _)) => {
                         let mut g = got.expect("live key");

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use ferrocluster_kvstore::{KeyExpiry, KvError, KvStore, ScanOptions, MAX_DATABASES};
-use ferrocluster_slot::{key_hash_slot, Slot};
+use ferrocluster_slot::{key_hash_slot, Slot, SlotKey};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;
@@ -442,4 +442,70 @@ fn slot_stats_counters_and_memory() {
     assert_eq!(s.slot_stats(slot).cpu_usec, 0);
     s.drop_slot(slot);
     assert_eq!(s.slot_stats(slot).memory_bytes, 0);
+}
+
+/// Keys in one slot that share their first 8 bytes, on both sides of the inline length (14
+/// bytes) and with trailing zero bytes: with thousands of them the 8-bit index tags collide,
+/// so every lookup must compare whole keys (and lengths) to find its own value.
+#[test]
+fn keys_sharing_a_prefix_find_their_own_values() {
+    let mut keys: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| format!("{{t}}prefix{i}").into_bytes())
+        .collect();
+    keys.push(b"{t}prefix".to_vec());
+    keys.push(b"{t}prefix\0".to_vec());
+    keys.push(b"{t}prefix\0\0".to_vec());
+    keys.rotate_right(3);
+    let mut kv: KvStore<Vec<u8>> = KvStore::new(1).unwrap();
+    // 200 keys: the slot table's small index (2-byte words, inline); then all: the wide one.
+    for n in [200, keys.len()] {
+        for (i, k) in keys.iter().enumerate().take(n) {
+            let via_slot = SlotKey::new(k);
+            assert_eq!(via_slot.slot(), key_hash_slot(b"t"));
+            kv.insert_in_slot(0, via_slot, i.to_le_bytes().to_vec(), None, 0)
+                .unwrap();
+        }
+        assert_eq!(kv.dbsize(0).unwrap(), n as u64);
+        for (i, k) in keys.iter().enumerate().take(n) {
+            let want = i.to_le_bytes().to_vec();
+            assert_eq!(kv.get(0, k, 0).unwrap(), Some(&want), "{k:?}");
+            assert_eq!(kv.get_in_slot(0, SlotKey::new(k), 0).unwrap(), Some(&want));
+        }
+    }
+    for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        let got = kv.remove_in_slot(0, SlotKey::new(k), 0).unwrap();
+        assert_eq!(got, Some(i.to_le_bytes().to_vec()));
+    }
+    for (i, k) in keys.iter().enumerate() {
+        let want = (i % 2 == 1).then(|| i.to_le_bytes().to_vec());
+        assert_eq!(kv.get(0, k, 0).unwrap(), want.as_ref(), "{k:?}");
+    }
+}
+
+/// Keys that differ only in trailing zero bytes (`{t}a`, `{t}a\0`, `{t}a\0\0`, ...) compare
+/// equal word by word once padded, so the stored length must decide. 240 of them in one slot
+/// (the small index) make 8-bit tag collisions between such keys near certain across 40 stores
+/// with fresh hash seeds.
+#[test]
+fn keys_differing_in_trailing_zeros_stay_apart() {
+    let keys: Vec<Vec<u8>> = (b'a'..b'a' + 20)
+        .flat_map(|base| {
+            (0..12).map(move |zeros| {
+                let mut k = vec![b'{', b't', b'}', base];
+                k.resize(4 + zeros, 0);
+                k
+            })
+        })
+        .collect();
+    for _ in 0..40 {
+        let mut kv: KvStore<Vec<u8>> = KvStore::new(1).unwrap();
+        for (i, k) in keys.iter().enumerate() {
+            kv.insert(0, k, i.to_le_bytes().to_vec(), 0).unwrap();
+        }
+        assert_eq!(kv.dbsize(0).unwrap(), keys.len() as u64);
+        for (i, k) in keys.iter().enumerate() {
+            let want = i.to_le_bytes().to_vec();
+            assert_eq!(kv.get(0, k, 0).unwrap(), Some(&want), "{k:?}");
+        }
+    }
 }

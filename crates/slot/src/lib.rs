@@ -10,6 +10,7 @@
 //! * [`SlotRange`] and [`parse_slot_ranges`] / [`format_slot_ranges`]: the `0-5460 10923`
 //!   text forms of CLUSTER NODES and nodes.conf.
 //! * [`pattern_slot`]: the one slot a glob pattern is confined to, if any (KEYS/SCAN).
+//! * [`SlotKey`]: a key with its slot computed once, carried from routing to the keyspace.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -17,10 +18,12 @@ mod crc;
 mod hash;
 mod range;
 mod set;
+mod slot_key;
 
 pub use hash::{hash_tag, key_hash_slot, packed_short_key_slot, pattern_slot};
 pub use range::{format_slot_ranges, parse_slot_ranges, SlotRange};
 pub use set::{SlotRanges, SlotSet, SlotSetIter};
+pub use slot_key::SlotKey;
 
 use std::fmt;
 

@@ -136,16 +136,17 @@ pub(crate) fn find<W: Word>(
     }
 }
 
-/// [`find`] for 2-byte words, returning the position only: the same walk with the word
-/// layout spelled out (tag in the low byte, position + 1 in the high byte), written for the
-/// fewest instructions per step. A tombstone (`1`) decodes to position `usize::MAX`, which no
-/// `eq` accepts (callers check the position against their entry count).
+/// [`find`] for 2-byte words: the first live word on the probe path of `hash` whose tag
+/// matches and for whose position `hit` gives `Some`, returning that value. The same walk with
+/// the word layout spelled out (tag in the low byte, position + 1 in the high byte), written for
+/// the fewest instructions per step. A tombstone (`1`) decodes to position `usize::MAX`, which
+/// `hit` must reject (callers look the position up in their entries).
 #[inline(always)]
-pub(crate) fn find_u16(
+pub(crate) fn find_u16<R>(
     words: &[u16],
     hash: u64,
-    mut eq: impl FnMut(usize) -> bool,
-) -> Option<usize> {
+    mut hit: impl FnMut(usize) -> Option<R>,
+) -> Option<R> {
     let cap = words.len();
     if cap == 0 {
         return None;
@@ -158,9 +159,8 @@ pub(crate) fn find_u16(
             return None;
         }
         if w & 0xFF == t {
-            let pos = usize::from(w >> 8).wrapping_sub(1);
-            if eq(pos) {
-                return Some(pos);
+            if let Some(r) = hit(usize::from(w >> 8).wrapping_sub(1)) {
+                return Some(r);
             }
         }
         i += 1;

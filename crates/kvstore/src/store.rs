@@ -97,6 +97,9 @@ impl<V: KvValue> Db<V> {
     }
 }
 
+/// A key found by a lookup: its slot table, position and entry.
+type Located<'a, V> = (&'a SlotTable<V>, usize, &'a Entry<V>);
+
 /// What a key's expiry looks like (PTTL / PEXPIRETIME shapes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyExpiry {
@@ -202,12 +205,8 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     }
 
     /// Slot table and position of `key` in `db`, expired or not.
-    #[inline]
-    fn locate(
-        &self,
-        db: usize,
-        key: SlotKey<'_>,
-    ) -> Result<Option<(&SlotTable<V>, usize)>, KvError> {
+    #[inline(always)]
+    fn locate(&self, db: usize, key: SlotKey<'_>) -> Result<Option<Located<'_, V>>, KvError> {
         let Some(d) = self.db(db)? else {
             return Ok(None);
         };
@@ -215,7 +214,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let Some(table) = d.table(probe.slot) else {
             return Ok(None);
         };
-        Ok(table.find(&probe).map(|pos| (table, pos)))
+        Ok(table.find_entry(&probe).map(|(pos, e)| (table, pos, e)))
     }
 
     /// The value of `key` in `db` at time `now` (ms), `None` if absent or expired.
@@ -233,7 +232,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     ///
     /// # Errors
     /// [`KvError::DbOutOfRange`].
-    #[inline]
+    #[inline(always)]
     pub fn get_in_slot(
         &self,
         db: usize,
@@ -241,7 +240,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         now: u64,
     ) -> Result<Option<&V>, KvError> {
         Ok(match self.locate(db, key)? {
-            Some((t, pos)) if !t.is_expired(pos, now) => Some(&t.entries[pos].value),
+            Some((t, pos, e)) if !t.is_expired(pos, now) => Some(&e.value),
             _ => None,
         })
     }
@@ -490,8 +489,8 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     pub fn expiry(&self, db: usize, key: &[u8], now: u64) -> Result<KeyExpiry, KvError> {
         Ok(match self.locate(db, SlotKey::new(key))? {
             None => KeyExpiry::Missing,
-            Some((t, pos)) if t.is_expired(pos, now) => KeyExpiry::Missing,
-            Some((t, pos)) => t.deadline(pos).map_or(KeyExpiry::Persistent, KeyExpiry::At),
+            Some((t, pos, _)) if t.is_expired(pos, now) => KeyExpiry::Missing,
+            Some((t, pos, _)) => t.deadline(pos).map_or(KeyExpiry::Persistent, KeyExpiry::At),
         })
     }
 

@@ -158,12 +158,23 @@ impl<V: KvValue> SlotTable<V> {
     /// walk about 40).
     #[inline(always)]
     pub(crate) fn find(&self, probe: &Probe<'_>) -> Option<usize> {
-        if self.wide.is_some() {
-            return self.find_wide(probe);
-        }
+        self.find_entry(probe).map(|(p, _)| p)
+    }
+
+    /// Position and entry of the key `probe` was made for (see [`Self::find`]).
+    #[inline(always)]
+    pub(crate) fn find_entry(&self, probe: &Probe<'_>) -> Option<(usize, &Entry<V>)> {
         let entries = &self.entries;
+        if self.wide.is_some() {
+            return self
+                .find_wide(probe)
+                .and_then(|p| Some((p, entries.get(p)?)));
+        }
         index::find_u16(&self.words, probe.hash, |p| {
-            entries.get(p).is_some_and(|e| e.key.matches(probe))
+            entries
+                .get(p)
+                .filter(|e| e.key.matches(probe))
+                .map(|e| (p, e))
         })
     }
 

@@ -34,12 +34,14 @@
 //!
 //! See `benches/kvstore_memory.rs` for the measured heap bytes per key (about 45 at 1M keys)
 //! and `benches/kvstore_ops.rs` for speed beside a plain hash map at 1M keys, back-to-back
-//! calls in scattered order (one run, 2-core VM): with the slot given, lookups 0.86x of the
-//! map, overwrites 1.02x, remove + insert 1.40x; key-only, lookups 0.48x of the map and 1.00x
-//! of the map plus the CRC16 a cluster node pays for routing anyway, overwrites 0.83x. Why
+//! calls in scattered order (three runs, 2-core VM): with the slot given, lookups 0.86-0.90x
+//! of the map, overwrites 0.97-1.06x, remove + insert 1.28-1.40x; key-only, lookups
+//! 0.46-0.48x of the map and 0.96-1.00x of the map plus the CRC16 a cluster node pays for
+//! routing anyway, overwrites 0.83-0.87x, remove + insert 1.09-1.18x. Why
 //! the CRC16 weighs so much: at this size each lookup waits on about four cache misses, and
 //! the instructions that depend on missing data (the CRC's 16 table lookups depend on the key
-//! bytes) hold the CPU's scheduler, so fewer lookups overlap; the same reason the index walk
+//! bytes) hold the CPU's scheduler, so fewer lookups overlap (our reading of instruction counts
+//! against times; this VM exposes no performance counters); the same reason the index walk
 //! for small tables is inlined and spelled out for the fewest instructions
 //! (`index::find_u16`).
 //!

@@ -110,6 +110,19 @@ pub(crate) fn find<W: Word>(
     hash: u64,
     mut eq: impl FnMut(usize) -> bool,
 ) -> Option<(usize, usize)> {
+    find_map(words, hash, |p| eq(p).then_some(p))
+}
+
+/// [`find`] returning what `hit` makes of the first matching position: `(bucket, value)` of
+/// the first live word on the probe path whose tag matches and for whose position `hit` gives
+/// `Some`. Inlined into its caller (a table lookup passes a `hit` that reads the entry), since
+/// at 1M keys every instruction around a lookup's cache misses shows in the lookup rate.
+#[inline(always)]
+pub(crate) fn find_map<W: Word, R>(
+    words: &[W],
+    hash: u64,
+    mut hit: impl FnMut(usize) -> Option<R>,
+) -> Option<(usize, R)> {
     let cap = words.len();
     if cap == 0 {
         return None;
@@ -124,43 +137,8 @@ pub(crate) fn find<W: Word>(
         }
         // `w > mask`: a live word (tombstones and empties have position field 0).
         if w & mask == t && w > mask {
-            let pos = pos_of(W::from_raw(w));
-            if eq(pos) {
-                return Some((i, pos));
-            }
-        }
-        i += 1;
-        if i == cap {
-            i = 0;
-        }
-    }
-}
-
-/// [`find`] for 2-byte words: the first live word on the probe path of `hash` whose tag
-/// matches and for whose position `hit` gives `Some`, returning that value. The same walk with
-/// the word layout spelled out (tag in the low byte, position + 1 in the high byte), written for
-/// the fewest instructions per step. A tombstone (`1`) decodes to position `usize::MAX`, which
-/// `hit` must reject (callers look the position up in their entries).
-#[inline(always)]
-pub(crate) fn find_u16<R>(
-    words: &[u16],
-    hash: u64,
-    mut hit: impl FnMut(usize) -> Option<R>,
-) -> Option<R> {
-    let cap = words.len();
-    if cap == 0 {
-        return None;
-    }
-    let t = tag::<u16>(hash) as u16;
-    let mut i = home(hash, cap);
-    loop {
-        let w = *words.get(i)?;
-        if w == 0 {
-            return None;
-        }
-        if w & 0xFF == t {
-            if let Some(r) = hit(usize::from(w >> 8).wrapping_sub(1)) {
-                return Some(r);
+            if let Some(r) = hit(pos_of(W::from_raw(w))) {
+                return Some((i, r));
             }
         }
         i += 1;

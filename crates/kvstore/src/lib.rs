@@ -42,8 +42,7 @@
 //! the instructions that depend on missing data (the CRC's 16 table lookups depend on the key
 //! bytes) hold the CPU's scheduler, so fewer lookups overlap (our reading of instruction counts
 //! against times; this VM exposes no performance counters); the same reason the index walk
-//! for small tables is inlined and spelled out for the fewest instructions
-//! (`index::find_u16`).
+//! for small tables is inlined into the lookup (`index::find_map`).
 //!
 //! # Key presence for the `node` crate
 //!

@@ -150,40 +150,40 @@ impl<V: KvValue> SlotTable<V> {
     }
 
     /// Position of the key `probe` was made for.
-    ///
-    /// Tables of up to 255 entries (2-byte index words in the header's allocation) take
-    /// [`index::find_u16`] inlined into the caller; bigger ones an out-of-line generic walk.
-    /// Why: at 1M keys every instruction around a lookup's cache misses shows in the lookup
-    /// rate (measured: the generic call cost about 90 instructions per lookup, the inlined
-    /// walk about 40).
     #[inline(always)]
     pub(crate) fn find(&self, probe: &Probe<'_>) -> Option<usize> {
         self.find_entry(probe).map(|(p, _)| p)
     }
 
-    /// Position and entry of the key `probe` was made for (see [`Self::find`]).
+    /// Position and entry of the key `probe` was made for.
+    ///
+    /// Tables of up to 255 entries (2-byte index words in the header's allocation) walk their
+    /// index inlined into the caller; bigger ones out of line ([`Self::find_wide`]). Why: at
+    /// 1M keys every instruction around a lookup's cache misses shows in the lookup rate
+    /// (measured: the out-of-line call cost about 90 instructions per lookup, the inlined
+    /// walk about 40).
     #[inline(always)]
     pub(crate) fn find_entry(&self, probe: &Probe<'_>) -> Option<(usize, &Entry<V>)> {
-        let entries = &self.entries;
         if self.wide.is_some() {
-            return self
-                .find_wide(probe)
-                .and_then(|p| Some((p, entries.get(p)?)));
+            return self.find_wide(probe);
         }
-        index::find_u16(&self.words, probe.hash, |p| {
-            entries
-                .get(p)
-                .filter(|e| e.key.matches(probe))
-                .map(|e| (p, e))
-        })
+        index::find_map(&self.words, probe.hash, |p| self.entry_if_key(p, probe)).map(|(_, r)| r)
     }
 
-    /// [`Self::find`] over a wide index.
+    /// [`Self::find_entry`] over a wide index.
     #[inline(never)]
-    fn find_wide(&self, probe: &Probe<'_>) -> Option<usize> {
-        let entries = &self.entries;
-        let eq = |p: usize| entries.get(p).is_some_and(|e| e.key.matches(probe));
-        with_index!(self, w => index::find(w, probe.hash, eq).map(|(_, p)| p))
+    fn find_wide(&self, probe: &Probe<'_>) -> Option<(usize, &Entry<V>)> {
+        let hit = |p: usize| self.entry_if_key(p, probe);
+        with_index!(self, w => index::find_map(w, probe.hash, hit).map(|(_, r)| r))
+    }
+
+    /// The entry at `pos` with its position, if it holds the key `probe` was made for.
+    #[inline(always)]
+    fn entry_if_key(&self, pos: usize, probe: &Probe<'_>) -> Option<(usize, &Entry<V>)> {
+        self.entries
+            .get(pos)
+            .filter(|e| e.key.matches(probe))
+            .map(|e| (pos, e))
     }
 
     /// The deadline of the entry at `pos`, if it has one.

@@ -179,6 +179,18 @@ fn shows(w: &mut World, host: usize, operation: &str, state: &str, messages: &[&
     )
 }
 
+/// Whether `host` is up and a primary by its own view.
+fn is_primary(w: &World, host: usize) -> bool {
+    w.node(host)
+        .is_some_and(|n| n.topology().myself().is_primary())
+}
+
+/// Whether `host` is up and a replica by its own view.
+fn is_replica(w: &World, host: usize) -> bool {
+    w.node(host)
+        .is_some_and(|n| n.topology().myself().is_replica())
+}
+
 /// Runs until `cond`, at most `max_ms`; an error naming `what` otherwise.
 fn wait(w: &mut World, max_ms: u64, what: &str, cond: impl FnMut(&World) -> bool) -> Res {
     if w.run_until_cond(max_ms, cond)? {
@@ -664,8 +676,7 @@ fn a_crashed_target_is_replaced_by_its_replica_which_cleans_up() {
                 &[LOST_TARGET],
             )?;
             wait(&mut w, 10 * NT, "the target's replica promoted", |w| {
-                w.node(DST_REPLICA)
-                    .is_some_and(|n| n.topology().myself().is_primary())
+                is_primary(w, DST_REPLICA)
             })?;
             // A.11: the promoted replica fails the import, drops the staged keys and sends
             // FINISH.
@@ -713,8 +724,7 @@ fn a_crashed_source_is_replaced_by_its_replica_and_the_target_rolls_back() {
             )?;
             shows(&mut w, DST, "IMPORT", "failed", &[LOST_SOURCE])?;
             wait(&mut w, 10 * NT, "the source's replica promoted", |w| {
-                w.node(SRC_REPLICA)
-                    .is_some_and(|n| n.topology().myself().is_primary())
+                is_primary(w, SRC_REPLICA)
             })?;
             // The promoted replica owns and serves the slots with every key.
             rolled_back(&mut w, SRC_REPLICA, &[DST, DST_REPLICA], &before)?;
@@ -735,10 +745,7 @@ fn a_target_failover_leaves_the_cleanup_to_the_promoted_replica() {
             let t0 = w.now();
             reply_ok(w.cluster_command(DST_REPLICA, &["FAILOVER"])?)?;
             wait(&mut w, 5 * NT, "manual failover of the target", |w| {
-                w.node(DST_REPLICA)
-                    .is_some_and(|n| n.topology().myself().is_primary())
-                    && w.node(DST)
-                        .is_some_and(|n| n.topology().myself().is_replica())
+                is_primary(w, DST_REPLICA) && is_replica(w, DST)
             })?;
             ends(
                 &mut w,
@@ -791,8 +798,7 @@ fn a_source_failover_rolls_back_and_the_new_source_primary_serves() {
             let (mut w, before) = midway(seed, config())?;
             reply_ok(w.cluster_command(SRC_REPLICA, &["FAILOVER"])?)?;
             wait(&mut w, 5 * NT, "manual failover of the source", |w| {
-                w.node(SRC_REPLICA)
-                    .is_some_and(|n| n.topology().myself().is_primary())
+                is_primary(w, SRC_REPLICA)
             })?;
             // A.10: the demoted source fails its export (either text is accepted); the target
             // sees the slots move to another node or the link close.
@@ -893,11 +899,7 @@ fn a_target_restarted_from_its_aof_cleans_up_the_pending_import() {
                 &["Process restarted"],
             )?;
             rolled_back(&mut w, SRC, &[DST, DST_REPLICA], &before)?;
-            ensure(
-                w.node(DST)
-                    .is_some_and(|n| n.topology().myself().is_primary()),
-                || "the target lost its role".into(),
-            )
+            ensure(is_primary(&w, DST), || "the target lost its role".into())
         },
     );
 }

@@ -1,0 +1,430 @@
+//! A small std driver for the Sans-IO engine: nonblocking sockets polled in one loop, the
+//! clock, and real servers started as child processes. Test-only: the crate has no sockets.
+
+use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
+use ferrocluster_dataplane::{
+    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Reply,
+    Restored, Role, SnapshotId, SnapshotTarget, StreamCommand, UpstreamId,
+};
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub fn unix_ms() -> Millis {
+    Millis(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64)
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The captured vectors' directory.
+pub fn vectors() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+}
+
+/// A real redis-server / valkey-server child process, killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+    bin: String,
+    args: Vec<String>,
+}
+
+impl Server {
+    pub fn start(bin: &str, extra: &[&str]) -> Server {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("dp-interop-{bin}-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut args: Vec<String> = [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = spawn(bin, &args, &dir);
+        let s = Server {
+            child,
+            port,
+            dir,
+            bin: bin.to_string(),
+            args,
+        };
+        s.wait_up();
+        s
+    }
+
+    fn wait_up(&self) {
+        for _ in 0..200 {
+            if let Ok(mut c) = self.conn_opt() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("{} on port {} never answered PING", self.bin, self.port);
+    }
+
+    fn conn_opt(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.conn_opt().unwrap()
+    }
+
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut c = self.conn();
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut c)
+            .unwrap_or_else(|e| panic!("{args:?} on {}: {e}", self.bin))
+    }
+
+    /// One field of `INFO <section>`.
+    pub fn info(&self, section: &str, field: &str) -> Option<String> {
+        let text: String = self.cmd(&["INFO", section]);
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+    }
+
+    /// `SHUTDOWN SAVE` and start again on the same port and directory.
+    pub fn restart_with_save(&mut self) {
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("SAVE").query(&mut self.conn());
+        let _ = self.child.wait();
+        self.child = spawn(&self.bin, &self.args, &self.dir);
+        self.wait_up();
+    }
+}
+
+fn spawn(bin: &str, args: &[String], dir: &std::path::Path) -> Child {
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    Command::new(bin)
+        .args(args)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{bin} must be installed (.ci/run installs it): {e}"))
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+struct Client {
+    stream: TcpStream,
+    reader: CommandReader,
+    out: Vec<u8>,
+}
+
+/// Our engine on real sockets.
+pub struct Driver {
+    pub repl: Replication,
+    listener: Option<TcpListener>,
+    pub port: u16,
+    clients: BTreeMap<ConnId, Client>,
+    up: Option<(UpstreamId, TcpStream, Vec<u8>)>,
+    next_conn: u64,
+    /// The RDB a snapshot of ours sends (a real server's file).
+    pub snapshot_rdb: Vec<u8>,
+    pub snapshots: Vec<SnapshotTarget>,
+    /// RDB being received, and the completed ones.
+    loading: Option<Vec<u8>>,
+    pub loaded: Vec<Vec<u8>>,
+    pub applied: Vec<StreamCommand>,
+    pub events: Vec<Event>,
+    pub waits: Vec<(ConnId, Reply)>,
+    /// Every byte our primary side sent to replicas.
+    pub sent: Vec<u8>,
+    /// Every byte our replica side received.
+    pub received: Vec<u8>,
+}
+
+impl Driver {
+    pub fn new(cfg: ReplicationConfig, role: Role, restored: Option<Restored>, listen: bool) -> Driver {
+        let (listener, port) = if listen {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.set_nonblocking(true).unwrap();
+            let port = l.local_addr().unwrap().port();
+            (Some(l), port)
+        } else {
+            (None, cfg.listening_port)
+        };
+        Driver {
+            repl: Replication::new(cfg, 42, role, restored, unix_ms()).unwrap(),
+            listener,
+            port,
+            clients: BTreeMap::new(),
+            up: None,
+            next_conn: 1,
+            snapshot_rdb: Vec::new(),
+            snapshots: Vec::new(),
+            loading: None,
+            loaded: Vec::new(),
+            applied: Vec::new(),
+            events: Vec::new(),
+            waits: Vec::new(),
+            sent: Vec::new(),
+            received: Vec::new(),
+        }
+    }
+
+    fn act(&mut self, o: Output) {
+        let now = unix_ms();
+        match o {
+            Output::ToReplica { conn, bytes } => {
+                self.sent.extend_from_slice(&bytes);
+                if let Some(c) = self.clients.get_mut(&conn) {
+                    c.out.extend_from_slice(&bytes);
+                }
+            }
+            Output::CloseReplica { conn, .. } => {
+                self.clients.remove(&conn);
+            }
+            Output::StartSnapshot { id, target, .. } => {
+                self.snapshots.push(target);
+                self.produce(id, target);
+            }
+            Output::Connect { link, host, port } => match TcpStream::connect((host.as_str(), port)) {
+                Ok(s) => {
+                    s.set_nonblocking(true).unwrap();
+                    s.set_nodelay(true).unwrap();
+                    self.up = Some((link, s, Vec::new()));
+                    self.repl.handle_upstream_connected(link, now);
+                }
+                Err(_) => self.repl.handle_upstream_connect_failed(link, now),
+            },
+            Output::ToPrimary { link, bytes } => {
+                if let Some((l, _, out)) = self.up.as_mut() {
+                    if *l == link {
+                        out.extend_from_slice(&bytes);
+                    }
+                }
+            }
+            Output::CloseUpstream { link } => {
+                if self.up.as_ref().is_some_and(|(l, _, _)| *l == link) {
+                    self.up = None;
+                }
+            }
+            Output::RdbBegin { .. } => self.loading = Some(Vec::new()),
+            Output::RdbChunk(b) => self.loading.as_mut().expect("RdbBegin first").extend(b),
+            Output::RdbAbort => self.loading = None,
+            Output::RdbEnd => {
+                let b = self.loading.take().expect("RdbBegin first");
+                self.loaded.push(b);
+            }
+            Output::Apply(c) => self.applied.push(c),
+            Output::ApplyTransaction(cs) => self.applied.extend(cs),
+            Output::WaitDone { client, reply } => self.waits.push((client, reply)),
+            Output::Event(e) => self.events.push(e),
+        }
+    }
+
+    fn produce(&mut self, id: SnapshotId, target: SnapshotTarget) {
+        let now = unix_ms();
+        let rdb = self.snapshot_rdb.clone();
+        if target == SnapshotTarget::Disk {
+            self.repl.handle_snapshot_ready(id, rdb.len() as u64, now).unwrap();
+        }
+        for chunk in rdb.chunks(100) {
+            self.repl.handle_snapshot_chunk(id, chunk, now).unwrap();
+        }
+        self.repl.handle_snapshot_end(id, now).unwrap();
+    }
+
+    pub fn drain(&mut self) {
+        while let Some(o) = self.repl.poll_output() {
+            self.act(o);
+        }
+    }
+
+    /// One round: accept, read, timers, outputs, writes.
+    pub fn step(&mut self) {
+        let now = unix_ms();
+        if let Some(l) = &self.listener {
+            while let Ok((s, _)) = l.accept() {
+                s.set_nonblocking(true).unwrap();
+                s.set_nodelay(true).unwrap();
+                let id = ConnId(self.next_conn);
+                self.next_conn += 1;
+                self.clients.insert(
+                    id,
+                    Client {
+                        stream: s,
+                        reader: CommandReader::new(ReaderLimits::default()),
+                        out: Vec::new(),
+                    },
+                );
+            }
+        }
+        // Client connections (real replicas of our primary).
+        let ids: Vec<ConnId> = self.clients.keys().copied().collect();
+        for id in ids {
+            let mut buf = [0u8; 65536];
+            let mut closed = false;
+            let mut cmds = Vec::new();
+            {
+                let c = self.clients.get_mut(&id).unwrap();
+                loop {
+                    match c.stream.read(&mut buf) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Ok(n) => c.reader.push(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(_) => {
+                            closed = true;
+                            break;
+                        }
+                    }
+                }
+                while let Ok(Some(item)) = c.reader.next() {
+                    match item {
+                        Item::Command(cmd) => cmds.push(cmd.argv),
+                        Item::Empty(_) => cmds.push(Vec::new()),
+                    }
+                }
+            }
+            for argv in cmds {
+                if argv.is_empty() {
+                    self.repl.handle_replica_newline(id, now);
+                    continue;
+                }
+                let reply = match argv[0].to_ascii_uppercase().as_slice() {
+                    b"PING" => Some(Reply::Simple("PONG".into())),
+                    b"AUTH" => Some(Reply::ok()),
+                    _ => match self.repl.handle_command(id, Some("127.0.0.1".parse().unwrap()), &argv, now) {
+                        Ok(CommandOutcome::Reply(r)) => Some(r),
+                        Ok(CommandOutcome::NoReply) => None,
+                        Err(e) => Some(e.to_reply()),
+                    },
+                };
+                if let Some(r) = reply {
+                    if let Some(c) = self.clients.get_mut(&id) {
+                        c.out.extend(r.to_resp2());
+                    }
+                }
+                self.drain();
+            }
+            if closed {
+                self.clients.remove(&id);
+                self.repl.handle_conn_closed(id, now);
+            }
+        }
+        // The upstream link (our replica of a real primary).
+        if let Some((link, s, _)) = self.up.as_mut() {
+            let link = *link;
+            let mut buf = [0u8; 65536];
+            let mut got = Vec::new();
+            let mut closed = false;
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => {
+                        closed = true;
+                        break;
+                    }
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            if !got.is_empty() {
+                self.received.extend_from_slice(&got);
+                self.repl
+                    .handle_upstream_bytes(link, &got, now)
+                    .unwrap_or_else(|e| panic!("the real primary's bytes are the protocol: {e}"));
+            }
+            if closed {
+                self.up = None;
+                self.repl.handle_upstream_closed(link, now);
+            }
+        }
+        if self.repl.poll_timeout().is_some_and(|t| t <= now) {
+            self.repl.handle_timeout(now);
+        }
+        self.drain();
+        // Writes.
+        for c in self.clients.values_mut() {
+            flush(&mut c.stream, &mut c.out);
+        }
+        if let Some((_, s, out)) = self.up.as_mut() {
+            flush(s, out);
+        }
+    }
+
+    /// Steps until `cond` holds; panics after `secs` seconds.
+    pub fn run_until(&mut self, secs: u64, what: &str, mut cond: impl FnMut(&mut Driver) -> bool) {
+        let end = unix_ms().saturating_add_ms(secs * 1000);
+        while unix_ms() < end {
+            self.step();
+            if cond(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("timed out waiting for: {what}; events {:?}", self.events);
+    }
+
+    /// Closes every replica connection (as if the network dropped them).
+    pub fn drop_replicas(&mut self) {
+        let now = unix_ms();
+        let ids: Vec<ConnId> = self.clients.keys().copied().collect();
+        for id in ids {
+            self.clients.remove(&id);
+            self.repl.handle_conn_closed(id, now);
+        }
+    }
+
+    pub fn link_up(&self) -> bool {
+        matches!(
+            self.repl.replication_state().link,
+            ferrocluster_dataplane::ReplLink::Up { .. }
+        )
+    }
+
+    pub fn count(&self, f: impl Fn(&Event) -> bool) -> usize {
+        self.events.iter().filter(|e| f(e)).count()
+    }
+}
+
+fn flush(s: &mut TcpStream, out: &mut Vec<u8>) {
+    while !out.is_empty() {
+        match s.write(out) {
+            Ok(0) => return,
+            Ok(n) => {
+                out.drain(..n);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(_) => return,
+        }
+    }
+}

@@ -332,6 +332,8 @@ impl LineReader {
     /// The next line without its CR LF (`Ok(None)`: incomplete).
     pub(crate) fn next_line(&mut self, max: usize) -> Result<Option<Vec<u8>>, StreamErrorKind> {
         match memchr::memchr(b'\n', &self.buf) {
+            // The same verdict however the bytes were chunked.
+            Some(nl) if nl > max + 1 => Err(StreamErrorKind::LineTooLong),
             Some(nl) => {
                 let mut line: Vec<u8> = self.buf.drain(..=nl).collect();
                 line.pop();
@@ -340,7 +342,7 @@ impl LineReader {
                 }
                 Ok(Some(line))
             }
-            None if self.buf.len() > max => Err(StreamErrorKind::LineTooLong),
+            None if self.buf.len() > max + 1 => Err(StreamErrorKind::LineTooLong),
             None => Ok(None),
         }
     }

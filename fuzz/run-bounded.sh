@@ -58,6 +58,27 @@ seed_nodes_conf() {
   done < <(find "$vectors" -name '*.conf' | sort)
 }
 
+# The replication targets take our own captures (crates/dataplane/tests/vectors, made by its
+# capture.py): what real primaries sent (replica side) and what real replicas sent (primary side).
+repl_vectors=../crates/dataplane/tests/vectors
+
+seed_repl_replica_stream() {
+  local dir=corpus/repl_replica_stream f i=0
+  for f in "$repl_vectors"/*/conn*.p2r.bin; do
+    i=$((i + 1))
+    { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/p2r-$i"
+  done
+}
+
+seed_repl_primary_commands() {
+  local dir=corpus/repl_primary_commands f i=0
+  for f in "$repl_vectors"/*/conn*.r2p.bin; do
+    i=$((i + 1))
+    cp "$f" "$dir/r2p-$i"
+    { cat "$f"; printf '*1\r\n$4\r\nTICK\r\n*1\r\n$4\r\nSNAP\r\n'; cat "$f"; } >"$dir/mix-$i"
+  done
+}
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

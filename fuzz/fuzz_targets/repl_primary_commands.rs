@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     let mut snapshots = Vec::new();
     let mut offset = r.offset();
     let mut i = 0u64;
-    while let Ok(Some(item)) = reader.next() {
+    while let Ok(Some(item)) = reader.next_item() {
         let Item::Command(c) = item else { continue };
         let conn = ConnId(1 + i % 3);
         i += 1;

@@ -123,7 +123,7 @@ mod tests {
             proptest::prop_assert_eq!(b.end_offset(), end);
             let held = all.len().min(cap);
             for from in start..=end + 2 {
-                let want = if from + (held as u64) >= end + 1 && from <= end + 1 && from > start {
+                let want = if from + (held as u64) > end && from <= end + 1 && from > start {
                     Some(all[(from - start - 1) as usize..].to_vec())
                 } else { None };
                 proptest::prop_assert_eq!(b.since(from), want);

@@ -98,10 +98,14 @@ impl ReplicationConfig {
     /// [`HostError::Config`] naming the option.
     pub fn validate(&self) -> Result<(), HostError> {
         if self.backlog_size == 0 || usize::try_from(self.backlog_size).is_err() {
-            return Err(HostError::Config("repl-backlog-size must be at least 1 byte"));
+            return Err(HostError::Config(
+                "repl-backlog-size must be at least 1 byte",
+            ));
         }
         if self.ping_period_ms == 0 {
-            return Err(HostError::Config("repl-ping-replica-period must be at least 1"));
+            return Err(HostError::Config(
+                "repl-ping-replica-period must be at least 1",
+            ));
         }
         if self.timeout_ms == 0 {
             return Err(HostError::Config("repl-timeout must be at least 1"));

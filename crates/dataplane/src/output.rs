@@ -242,7 +242,7 @@ impl Outbox {
 
     /// Appends bytes for a replica, joining them to a transmit at the queue's end for the same
     /// connection (fewer, larger writes; order is kept).
-    pub(crate) fn to_replica(&mut self, conn: ConnId, bytes: &[u8]) {
+    pub(crate) fn send_replica(&mut self, conn: ConnId, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
@@ -258,7 +258,7 @@ impl Outbox {
         });
     }
 
-    pub(crate) fn to_primary(&mut self, link: UpstreamId, bytes: &[u8]) {
+    pub(crate) fn send_primary(&mut self, link: UpstreamId, bytes: &[u8]) {
         if let Some(Output::ToPrimary { link: l, bytes: b }) = self.q.back_mut() {
             if *l == link {
                 b.extend_from_slice(bytes);

@@ -261,7 +261,7 @@ impl Replication {
         argv: &[A],
         now: Millis,
     ) -> Result<CommandOutcome, CommandError> {
-        if argv.len() % 2 == 0 {
+        if argv.len().is_multiple_of(2) {
             return Err(CommandError::Syntax);
         }
         let is_replica = self.primary.replicas.contains_key(&conn);
@@ -291,7 +291,7 @@ impl Replication {
                     if let ReplicaState::WaitFirstAck { pending } = &mut r.state {
                         let pending = std::mem::take(pending);
                         r.state = ReplicaState::Online;
-                        self.out.to_replica(conn, &pending);
+                        self.out.send_replica(conn, &pending);
                         self.out.event(Event::ReplicaOnline { conn });
                     }
                     self.process_waits();
@@ -301,7 +301,12 @@ impl Replication {
                 _ => {}
             }
             let hello = if is_replica {
-                &mut self.primary.replicas.get_mut(&conn).expect("checked above").hello
+                &mut self
+                    .primary
+                    .replicas
+                    .get_mut(&conn)
+                    .expect("checked above")
+                    .hello
             } else {
                 self.primary.hellos.entry(conn).or_default()
             };
@@ -396,8 +401,8 @@ impl Replication {
                     "+CONTINUE\r\n".to_owned()
                 };
                 self.primary.replicas.insert(conn, r);
-                self.out.to_replica(conn, line.as_bytes());
-                self.out.to_replica(conn, &backlog);
+                self.out.send_replica(conn, line.as_bytes());
+                self.out.send_replica(conn, &backlog);
                 self.out.event(Event::PartialResyncAccepted {
                     conn,
                     bytes: backlog.len() as u64,
@@ -434,7 +439,7 @@ impl Replication {
             self.primary.replicas.insert(conn, r);
             if !pre {
                 let line = format!("+FULLRESYNC {} {}\r\n", self.replid, offset);
-                self.out.to_replica(conn, line.as_bytes());
+                self.out.send_replica(conn, line.as_bytes());
             }
             if let Some(s) = self.primary.snapshot.as_mut() {
                 s.replicas.push(conn);
@@ -452,7 +457,9 @@ impl Replication {
         let by_id1 = self.replid.matches(id);
         let by_id2 = self.replid2.matches(id)
             && self.replid2 != ReplId::ZERO
-            && self.second_offset.is_some_and(|s| off >= 0 && off as u64 <= s);
+            && self
+                .second_offset
+                .is_some_and(|s| off >= 0 && off as u64 <= s);
         if !(by_id1 || by_id2) || off < 0 || !self.backlog_active {
             return None;
         }
@@ -523,13 +530,13 @@ impl Replication {
             };
             if !r.pre_psync {
                 let line = format!("+FULLRESYNC {} {}\r\n", self.replid, self.offset);
-                self.out.to_replica(*c, line.as_bytes());
+                self.out.send_replica(*c, line.as_bytes());
             }
             if sockets {
                 let mut pre = b"$EOF:".to_vec();
                 pre.extend_from_slice(&mark);
                 pre.extend_from_slice(b"\r\n");
-                self.out.to_replica(*c, &pre);
+                self.out.send_replica(*c, &pre);
             }
         }
         // replicationSetupReplicaForFullResync: the stream after the snapshot starts with
@@ -576,7 +583,7 @@ impl Replication {
         s.stage = Stage::Sending { len, sent: 0 };
         let pre = format!("${len}\r\n");
         for c in s.replicas.clone() {
-            self.out.to_replica(c, pre.as_bytes());
+            self.out.send_replica(c, pre.as_bytes());
         }
         Ok(())
     }
@@ -616,7 +623,7 @@ impl Replication {
             }
         }
         for c in s.replicas.clone() {
-            self.out.to_replica(c, bytes);
+            self.out.send_replica(c, bytes);
         }
         Ok(())
     }
@@ -631,7 +638,8 @@ impl Replication {
     pub fn handle_snapshot_end(&mut self, id: SnapshotId, now: Millis) -> Result<(), HostError> {
         let now = self.clock(now);
         let s = self.snapshot_mut(id)?;
-        if s.target == SnapshotTarget::Disk && !matches!(s.stage, Stage::Sending { len, sent } if len == sent)
+        if s.target == SnapshotTarget::Disk
+            && !matches!(s.stage, Stage::Sending { len, sent } if len == sent)
         {
             return Err(HostError::SnapshotOrder {
                 id: id.0,
@@ -651,13 +659,13 @@ impl Replication {
                 SnapshotTarget::Disk => {
                     r.state = ReplicaState::Online;
                     r.ack_time = now;
-                    self.out.to_replica(c, &pending);
+                    self.out.send_replica(c, &pending);
                     self.out.event(Event::ReplicaOnline { conn: c });
                 }
                 SnapshotTarget::Sockets => {
                     r.state = ReplicaState::WaitFirstAck { pending };
                     r.ack_time = now;
-                    self.out.to_replica(c, &s.mark);
+                    self.out.send_replica(c, &s.mark);
                 }
             }
         }
@@ -706,7 +714,10 @@ impl Replication {
         }
         let mut bytes = Vec::new();
         if self.primary.sel_db != Some(db) {
-            encode_command(&mut bytes, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
+            encode_command(
+                &mut bytes,
+                &[b"SELECT".as_slice(), db.to_string().as_bytes()],
+            );
             self.primary.sel_db = Some(db);
         }
         encode_command(&mut bytes, argv);
@@ -905,7 +916,7 @@ impl Replication {
             .map(|(c, _)| *c)
             .collect();
         for c in presync {
-            self.out.to_replica(c, b"\n");
+            self.out.send_replica(c, b"\n");
         }
         // Timed-out replicas and soft output-buffer limits.
         let limit = self.cfg.output_buffer_limit;

@@ -6,7 +6,10 @@ use crate::error::{StreamError, StreamErrorKind};
 use crate::output::{Event, LinkDownReason, Output, StreamCommand, UpstreamId};
 use crate::replication::{Replication, CRON_MS};
 use crate::replid::ReplId;
-use crate::resp::{encode_command, parse_i64, parse_u64, CommandReader, Item, LineReader, ParsedCommand, ReaderLimits};
+use crate::resp::{
+    encode_command, parse_i64, parse_u64, CommandReader, Item, LineReader, ParsedCommand,
+    ReaderLimits,
+};
 use ferrocluster_topology::Millis;
 use std::collections::VecDeque;
 
@@ -191,11 +194,7 @@ impl Replication {
                 up.down_since = Some(now);
                 self.out.event(Event::LinkDown(reason.clone()));
             }
-            LinkState::Transfer { t, .. } => {
-                if t.began {
-                    self.out.push(Output::RdbAbort);
-                }
-            }
+            LinkState::Transfer { t, .. } if t.began => self.out.push(Output::RdbAbort),
             _ => {}
         }
         if let Some(link) = link {
@@ -234,7 +233,7 @@ impl Replication {
         up.lastio = now;
         let mut b = Vec::new();
         encode_command(&mut b, &["PING"]);
-        self.out.to_primary(link, &b);
+        self.out.send_primary(link, &b);
     }
 
     /// The connection could not be made: retried at the next cron (1 s), as Valkey does.
@@ -248,7 +247,8 @@ impl Replication {
                 at: now.saturating_add_ms(CRON_MS),
             };
         }
-        self.out.event(Event::LinkDown(LinkDownReason::ConnectFailed));
+        self.out
+            .event(Event::LinkDown(LinkDownReason::ConnectFailed));
     }
 
     /// The link to the primary closed. A connected link is cached and reconnected at once
@@ -323,7 +323,9 @@ impl Replication {
         if let Err(e) = &res {
             let connected = matches!(up.state, LinkState::Connected { .. });
             let reason = match &e.kind {
-                StreamErrorKind::SyncAborted(t) if t.starts_with("NOMASTERLINK") || t.starts_with("LOADING") => {
+                StreamErrorKind::SyncAborted(t)
+                    if t.starts_with("NOMASTERLINK") || t.starts_with("LOADING") =>
+                {
                     LinkDownReason::TryLater(t.clone())
                 }
                 k => LinkDownReason::Protocol(k.clone()),
@@ -367,10 +369,7 @@ impl Replication {
                     };
                     lines.push(&input);
                     input.clear();
-                    loop {
-                        let LinkState::Handshake { lines, .. } = &mut up.state else {
-                            break;
-                        };
+                    while let LinkState::Handshake { lines, .. } = &mut up.state {
                         let line = match lines.next_line(MAX_LINE) {
                             Ok(Some(l)) => l,
                             Ok(None) => break,
@@ -381,12 +380,17 @@ impl Replication {
                     }
                     // The bytes after the PSYNC reply went with the transition (into the
                     // transfer's preamble reader or the command reader).
-                    if !matches!(up.state, LinkState::Transfer { .. } | LinkState::Connected { .. }) {
+                    if !matches!(
+                        up.state,
+                        LinkState::Transfer { .. } | LinkState::Connected { .. }
+                    ) {
                         return Ok(());
                     }
                 }
                 LinkState::Transfer { .. } => {
-                    let rest = self.transfer_input(up, &input, now).map_err(|k| err(k, base))?;
+                    let rest = self
+                        .transfer_input(up, &input, now)
+                        .map_err(|k| err(k, base))?;
                     match rest {
                         Some(rest) => input = rest,
                         None => return Ok(()),
@@ -449,7 +453,7 @@ impl Replication {
                     expect.push_back(Expect::Version);
                 }
                 *step = Step::Replies(expect);
-                self.out.to_primary(link, &b);
+                self.out.send_primary(link, &b);
             }
             Step::Replies(expect) => {
                 let what = expect.pop_front();
@@ -464,11 +468,14 @@ impl Replication {
                     let mut b = Vec::new();
                     if up.cached {
                         let off = (self.offset + 1).to_string();
-                        encode_command(&mut b, &[b"PSYNC".as_slice(), self.replid.as_bytes(), off.as_bytes()]);
+                        encode_command(
+                            &mut b,
+                            &[b"PSYNC".as_slice(), self.replid.as_bytes(), off.as_bytes()],
+                        );
                     } else {
                         encode_command(&mut b, &["PSYNC", "?", "-1"]);
                     }
-                    self.out.to_primary(link, &b);
+                    self.out.send_primary(link, &b);
                 }
             }
             Step::Psync => {
@@ -530,7 +537,7 @@ impl Replication {
                 } else {
                     // PSYNC_NOT_SUPPORTED: fall back to SYNC.
                     up.pre_psync = true;
-                    self.out.to_primary(link, b"SYNC\r\n");
+                    self.out.send_primary(link, b"SYNC\r\n");
                     self.begin_transfer(up, link, None, 0, rest);
                 }
             }
@@ -667,7 +674,13 @@ impl Replication {
 
     /// The RDB arrived: the new history starts (Valkey `replicationAttachToNewPrimary`, then
     /// the end of `readSyncBulkPayload`).
-    fn finish_transfer(&mut self, up: &mut Upstream, replid: Option<ReplId>, offset: u64, now: Millis) {
+    fn finish_transfer(
+        &mut self,
+        up: &mut Upstream,
+        replid: Option<ReplId>,
+        offset: u64,
+        now: Millis,
+    ) {
         let Some(link) = up.state.link() else {
             return;
         };
@@ -703,7 +716,7 @@ impl Replication {
         let mut b = Vec::new();
         let off = self.offset.to_string();
         encode_command(&mut b, &["REPLCONF", "ACK", &off]);
-        self.out.to_primary(link, &b);
+        self.out.send_primary(link, &b);
     }
 
     /// The command stream of a connected link.
@@ -719,7 +732,7 @@ impl Replication {
         };
         reader.push(input);
         loop {
-            let item = match reader.next() {
+            let item = match reader.next_item() {
                 Ok(Some(i)) => i,
                 Ok(None) => return Ok(()),
                 Err(e) => {
@@ -780,7 +793,10 @@ impl Replication {
         match name.as_slice() {
             b"ping" => {}
             b"replconf" => {
-                if c.argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"getack")) {
+                if c.argv
+                    .get(1)
+                    .is_some_and(|a| a.eq_ignore_ascii_case(b"getack"))
+                {
                     // The ACK carries the offset before this command (the capture shows it).
                     self.send_ack(link);
                 }
@@ -828,7 +844,9 @@ impl Replication {
         let mut reconnect = false;
         match &up.state {
             LinkState::Connect { at } => reconnect = now >= *at,
-            LinkState::Connecting { .. } | LinkState::Handshake { .. } | LinkState::Transfer { .. } => {
+            LinkState::Connecting { .. }
+            | LinkState::Handshake { .. }
+            | LinkState::Transfer { .. } => {
                 if now.since(up.lastio) > timeout {
                     self.out.event(Event::LinkDown(LinkDownReason::Timeout));
                     self.drop_link(&mut up, LinkDownReason::Timeout, now);

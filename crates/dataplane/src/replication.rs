@@ -240,8 +240,9 @@ impl Replication {
         let now = self.now;
         for (conn, r) in self.primary.replicas.iter_mut() {
             match &mut r.state {
-                ReplicaState::Online => self.out.to_replica(*conn, bytes),
-                ReplicaState::WaitSnapshotEnd { pending } | ReplicaState::WaitFirstAck { pending } => {
+                ReplicaState::Online => self.out.send_replica(*conn, bytes),
+                ReplicaState::WaitSnapshotEnd { pending }
+                | ReplicaState::WaitFirstAck { pending } => {
                     pending.extend_from_slice(bytes);
                     if r.over_limit(limit, now) {
                         over.push(*conn);

@@ -16,7 +16,9 @@ impl ReplId {
     /// Parses 40 printable, non-space ASCII characters; `None` otherwise.
     pub fn parse(b: &[u8]) -> Option<ReplId> {
         let arr: [u8; 40] = b.try_into().ok()?;
-        arr.iter().all(|c| c.is_ascii_graphic()).then_some(ReplId(arr))
+        arr.iter()
+            .all(|c| c.is_ascii_graphic())
+            .then_some(ReplId(arr))
     }
 
     /// A fresh random ID (lowercase hex).

@@ -93,7 +93,7 @@ pub struct CommandReader {
     failed: Option<StreamError>,
 }
 
-/// What [`CommandReader::next`] found.
+/// What [`CommandReader::next_item`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
     /// A whole command.
@@ -150,7 +150,7 @@ impl CommandReader {
     /// [`StreamError`] with the stream position (bytes from the reader's start) when the bytes
     /// are not a command: a first byte other than `*` or a newline, a bad or oversized length,
     /// a bulk not followed by CRLF. The error repeats on every later call.
-    pub fn next(&mut self) -> Result<Option<Item>, StreamError> {
+    pub fn next_item(&mut self) -> Result<Option<Item>, StreamError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -362,7 +362,7 @@ mod tests {
         let mut out = Vec::new();
         for c in chunks {
             r.push(c);
-            while let Some(i) = r.next()? {
+            while let Some(i) = r.next_item()? {
                 out.push(i);
             }
         }
@@ -381,7 +381,8 @@ mod tests {
 
     #[test]
     fn reads_commands_and_newlines() {
-        let items = read_all(&[b"\n*1\r\n$4\r\nping\r\n\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"]).unwrap();
+        let items =
+            read_all(&[b"\n*1\r\n$4\r\nping\r\n\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"]).unwrap();
         assert_eq!(items.len(), 4);
         assert_eq!(items[0], Item::Empty(b"\n".to_vec()));
         match &items[1] {
@@ -412,7 +413,7 @@ mod tests {
     fn hostile_lengths_allocate_nothing_up_front() {
         let mut r = CommandReader::new(ReaderLimits::default());
         r.push(b"*2147483647\r\n$536870912\r\n");
-        assert_eq!(r.next().unwrap(), None);
+        assert_eq!(r.next_item().unwrap(), None);
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn commands(bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
     let mut r = CommandReader::new(ReaderLimits::default());
     r.push(bytes);
     let mut v = Vec::new();
-    while let Some(i) = r.next().unwrap() {
+    while let Some(i) = r.next_item().unwrap() {
         if let Item::Command(c) = i {
             v.push(c.argv);
         }
@@ -103,7 +103,8 @@ fn replay(dir: &str, conn: u8, restored: Option<Restored>, cuts: &[usize]) -> Se
     cuts.sort();
     cuts.push(stream.len());
     for c in cuts {
-        r.handle_upstream_bytes(link, &stream[last..c], now).unwrap();
+        r.handle_upstream_bytes(link, &stream[last..c], now)
+            .unwrap();
         drain(&mut r, &mut s);
         last = c;
     }
@@ -146,7 +147,10 @@ fn replica_replays_real_full_syncs() {
         let psync_end = {
             let cmds = commands(&real_r2p);
             let n = cmds.iter().position(|c| c[0] == b"PSYNC").unwrap() + 1;
-            cmds[..n].iter().map(|c| command_bytes(c).len()).sum::<usize>()
+            cmds[..n]
+                .iter()
+                .map(|c| command_bytes(c).len())
+                .sum::<usize>()
         };
         assert_eq!(
             String::from_utf8_lossy(&s.to_primary[..psync_end]),
@@ -157,11 +161,18 @@ fn replica_replays_real_full_syncs() {
         let (_, rdb, end) = payload(&p2r);
         assert_eq!(s.rdb, rdb, "{dir}: RDB");
         assert_eq!((s.rdb_begun, s.rdb_ended), (1, 1));
-        assert_eq!(s.offset, (p2r.len() - end) as u64, "{dir}: offset counts the stream");
+        assert_eq!(
+            s.offset,
+            (p2r.len() - end) as u64,
+            "{dir}: offset counts the stream"
+        );
         assert_eq!(s.applied.len(), 3, "{dir}: {:?}", s.applied);
         assert_eq!(s.applied[0], cmd(0, &["SET", "k1", "v1"]));
         assert_eq!(s.applied[1], cmd(3, &["SET", "k3", "v3"]));
-        assert_eq!(s.applied[2].argv[..3], cmd(3, &["SET", "ttl", "t"]).argv[..]);
+        assert_eq!(
+            s.applied[2].argv[..3],
+            cmd(3, &["SET", "ttl", "t"]).argv[..]
+        );
         assert_eq!(
             s.transactions,
             vec![vec![
@@ -180,7 +191,11 @@ fn replica_replays_real_full_syncs() {
             .collect();
         assert_eq!(ours.len(), 2, "{dir}");
         assert_eq!(ours[0], b"0");
-        assert!(real.contains(&ours[1]), "{dir}: GETACK answer {:?} in {real:?}", ours[1]);
+        assert!(
+            real.contains(&ours[1]),
+            "{dir}: GETACK answer {:?} in {real:?}",
+            ours[1]
+        );
     }
 }
 
@@ -259,7 +274,10 @@ fn primary_answers_real_replica_handshakes() {
                 break;
             }
         }
-        let fr = real_p2r.windows(11).position(|w| w == b"+FULLRESYNC").unwrap();
+        let fr = real_p2r
+            .windows(11)
+            .position(|w| w == b"+FULLRESYNC")
+            .unwrap();
         assert_eq!(&wire[..fr], &real_p2r[..fr], "{dir}: replies before PSYNC");
         let line = format!("+FULLRESYNC {} 0\r\n", p.replid());
         assert_eq!(&wire[fr..fr + line.len()], line.as_bytes(), "{dir}");

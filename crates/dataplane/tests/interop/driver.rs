@@ -3,8 +3,8 @@
 
 use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{
-    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Reply,
-    Restored, Role, SnapshotId, SnapshotTarget, StreamCommand, UpstreamId,
+    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Reply, Restored,
+    Role, SnapshotId, SnapshotTarget, StreamCommand, UpstreamId,
 };
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
@@ -14,11 +14,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub fn unix_ms() -> Millis {
-    Millis(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64)
+    Millis(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64,
+    )
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The captured vectors' directory.
@@ -38,7 +47,8 @@ pub struct Server {
 impl Server {
     pub fn start(bin: &str, extra: &[&str]) -> Server {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("dp-interop-{bin}-{port}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("dp-interop-{bin}-{port}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut args: Vec<String> = [
@@ -102,8 +112,10 @@ impl Server {
     /// One field of `INFO <section>`.
     pub fn info(&self, section: &str, field: &str) -> Option<String> {
         let text: String = self.cmd(&["INFO", section]);
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+        text.lines().find_map(|l| {
+            l.strip_prefix(&format!("{field}:"))
+                .map(|v| v.trim().to_string())
+        })
     }
 
     /// `SHUTDOWN SAVE` and start again on the same port and directory.
@@ -164,7 +176,12 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new(cfg: ReplicationConfig, role: Role, restored: Option<Restored>, listen: bool) -> Driver {
+    pub fn new(
+        cfg: ReplicationConfig,
+        role: Role,
+        restored: Option<Restored>,
+        listen: bool,
+    ) -> Driver {
         let (listener, port) = if listen {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.set_nonblocking(true).unwrap();
@@ -208,7 +225,8 @@ impl Driver {
                 self.snapshots.push(target);
                 self.produce(id, target);
             }
-            Output::Connect { link, host, port } => match TcpStream::connect((host.as_str(), port)) {
+            Output::Connect { link, host, port } => match TcpStream::connect((host.as_str(), port))
+            {
                 Ok(s) => {
                     s.set_nonblocking(true).unwrap();
                     s.set_nodelay(true).unwrap();
@@ -247,7 +265,9 @@ impl Driver {
         let now = unix_ms();
         let rdb = self.snapshot_rdb.clone();
         if target == SnapshotTarget::Disk {
-            self.repl.handle_snapshot_ready(id, rdb.len() as u64, now).unwrap();
+            self.repl
+                .handle_snapshot_ready(id, rdb.len() as u64, now)
+                .unwrap();
         }
         for chunk in rdb.chunks(100) {
             self.repl.handle_snapshot_chunk(id, chunk, now).unwrap();
@@ -302,7 +322,7 @@ impl Driver {
                         }
                     }
                 }
-                while let Ok(Some(item)) = c.reader.next() {
+                while let Ok(Some(item)) = c.reader.next_item() {
                     match item {
                         Item::Command(cmd) => cmds.push(cmd.argv),
                         Item::Empty(_) => cmds.push(Vec::new()),
@@ -317,7 +337,12 @@ impl Driver {
                 let reply = match argv[0].to_ascii_uppercase().as_slice() {
                     b"PING" => Some(Reply::Simple("PONG".into())),
                     b"AUTH" => Some(Reply::ok()),
-                    _ => match self.repl.handle_command(id, Some("127.0.0.1".parse().unwrap()), &argv, now) {
+                    _ => match self.repl.handle_command(
+                        id,
+                        Some("127.0.0.1".parse().unwrap()),
+                        &argv,
+                        now,
+                    ) {
                         Ok(CommandOutcome::Reply(r)) => Some(r),
                         Ok(CommandOutcome::NoReply) => None,
                         Err(e) => Some(e.to_reply()),

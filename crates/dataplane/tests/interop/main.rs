@@ -65,7 +65,11 @@ fn follow_real_primary(bin: &str, version: Option<&str>, magic: &[u8], diskless:
     assert_eq!(rdb[rdb.len() - 9], 0xff, "RDB ends with EOF + CRC64");
     assert_eq!(link_ups(&d, false), 1);
     let preamble = if diskless { &b"$EOF:"[..] } else { &b"$"[..] };
-    let fr = d.received.windows(11).position(|w| w == b"+FULLRESYNC").unwrap();
+    let fr = d
+        .received
+        .windows(11)
+        .position(|w| w == b"+FULLRESYNC")
+        .unwrap();
     let after = &d.received[fr..];
     let nl = after.iter().position(|&c| c == b'\n').unwrap();
     assert!(after[nl + 1..].starts_with(preamble));
@@ -76,7 +80,11 @@ fn follow_real_primary(bin: &str, version: Option<&str>, magic: &[u8], diskless:
         .unwrap()
         .get_connection()
         .unwrap();
-    let _: () = redis::cmd("SET").arg("k3").arg("v3").query(&mut c3).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("k3")
+        .arg("v3")
+        .query(&mut c3)
+        .unwrap();
     let _: () = redis::pipe()
         .atomic()
         .cmd("SET")
@@ -97,7 +105,9 @@ fn follow_real_primary(bin: &str, version: Option<&str>, magic: &[u8], diskless:
     assert_eq!(acked, 1);
     // Our processed offset is the primary's; its INFO shows ours as acknowledged.
     let srv_off = |srv: &Server| srv.info("replication", "master_repl_offset").unwrap();
-    d.run_until(10, "offsets agree", |d| d.repl.offset().to_string() == srv_off(&srv));
+    d.run_until(10, "offsets agree", |d| {
+        d.repl.offset().to_string() == srv_off(&srv)
+    });
     d.run_until(10, "primary sees our ack", |d| {
         let line = srv.info("replication", "slave0").unwrap_or_default();
         line.contains("state=online") && line.contains(&format!("offset={}", d.repl.offset()))
@@ -110,7 +120,9 @@ fn follow_real_primary(bin: &str, version: Option<&str>, magic: &[u8], diskless:
     // Partial resync after the primary kills the link.
     let killed: i64 = srv.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
     assert_eq!(killed, 1);
-    d.run_until(10, "partial resync", |d| link_ups(d, true) == 1 && d.link_up());
+    d.run_until(10, "partial resync", |d| {
+        link_ups(d, true) == 1 && d.link_up()
+    });
     assert_eq!(srv.info("stats", "sync_partial_ok").as_deref(), Some("1"));
     let _: () = srv.cmd(&["SET", "k2", "after-reconnect"]);
     d.run_until(10, "write after resync", |d| {
@@ -177,7 +189,9 @@ fn serve_real_replica(bin: &str, rdb_vector: &str, diskless: bool) {
     let port = d.port.to_string();
     let rep = Server::start(bin, &["--replicaof", "127.0.0.1", &port]);
     let status = || rep.info("replication", "master_link_status");
-    d.run_until(20, "real replica synced", |_| status().as_deref() == Some("up"));
+    d.run_until(20, "real replica synced", |_| {
+        status().as_deref() == Some("up")
+    });
     assert_eq!(
         d.snapshots,
         vec![if diskless {
@@ -213,7 +227,11 @@ fn serve_real_replica(bin: &str, rdb_vector: &str, diskless: bool) {
 
     // WAIT: blocked until the real replica's ACK to our GETACK.
     let client = ConnId(1_000_000);
-    match d.repl.handle_wait(client, &["WAIT", "1", "5000"], woff, driver::unix_ms()).unwrap() {
+    match d
+        .repl
+        .handle_wait(client, &["WAIT", "1", "5000"], woff, driver::unix_ms())
+        .unwrap()
+    {
         Some(r) => assert_eq!(r, Reply::Integer(1)),
         None => {
             d.run_until(10, "WAIT answered", |d| !d.waits.is_empty());
@@ -240,7 +258,9 @@ fn serve_real_replica(bin: &str, rdb_vector: &str, diskless: bool) {
     });
     d.run_until(20, "link up again", |_| status().as_deref() == Some("up"));
     let now = driver::unix_ms();
-    d.repl.feed(0, &["SET", "z", "after-reconnect"], now).unwrap();
+    d.repl
+        .feed(0, &["SET", "z", "after-reconnect"], now)
+        .unwrap();
     d.run_until(10, "write after resync", |_| {
         let z: Option<String> = redis::cmd("GET").arg("z").query(&mut rep.conn()).unwrap();
         z.as_deref() == Some("after-reconnect")

@@ -4,8 +4,8 @@
 
 use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{
-    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Reply,
-    Restored, Role, SnapshotId, SnapshotTarget, StreamCommand, UpstreamId,
+    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Reply, Restored,
+    Role, SnapshotId, SnapshotTarget, StreamCommand, UpstreamId,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -155,7 +155,8 @@ impl Net {
     pub fn write(&mut self, h: usize, db: u32, key: &str, val: &str) {
         let now = self.now;
         let host = &mut self.hosts[h];
-        host.data.insert((db, key.as_bytes().to_vec()), val.as_bytes().to_vec());
+        host.data
+            .insert((db, key.as_bytes().to_vec()), val.as_bytes().to_vec());
         host.woff = host.repl.feed(db, &["SET", key, val], now).unwrap();
     }
 
@@ -170,7 +171,9 @@ impl Net {
                 continue;
             }
             while let Some(o) = self.hosts[h].repl.poll_output() {
-                self.hosts[h].outputs.push(format!("{o:?}").chars().take(120).collect());
+                self.hosts[h]
+                    .outputs
+                    .push(format!("{o:?}").chars().take(120).collect());
                 self.act(h, o);
             }
         }
@@ -181,12 +184,20 @@ impl Net {
         match o {
             Output::ToReplica { conn, bytes } => {
                 self.hosts[h].sent.extend_from_slice(&bytes);
-                if let Some(l) = self.links.iter_mut().find(|l| l.primary == h && l.conn == conn) {
+                if let Some(l) = self
+                    .links
+                    .iter_mut()
+                    .find(|l| l.primary == h && l.conn == conn)
+                {
                     l.to_replica.extend(bytes);
                 }
             }
             Output::CloseReplica { conn, .. } => {
-                if let Some(i) = self.links.iter().position(|l| l.primary == h && l.conn == conn) {
+                if let Some(i) = self
+                    .links
+                    .iter()
+                    .position(|l| l.primary == h && l.conn == conn)
+                {
                     let l = self.links.remove(i);
                     self.hosts[h].conns.remove(&conn);
                     self.hosts[l.replica].repl.handle_upstream_closed(l.up, now);
@@ -201,7 +212,9 @@ impl Net {
                 Some(p) => {
                     let conn = ConnId(self.next_conn);
                     self.next_conn += 1;
-                    self.hosts[p].conns.insert(conn, CommandReader::new(ReaderLimits::default()));
+                    self.hosts[p]
+                        .conns
+                        .insert(conn, CommandReader::new(ReaderLimits::default()));
                     self.links.push(Link {
                         replica: h,
                         up: link,
@@ -216,12 +229,20 @@ impl Net {
                 None => self.hosts[h].repl.handle_upstream_connect_failed(link, now),
             },
             Output::ToPrimary { link, bytes } => {
-                if let Some(l) = self.links.iter_mut().find(|l| l.replica == h && l.up == link) {
+                if let Some(l) = self
+                    .links
+                    .iter_mut()
+                    .find(|l| l.replica == h && l.up == link)
+                {
                     l.to_primary.extend(bytes);
                 }
             }
             Output::CloseUpstream { link } => {
-                if let Some(i) = self.links.iter().position(|l| l.replica == h && l.up == link) {
+                if let Some(i) = self
+                    .links
+                    .iter()
+                    .position(|l| l.replica == h && l.up == link)
+                {
                     let l = self.links.remove(i);
                     self.hosts[l.primary].conns.remove(&l.conn);
                     self.hosts[l.primary].repl.handle_conn_closed(l.conn, now);
@@ -260,7 +281,9 @@ impl Net {
                 let (id, target) = (*id, *target);
                 if target == SnapshotTarget::Disk && !*announced {
                     *announced = true;
-                    host.repl.handle_snapshot_ready(id, bytes.len() as u64, now).unwrap();
+                    host.repl
+                        .handle_snapshot_ready(id, bytes.len() as u64, now)
+                        .unwrap();
                 } else if *sent < bytes.len() {
                     let end = (*sent + chunk).min(bytes.len());
                     let part = bytes[*sent..end].to_vec();
@@ -305,7 +328,7 @@ impl Net {
         };
         reader.push(bytes);
         let mut cmds = Vec::new();
-        while let Ok(Some(item)) = reader.next() {
+        while let Ok(Some(item)) = reader.next_item() {
             if let Item::Command(c) = item {
                 cmds.push(c.argv);
             }
@@ -322,7 +345,11 @@ impl Net {
                 },
             };
             if let Some(r) = reply {
-                if let Some(l) = self.links.iter_mut().find(|l| l.primary == p && l.conn == conn) {
+                if let Some(l) = self
+                    .links
+                    .iter_mut()
+                    .find(|l| l.primary == p && l.conn == conn)
+                {
                     l.to_replica.extend(r.to_resp2());
                 }
             }

@@ -16,8 +16,16 @@ fn replica_of(port: u16) -> Role {
 
 fn synced(net: &Net, p: usize, r: usize) {
     assert_eq!(net.hosts[r].data, net.hosts[p].data, "data");
-    assert_eq!(net.hosts[r].repl.offset(), net.hosts[p].repl.offset(), "offset");
-    assert_eq!(net.hosts[r].repl.replid(), net.hosts[p].repl.replid(), "replid");
+    assert_eq!(
+        net.hosts[r].repl.offset(),
+        net.hosts[p].repl.offset(),
+        "offset"
+    );
+    assert_eq!(
+        net.hosts[r].repl.replid(),
+        net.hosts[p].repl.replid(),
+        "replid"
+    );
 }
 
 fn partial_accepted(net: &Net, h: usize) -> usize {
@@ -104,18 +112,25 @@ fn sibling_resyncs_partially_after_failover() {
     assert_eq!(net.hosts[a].repl.replid2(), old);
     assert_eq!(net.hosts[a].repl.second_offset(), Some(off + 1));
     assert_ne!(net.hosts[a].repl.replid(), old);
-    net.hosts[b].repl.replicate_from("127.0.0.1", 7001, false, now);
+    net.hosts[b]
+        .repl
+        .replicate_from("127.0.0.1", 7001, false, now);
     net.settle(10);
     net.write(a, 3, "c", "3");
     net.settle(10);
     synced(&net, a, b);
-    assert_eq!(net.hosts[a].snapshots_started, 0, "no full sync on the new primary");
+    assert_eq!(
+        net.hosts[a].snapshots_started, 0,
+        "no full sync on the new primary"
+    );
     assert_eq!(partial_accepted(&net, a), 1);
     assert!(net.count_events(b, |e| matches!(e, Event::ReplIdShifted { .. })) >= 1);
     // The old primary comes back as a replica of A: its history matches up to `off`.
     net.hosts[p].down = false;
     let now = net.now;
-    net.hosts[p].repl.replicate_from("127.0.0.1", 7001, false, now);
+    net.hosts[p]
+        .repl
+        .replicate_from("127.0.0.1", 7001, false, now);
     net.settle(10);
     synced(&net, a, p);
     assert_eq!(net.hosts[a].snapshots_started, 0);
@@ -138,7 +153,9 @@ fn diverged_old_primary_gets_a_full_sync() {
     net.write(p, 0, "lost", "write"); // accepted by the isolated old primary
     net.hosts[p].data.remove(&(0, b"lost".to_vec()));
     net.hosts[p].down = false;
-    net.hosts[p].repl.replicate_from("127.0.0.1", 7001, false, now);
+    net.hosts[p]
+        .repl
+        .replicate_from("127.0.0.1", 7001, false, now);
     net.settle(10);
     synced(&net, a, p);
     assert_eq!(net.hosts[a].snapshots_started, 1);
@@ -179,19 +196,29 @@ fn wait_and_getack() {
     let now = net.now;
     let client = ConnId(999);
     assert_eq!(net.hosts[p].repl.acked_replicas(woff), 0);
-    let got = net.hosts[p].repl.handle_wait(client, &["WAIT", "1", "0"], woff, now).unwrap();
+    let got = net.hosts[p]
+        .repl
+        .handle_wait(client, &["WAIT", "1", "0"], woff, now)
+        .unwrap();
     assert_eq!(got, None, "blocks until the ACK");
     net.settle(1);
     assert_eq!(net.hosts[p].waits, vec![(client, Reply::Integer(1))]);
     let getack = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
-    let n = net.hosts[p].sent.windows(getack.len()).filter(|w| w == getack).count();
+    let n = net.hosts[p]
+        .sent
+        .windows(getack.len())
+        .filter(|w| w == getack)
+        .count();
     assert_eq!(n, 1, "one GETACK in the stream");
     // The GETACK is part of the stream: the replica is at the primary's offset.
     synced(&net, p, r);
     // Already acknowledged: immediate.
     let now = net.now;
     assert_eq!(
-        net.hosts[p].repl.handle_wait(client, &["WAIT", "1", "100"], woff, now).unwrap(),
+        net.hosts[p]
+            .repl
+            .handle_wait(client, &["WAIT", "1", "100"], woff, now)
+            .unwrap(),
         Some(Reply::Integer(1))
     );
     // Two replicas wanted, one exists: the reply comes at the 100 ms deadline.
@@ -199,18 +226,35 @@ fn wait_and_getack() {
     let woff = net.hosts[p].woff;
     let start = net.now;
     assert_eq!(
-        net.hosts[p].repl.handle_wait(client, &["WAIT", "2", "100"], woff, start).unwrap(),
+        net.hosts[p]
+            .repl
+            .handle_wait(client, &["WAIT", "2", "100"], woff, start)
+            .unwrap(),
         None
     );
-    assert_eq!(net.hosts[p].repl.poll_timeout(), Some(start.saturating_add_ms(100)));
+    assert_eq!(
+        net.hosts[p].repl.poll_timeout(),
+        Some(start.saturating_add_ms(100))
+    );
     net.run_for(200, 10);
-    assert_eq!(net.hosts[p].waits.last(), Some(&(client, Reply::Integer(1))));
+    assert_eq!(
+        net.hosts[p].waits.last(),
+        Some(&(client, Reply::Integer(1)))
+    );
     // Errors with Valkey's texts.
     let now = net.now;
-    let e = net.hosts[p].repl.handle_wait(client, &["WAIT", "1", "-1"], 0, now).unwrap_err();
+    let e = net.hosts[p]
+        .repl
+        .handle_wait(client, &["WAIT", "1", "-1"], 0, now)
+        .unwrap_err();
     assert_eq!(e.to_reply(), Reply::Error("ERR timeout is negative".into()));
-    let e = net.hosts[r].repl.handle_wait(client, &["WAIT", "0", "0"], 0, now).unwrap_err();
-    assert!(e.to_string().starts_with("ERR WAIT cannot be used with replica instances."));
+    let e = net.hosts[r]
+        .repl
+        .handle_wait(client, &["WAIT", "0", "0"], 0, now)
+        .unwrap_err();
+    assert!(e
+        .to_string()
+        .starts_with("ERR WAIT cannot be used with replica instances."));
 }
 
 /// A replica ACKs every second; the primary pings every `repl-ping-replica-period`; a silent
@@ -230,18 +274,24 @@ fn pings_acks_and_timeouts() {
     let before = net.hosts[p].repl.offset();
     net.run_for(4_500, 100);
     let after = net.hosts[p].repl.offset();
-    assert_eq!((after - before) % 14, 0, "only pings: *1 $4 ping, 14 bytes each");
+    assert_eq!(
+        (after - before) % 14,
+        0,
+        "only pings: *1 $4 ping, 14 bytes each"
+    );
     assert!(after - before >= 28, "{before} -> {after}");
     synced(&net, p, r);
     // The last ACK (once a second) may predate the last ping.
     let acked = net.hosts[p].repl.info(net.now).replicas[0].offset;
-    assert!(acked == after || acked + 14 == after, "acked {acked}, offset {after}");
+    assert!(
+        acked == after || acked + 14 == after,
+        "acked {acked}, offset {after}"
+    );
     // Silence: the link stays open but carries nothing. The primary (repl-timeout 5 s) drops
     // the replica, whose own timeout is longer.
     net.cut_links_of(r, true);
     net.run_for(6_500, 100);
-    assert!(net
-        .hosts[p]
+    assert!(net.hosts[p]
         .outputs
         .iter()
         .any(|o| o.contains(&format!("{:?}", CloseReason::Timeout))));
@@ -390,7 +440,10 @@ fn command_errors_have_valkey_texts() {
     fn err<T: std::fmt::Debug>(r: Result<T, ferrocluster_dataplane::CommandError>) -> String {
         r.unwrap_err().to_string()
     }
-    assert_eq!(err(repl.handle_command(c, None, &["REPLCONF", "foo"], now)), "ERR syntax error");
+    assert_eq!(
+        err(repl.handle_command(c, None, &["REPLCONF", "foo"], now)),
+        "ERR syntax error"
+    );
     assert_eq!(
         err(repl.handle_command(c, None, &["REPLCONF", "foo", "bar"], now)),
         "ERR Unrecognized REPLCONF option: foo"

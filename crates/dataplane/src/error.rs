@@ -42,14 +42,16 @@ pub enum StreamErrorKind {
     SyncAborted(String),
 }
 
-/// Malformed bytes on a replication link, with the position in the stream read so far on that
-/// connection (bytes). The link is closed; the state is what it was before the bad item.
+/// Malformed bytes on a replication link, with their position on that connection. The link is
+/// closed; the state is what it was before the bad item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("replication protocol error at byte {offset}: {kind}")]
 pub struct StreamError {
     /// What was wrong.
     pub kind: StreamErrorKind,
-    /// Bytes read on this connection before the bad item.
+    /// Where on the connection (bytes from its first byte) the bad input was found: the exact
+    /// byte in the command stream; for a handshake or preamble line, the start of the read
+    /// that held it.
     pub offset: u64,
 }
 
@@ -126,7 +128,4 @@ pub enum HostError {
     /// A configuration value out of range.
     #[error("invalid configuration: {0}")]
     Config(&'static str),
-    /// Restored replication state with a replid that is not 40 characters.
-    #[error("invalid replid")]
-    BadReplId,
 }

@@ -115,6 +115,6 @@ pub use output::{
     CloseReason, Event, LinkDownReason, Output, SaveInfo, SnapshotId, SnapshotTarget,
     StreamCommand, UpstreamId,
 };
-pub use primary::{CommandOutcome, ReplicaHello};
+pub use primary::CommandOutcome;
 pub use replication::{Replication, Restored, Role};
 pub use replid::ReplId;

@@ -19,17 +19,17 @@ use std::net::IpAddr;
 
 /// What a replica told us with REPLCONF before PSYNC.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReplicaHello {
+pub(crate) struct ReplicaHello {
     /// `REPLCONF listening-port`.
-    pub listening_port: Option<u16>,
+    pub(crate) listening_port: Option<u16>,
     /// `REPLCONF ip-address`, else the connection's peer address.
-    pub ip: Option<String>,
+    pub(crate) ip: Option<String>,
     /// `capa eof`: understands the `$EOF:` framing.
-    pub capa_eof: bool,
+    pub(crate) capa_eof: bool,
     /// `capa psync2`: understands `+CONTINUE <replid>`.
-    pub capa_psync2: bool,
+    pub(crate) capa_psync2: bool,
     /// `REPLCONF version` as `(major, minor, patch)`.
-    pub version: Option<(u8, u8, u8)>,
+    pub(crate) version: Option<(u8, u8, u8)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -301,8 +301,8 @@ impl Replication {
     /// stream. Outputs follow in order (RDB chunks, commands to apply, ACKs).
     ///
     /// # Errors
-    /// [`StreamError`] when the bytes are not the protocol (position = bytes read on this
-    /// connection). Everything before the bad item was processed; the link is closed
+    /// [`StreamError`] when the bytes are not the protocol, with the position on this
+    /// connection. Everything before the bad item was processed; the link is closed
     /// ([`Output::CloseUpstream`], an [`Output::RdbAbort`] if a transfer broke off) and
     /// retried; a connected link keeps its history for a partial resync.
     pub fn handle_upstream_bytes(

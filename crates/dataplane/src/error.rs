@@ -79,6 +79,10 @@ pub enum CommandError {
     /// `ERR Unrecognized REPLCONF option: <opt>`.
     #[error("ERR Unrecognized REPLCONF option: {0}")]
     UnknownOption(String),
+    /// A command that is not REPLCONF / PSYNC / SYNC was passed to
+    /// [`crate::Replication::handle_command`] (Valkey's unknown-command text).
+    #[error("ERR unknown command '{0}', with args beginning with: ")]
+    UnknownCommand(String),
     /// `ERR Unrecognized version format: <v>`.
     #[error("ERR Unrecognized version format: {0}")]
     BadVersion(String),

@@ -13,7 +13,6 @@ use crate::replid::ReplId;
 use crate::resp::{encode_command, parse_i64};
 use crate::ConnId;
 use ferrocluster_topology::{Millis, Reply};
-use rand_core::RngCore;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -248,7 +247,7 @@ impl Replication {
                 }
                 self.sync(conn, peer, None, now)
             }
-            _ => Err(CommandError::UnknownOption(
+            _ => Err(CommandError::UnknownCommand(
                 String::from_utf8_lossy(&name).into_owned(),
             )),
         }
@@ -503,15 +502,8 @@ impl Replication {
         }
         let id = SnapshotId(self.primary.next_snapshot);
         self.primary.next_snapshot += 1;
-        let mut mark = [0u8; 40];
-        {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let mut raw = [0u8; 40];
-            self.rng.fill_bytes(&mut raw);
-            for (m, r) in mark.iter_mut().zip(raw) {
-                *m = HEX[usize::from(r & 15)];
-            }
-        }
+        // The EOF mark: 40 random hex characters, like a replid (Valkey getRandomHexChars).
+        let mark = *ReplId::random(&mut self.rng).as_bytes();
         let target = if sockets {
             SnapshotTarget::Sockets
         } else {
@@ -923,7 +915,11 @@ impl Replication {
         let timeout = self.cfg.timeout_ms;
         let mut drop = Vec::new();
         for (c, r) in self.primary.replicas.iter_mut() {
-            if r.state == ReplicaState::Online && !r.pre_psync && now.since(r.ack_time) > timeout {
+            let streaming = matches!(
+                r.state,
+                ReplicaState::Online | ReplicaState::WaitFirstAck { .. }
+            );
+            if streaming && !r.pre_psync && now.since(r.ack_time) > timeout {
                 drop.push((*c, CloseReason::Timeout));
             } else if r.over_limit(limit, now) {
                 drop.push((*c, CloseReason::OutputBufferLimit));

@@ -8,7 +8,7 @@
 //! | value | condition | type written |
 //! |---|---|---|
 //! | string | always | `STRING` (integer form for canonical integers in 32 bits, LZF over 20 bytes) |
-//! | list | always | `LIST_QUICKLIST_2`: listpack nodes of at most 8 KiB (`list-max-listpack-size -2`), elements of 1 GiB or more in `PLAIN` nodes |
+//! | list | always | `LIST_QUICKLIST_2`: listpack nodes of at most 8 KiB (`list-max-listpack-size -2`), elements over 8 KiB in `PLAIN` nodes |
 //! | set | all canonical integers, at most 512 | `SET_INTSET` |
 //! | set | otherwise at most 128 members of at most 64 bytes, RDB 11+ | `SET_LISTPACK` |
 //! | set | otherwise | `SET` |
@@ -46,11 +46,10 @@ pub struct EncodingLimits {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value` (64 bytes).
     pub zset_max_listpack_value: usize,
-    /// Largest list node listpack, bytes (`list-max-listpack-size -2`: 8192).
+    /// Largest list node listpack, bytes (`list-max-listpack-size -2`: 8192). An element
+    /// longer than this gets a `PLAIN` node of its own, as Valkey 8+ (and Redis 7.2+) store it
+    /// (`isLargeElement`); Redis 7.0 packs elements below 1 GiB, and reads plain nodes too.
     pub list_max_listpack_bytes: usize,
-    /// Elements at least this long get a `PLAIN` node of their own (quicklist
-    /// `packed_threshold`, 1 GiB).
-    pub list_packed_threshold: usize,
 }
 
 impl Default for EncodingLimits {
@@ -64,7 +63,6 @@ impl Default for EncodingLimits {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             list_max_listpack_bytes: 8192,
-            list_packed_threshold: 1 << 30,
         }
     }
 }
@@ -225,7 +223,7 @@ impl<'a> ObjectWriter<'a> {
         let mut node_bytes: Option<usize> = None; // None: no open packed node
         for it in items.clone() {
             let s = it.as_ref();
-            if s.len() >= limits.list_packed_threshold {
+            if s.len() > limits.list_max_listpack_bytes {
                 nodes += 1;
                 node_bytes = None;
                 continue;
@@ -249,7 +247,7 @@ impl<'a> ObjectWriter<'a> {
         let mut lp: Option<ListpackWriter> = None;
         for it in items {
             let s = it.as_ref();
-            if s.len() >= limits.list_packed_threshold {
+            if s.len() > limits.list_max_listpack_bytes {
                 if let Some(done) = lp.take() {
                     self.packed_node(done);
                 }

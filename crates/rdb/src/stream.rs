@@ -256,8 +256,15 @@ impl RdbDecoder {
     }
 
     fn update_crc(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        self.crc_with(&buf);
+        self.buf = buf;
+    }
+
+    /// Adds the consumed bytes of `buf` (the decoder's buffer) not yet in the checksum.
+    fn crc_with(&mut self, buf: &[u8]) {
         if self.pos > self.crc_upto {
-            self.crc.update(&self.buf[self.crc_upto..self.pos]);
+            self.crc.update(&buf[self.crc_upto..self.pos]);
             self.crc_upto = self.pos;
         }
     }
@@ -356,7 +363,7 @@ impl RdbDecoder {
                         }
                         opcode::EOF => {
                             self.pos = inp.pos;
-                            self.update_crc();
+                            self.crc_with(buf);
                             if self.version >= 5 {
                                 self.state = State::Checksum;
                                 continue;
@@ -487,7 +494,7 @@ impl RdbDecoder {
                 }
                 State::Checksum => {
                     let stored = u64::from_le_bytes(inp.array()?);
-                    self.update_crc();
+                    self.crc_with(buf);
                     let computed = self.crc.value();
                     self.pos = inp.pos;
                     self.state = State::Done;

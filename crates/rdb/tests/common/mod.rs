@@ -107,7 +107,8 @@ pub fn canon(o: &RdbObject) -> Canon {
             Canon::Set(s)
         }
         RdbObject::SortedSet(v) => {
-            let mut z = v.clone();
+            // Servers store -0 as 0 (ZADD z -0 m; DUMP shows an integer 0 entry).
+            let mut z: Vec<(Vec<u8>, f64)> = v.iter().map(|(m, s)| (m.clone(), s + 0.0)).collect();
             z.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             Canon::ZSet(z)
         }

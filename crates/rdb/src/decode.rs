@@ -152,7 +152,10 @@ impl ObjectReader {
             remaining -= 1;
         }
         self.remaining = Some(0);
-        self.finish(start)
+        // Errors found once every element is in (duplicates) point at the object's end: the
+        // same offset however the input was split.
+        let _ = start;
+        self.finish(inp.pos)
     }
 
     fn element(&mut self, t: &mut Input<'_>, at: usize) -> PResult<()> {

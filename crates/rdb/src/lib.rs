@@ -60,7 +60,7 @@ pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use file::{EntryMeta, RdbWriter, WriterConfig};
 pub use object::{ObjectKind, RdbObject, RdbValue, UnsupportedKind};
 pub use read::{parse_canonical_int, MAX_STRING_LEN};
-pub use stream::{Entry, Item, RdbDecoder, SlotInfo};
+pub use stream::{Entry, EntryRef, Item, ItemRef, RdbDecoder, SlotInfo, ValueRef};
 pub use types::{opcode, version_accepted, Magic, RdbType, RdbVersion};
 
 /// Decodes a complete in-memory file into its items (tests and small files; a host

@@ -133,6 +133,17 @@ pub trait RdbValue: Sized {
     /// [`UnsupportedKind`] when the host does not store values of that kind; nothing else
     /// changes.
     fn from_rdb(obj: RdbObject) -> Result<Self, UnsupportedKind>;
+
+    /// Builds a value from a string value borrowed from the decoder's buffer
+    /// ([`ValueRef::into_value`](crate::ValueRef::into_value)). The default copies it into an
+    /// [`RdbObject::String`] for [`from_rdb`](Self::from_rdb); a host that stores strings its
+    /// own way SHOULD override it to save that copy.
+    ///
+    /// # Errors
+    /// As [`from_rdb`](Self::from_rdb).
+    fn from_rdb_string(s: &[u8]) -> Result<Self, UnsupportedKind> {
+        Self::from_rdb(RdbObject::String(s.to_vec()))
+    }
 }
 
 impl RdbValue for RdbObject {

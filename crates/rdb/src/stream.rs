@@ -17,9 +17,10 @@
 use crate::crc64::Crc64;
 use crate::decode::ObjectReader;
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::object::RdbObject;
+use crate::object::{RdbObject, RdbValue, UnsupportedKind};
 use crate::read::{Fail, Input, PResult};
 use crate::types::{opcode, version_accepted, Magic, RdbType};
+use std::borrow::Cow;
 
 /// One record of a file.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +145,12 @@ enum State {
 #[derive(Debug)]
 pub struct RdbDecoder {
     buf: Vec<u8>,
+    core: Core,
+}
+
+/// Everything but the buffer, so an item can borrow the buffer while the state changes.
+#[derive(Debug)]
+struct Core {
     /// Bytes of `buf` consumed.
     pos: usize,
     /// File offset of `buf[0]`.
@@ -164,6 +171,92 @@ pub struct RdbDecoder {
     empty_keys_skipped: u64,
 }
 
+/// A key's value as [`RdbDecoder::poll_ref`] gives it: strings borrowed from the decoder's
+/// buffer when they were stored raw, other values owned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueRef<'a> {
+    /// A string value.
+    String(Cow<'a, [u8]>),
+    /// Any other value.
+    Object(RdbObject),
+}
+
+impl ValueRef<'_> {
+    /// The owned object.
+    pub fn into_object(self) -> RdbObject {
+        match self {
+            ValueRef::String(s) => RdbObject::String(s.into_owned()),
+            ValueRef::Object(o) => o,
+        }
+    }
+
+    /// The value as a host value: strings through [`RdbValue::from_rdb_string`] (no copy
+    /// for hosts that override it), others through [`RdbValue::from_rdb`].
+    ///
+    /// # Errors
+    /// The host's [`UnsupportedKind`].
+    pub fn into_value<V: RdbValue>(self) -> Result<V, UnsupportedKind> {
+        match self {
+            ValueRef::String(s) => V::from_rdb_string(&s),
+            ValueRef::Object(o) => V::from_rdb(o),
+        }
+    }
+}
+
+/// An [`Entry`] whose key and string value may borrow the decoder's buffer (valid until the
+/// next call on the decoder).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntryRef<'a> {
+    /// The database (last `SELECTDB`, 0 before any).
+    pub db: u64,
+    /// The key.
+    pub key: Cow<'a, [u8]>,
+    /// The value.
+    pub value: ValueRef<'a>,
+    /// The type byte it was stored with.
+    pub rdb_type: RdbType,
+    /// Absolute expiry, Unix ms.
+    pub expire_ms: Option<i64>,
+    /// LRU idle time, seconds.
+    pub lru_idle_s: Option<u64>,
+    /// LFU counter.
+    pub lfu_freq: Option<u8>,
+}
+
+impl EntryRef<'_> {
+    /// The owned entry.
+    pub fn into_owned(self) -> Entry {
+        Entry {
+            db: self.db,
+            key: self.key.into_owned(),
+            object: self.value.into_object(),
+            rdb_type: self.rdb_type,
+            expire_ms: self.expire_ms,
+            lru_idle_s: self.lru_idle_s,
+            lfu_freq: self.lfu_freq,
+        }
+    }
+}
+
+/// What [`RdbDecoder::poll_ref`] yields: an entry that may borrow, or any other item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemRef<'a> {
+    /// A key and its value.
+    Entry(EntryRef<'a>),
+    /// Any other record (never [`Item::Entry`]).
+    Item(Item),
+}
+
+impl ItemRef<'_> {
+    /// The owned item.
+    pub fn into_owned(self) -> Item {
+        match self {
+            ItemRef::Entry(e) => Item::Entry(e.into_owned()),
+            ItemRef::Item(i) => i,
+        }
+    }
+}
+
 impl Default for RdbDecoder {
     fn default() -> RdbDecoder {
         RdbDecoder::new()
@@ -178,6 +271,115 @@ impl RdbDecoder {
     pub fn new() -> RdbDecoder {
         RdbDecoder {
             buf: Vec::new(),
+            core: Core::new(),
+        }
+    }
+
+    /// Adds input bytes.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let c = &mut self.core;
+        // The checksum takes the consumed bytes here, in pieces as big as the host's reads
+        // (per item it would pay the carry-less multiplication's set-up each time).
+        if !matches!(c.state, State::Done) {
+            c.crc_with(&self.buf);
+        }
+        if c.pos >= COMPACT_AT && c.pos * 2 >= self.buf.len() {
+            self.buf.drain(..c.pos);
+            c.base += c.pos as u64;
+            c.crc_upto = c.crc_upto.saturating_sub(c.pos);
+            c.pos = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// File offset of the next byte to decode.
+    pub fn offset(&self) -> u64 {
+        self.core.base + self.core.pos as u64
+    }
+
+    /// The RDB version, once the signature was read (0 before).
+    pub fn version(&self) -> u32 {
+        self.core.version
+    }
+
+    /// Keys skipped because their collection was empty (servers skip them too).
+    pub fn empty_keys_skipped(&self) -> u64 {
+        self.core.empty_keys_skipped
+    }
+
+    /// Whether the checksum was read.
+    pub fn is_done(&self) -> bool {
+        matches!(self.core.state, State::Done)
+    }
+
+    /// Bytes fed after the end of the file (only meaningful once [`is_done`](Self::is_done)).
+    pub fn trailing(&self) -> &[u8] {
+        if self.is_done() {
+            &self.buf[self.core.pos..]
+        } else {
+            &[]
+        }
+    }
+
+    /// The input ended.
+    ///
+    /// # Errors
+    /// [`DecodeErrorKind::Truncated`] unless the checksum was read; the decoding error, if
+    /// one happened.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        if let Some(e) = &self.core.error {
+            return Err(e.clone());
+        }
+        if self.is_done() {
+            Ok(())
+        } else {
+            Err(DecodeError::new(
+                self.core.base + self.buf.len() as u64,
+                DecodeErrorKind::Truncated,
+            ))
+        }
+    }
+
+    /// The next item, `Ok(None)` when more input is needed (or after [`Item::End`]).
+    ///
+    /// # Errors
+    /// [`DecodeError`] with the file offset; every later call returns it again.
+    pub fn poll(&mut self) -> Result<Option<Item>, DecodeError> {
+        Ok(self.poll_ref()?.map(ItemRef::into_owned))
+    }
+
+    /// As [`poll`](Self::poll), with keys and raw string values borrowed from the decoder's
+    /// buffer: a host that copies them into its own keyspace saves an allocation per key and
+    /// per string value.
+    ///
+    /// # Errors
+    /// As [`poll`](Self::poll).
+    pub fn poll_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
+        let c = &mut self.core;
+        if let Some(e) = &c.error {
+            return Err(e.clone());
+        }
+        if c.base + (self.buf.len() as u64) < c.need {
+            return Ok(None);
+        }
+        match c.run(&self.buf) {
+            Ok(item) => Ok(item),
+            Err(Fail::Incomplete(n)) => {
+                c.need = c.base + n as u64;
+                Ok(None)
+            }
+            Err(Fail::Invalid { at, kind }) => {
+                let e = DecodeError::new(c.base + at as u64, kind);
+                c.error = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Core {
+    fn new() -> Core {
+        Core {
             pos: 0,
             base: 0,
             crc: Crc64::new(),
@@ -195,72 +397,6 @@ impl RdbDecoder {
         }
     }
 
-    /// Adds input bytes.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        if self.pos >= COMPACT_AT && self.pos * 2 >= self.buf.len() {
-            self.update_crc();
-            self.buf.drain(..self.pos);
-            self.base += self.pos as u64;
-            self.crc_upto -= self.pos;
-            self.pos = 0;
-        }
-        self.buf.extend_from_slice(bytes);
-    }
-
-    /// File offset of the next byte to decode.
-    pub fn offset(&self) -> u64 {
-        self.base + self.pos as u64
-    }
-
-    /// The RDB version, once the signature was read (0 before).
-    pub fn version(&self) -> u32 {
-        self.version
-    }
-
-    /// Keys skipped because their collection was empty (servers skip them too).
-    pub fn empty_keys_skipped(&self) -> u64 {
-        self.empty_keys_skipped
-    }
-
-    /// Whether the checksum was read.
-    pub fn is_done(&self) -> bool {
-        matches!(self.state, State::Done)
-    }
-
-    /// Bytes fed after the end of the file (only meaningful once [`is_done`](Self::is_done)).
-    pub fn trailing(&self) -> &[u8] {
-        if self.is_done() {
-            &self.buf[self.pos..]
-        } else {
-            &[]
-        }
-    }
-
-    /// The input ended.
-    ///
-    /// # Errors
-    /// [`DecodeErrorKind::Truncated`] unless the checksum was read; the decoding error, if
-    /// one happened.
-    pub fn finish(&self) -> Result<(), DecodeError> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        if self.is_done() {
-            Ok(())
-        } else {
-            Err(DecodeError::new(
-                self.base + self.buf.len() as u64,
-                DecodeErrorKind::Truncated,
-            ))
-        }
-    }
-
-    fn update_crc(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        self.crc_with(&buf);
-        self.buf = buf;
-    }
-
     /// Adds the consumed bytes of `buf` (the decoder's buffer) not yet in the checksum.
     fn crc_with(&mut self, buf: &[u8]) {
         if self.pos > self.crc_upto {
@@ -269,46 +405,7 @@ impl RdbDecoder {
         }
     }
 
-    /// The next item, `Ok(None)` when more input is needed (or after [`Item::End`]).
-    ///
-    /// # Errors
-    /// [`DecodeError`] with the file offset; every later call returns it again.
-    pub fn poll(&mut self) -> Result<Option<Item>, DecodeError> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        if self.base + (self.buf.len() as u64) < self.need {
-            return Ok(None);
-        }
-        // Temporarily take the buffer so the parser can borrow it while `self` changes.
-        let buf = std::mem::take(&mut self.buf);
-        let r = self.run(&buf);
-        self.buf = buf;
-        match r {
-            Ok(item) => {
-                self.update_crc_checked();
-                Ok(item)
-            }
-            Err(Fail::Incomplete(n)) => {
-                self.update_crc_checked();
-                self.need = self.base + n as u64;
-                Ok(None)
-            }
-            Err(Fail::Invalid { at, kind }) => {
-                let e = DecodeError::new(self.base + at as u64, kind);
-                self.error = Some(e.clone());
-                Err(e)
-            }
-        }
-    }
-
-    fn update_crc_checked(&mut self) {
-        if !matches!(self.state, State::Done) {
-            self.update_crc();
-        }
-    }
-
-    fn run(&mut self, buf: &[u8]) -> PResult<Option<Item>> {
+    fn run<'b>(&mut self, buf: &'b [u8]) -> PResult<Option<ItemRef<'b>>> {
         loop {
             let mut inp = Input { buf, pos: self.pos };
             match &mut self.state {
@@ -335,7 +432,7 @@ impl RdbDecoder {
                     self.version = version;
                     self.pos = inp.pos;
                     self.state = State::Records;
-                    return Ok(Some(Item::Header { magic, version }));
+                    return Ok(Some(ItemRef::Item(Item::Header { magic, version })));
                 }
                 State::Records => {
                     let at = inp.pos;
@@ -369,7 +466,7 @@ impl RdbDecoder {
                                 continue;
                             }
                             self.state = State::Done;
-                            return Ok(Some(Item::End { checksum: None }));
+                            return Ok(Some(ItemRef::Item(Item::End { checksum: None })));
                         }
                         opcode::SELECTDB => {
                             let db = inp.plain_len()?;
@@ -448,6 +545,29 @@ impl RdbDecoder {
                                 },
                             )
                         }
+                        0 => {
+                            // A string entry whose bytes are all here: key and value borrowed
+                            // (the common case of a big file), else the general path.
+                            let mut t2 = inp;
+                            if let (Ok(key), Ok(value)) = (t2.string_cow(), t2.string_cow()) {
+                                self.pos = t2.pos;
+                                return Ok(Some(ItemRef::Entry(EntryRef {
+                                    db: self.db,
+                                    key,
+                                    value: ValueRef::String(value),
+                                    rdb_type: RdbType::String,
+                                    expire_ms: self.expire_ms.take(),
+                                    lru_idle_s: self.lru_idle_s.take(),
+                                    lfu_freq: self.lfu_freq.take(),
+                                })));
+                            }
+                            let reader = ObjectReader::new(RdbType::String)
+                                .map_err(|kind| Fail::Invalid { at, kind })?;
+                            let key = inp.string()?;
+                            self.pos = inp.pos;
+                            self.state = State::Value { key, reader };
+                            continue;
+                        }
                         t => {
                             let rt = RdbType::from_code(t);
                             let reader =
@@ -460,7 +580,7 @@ impl RdbDecoder {
                     };
                     self.pos = inp.pos;
                     if let Some(item) = item {
-                        return Ok(Some(item));
+                        return Ok(Some(ItemRef::Item(item)));
                     }
                 }
                 State::Value { reader, .. } => {
@@ -478,10 +598,13 @@ impl RdbDecoder {
                     let lfu_freq = self.lfu_freq.take();
                     match obj {
                         Some(object) => {
-                            return Ok(Some(Item::Entry(Entry {
+                            return Ok(Some(ItemRef::Entry(EntryRef {
                                 db: self.db,
-                                key,
-                                object,
+                                key: Cow::Owned(key),
+                                value: match object {
+                                    RdbObject::String(s) => ValueRef::String(Cow::Owned(s)),
+                                    o => ValueRef::Object(o),
+                                },
                                 rdb_type,
                                 expire_ms,
                                 lru_idle_s,
@@ -502,9 +625,9 @@ impl RdbDecoder {
                         return inp
                             .invalid(inp.pos - 8, DecodeErrorKind::Checksum { computed, stored });
                     }
-                    return Ok(Some(Item::End {
+                    return Ok(Some(ItemRef::Item(Item::End {
                         checksum: (stored != 0).then_some(stored),
-                    }));
+                    })));
                 }
                 State::Done => return Ok(None),
             }

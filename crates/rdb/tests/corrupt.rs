@@ -272,3 +272,37 @@ proptest! {
         let _ = d.finish();
     }
 }
+
+#[test]
+fn error_offsets_do_not_depend_on_chunk_boundaries() {
+    // A plain set with a repeated member (found by the rdb_stream fuzz target: the offset
+    // once depended on where the last chunk began).
+    let mut f = b"REDIS0010".to_vec();
+    f.push(RdbType::Set.code());
+    f.extend_from_slice(&[1, b'k', 3, 1, b'a', 1, b'b', 1, b'a']);
+    f.push(ferrocluster_rdb::opcode::EOF);
+    f.extend_from_slice(&[0; 8]);
+    let whole = decode_file(&f).unwrap_err();
+    assert_eq!(whole.kind, DecodeErrorKind::Duplicate);
+    for step in 1..f.len() {
+        let mut d = RdbDecoder::new();
+        let mut err = None;
+        for c in f.chunks(step) {
+            d.feed(c);
+            loop {
+                match d.poll() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
+            if err.is_some() {
+                break;
+            }
+        }
+        assert_eq!(err.as_ref(), Some(&whole), "chunks of {step}");
+    }
+}

@@ -392,3 +392,94 @@ fn trailing_bytes_after_the_checksum_are_left_for_the_host() {
     assert!(d.is_done());
     assert_eq!(d.trailing(), b"0123456789abcdef0123456789abcdef01234567");
 }
+
+#[test]
+fn slot_records_round_trip() {
+    let mut w = RdbWriter::new(WriterConfig {
+        encoder: EncoderConfig {
+            version: RdbVersion::V80,
+            ..EncoderConfig::default()
+        },
+        checksum: true,
+    });
+    let name = [b'a'; 40];
+    w.slot_import(&name, &[(0, 99), (200, 200)]).unwrap();
+    w.select_db(0).unwrap();
+    w.slot_info(7, 1, 0, 0).unwrap();
+    w.entry(
+        b"k",
+        &RdbObject::String(b"v".to_vec()),
+        EntryMeta::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let items = decode_file(&w.take()).unwrap();
+    assert_eq!(
+        items[1],
+        Item::SlotImport {
+            name: name.to_vec(),
+            ranges: vec![(0, 99), (200, 200)]
+        }
+    );
+    match &items[3] {
+        Item::Aux { key, value } => {
+            assert_eq!(key, b"slot-info");
+            let si = ferrocluster_rdb::SlotInfo::parse(value).unwrap();
+            assert_eq!(
+                (si.slot, si.keys, si.expires, si.volatile_items),
+                (7, 1, 0, Some(0))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Valkey 8's three-number form parses too; a slot out of range does not.
+    assert_eq!(
+        ferrocluster_rdb::SlotInfo::parse(b"5,2,1")
+            .unwrap()
+            .volatile_items,
+        None
+    );
+    assert!(ferrocluster_rdb::SlotInfo::parse(b"16384,1,1").is_err());
+    assert!(ferrocluster_rdb::SlotInfo::parse(b"5,2").is_err());
+    // Slot imports exist only in RDB 80.
+    let mut w = RdbWriter::new(WriterConfig::default());
+    assert_eq!(
+        w.slot_import(&name, &[(0, 1)]),
+        Err(ferrocluster_rdb::EncodeError::SlotImportNeedsValkey9(10))
+    );
+}
+
+#[test]
+fn borrowed_and_owned_polls_agree() {
+    let mut w = RdbWriter::new(WriterConfig::default());
+    w.select_db(2).unwrap();
+    for i in 0..1000 {
+        let v = RdbObject::String(format!("value-{i}-{}", "x".repeat(i % 40)).into_bytes());
+        let meta = EntryMeta {
+            expire_ms: (i % 3 == 0).then_some(i as i64),
+            ..EntryMeta::default()
+        };
+        w.entry(format!("key:{i}").as_bytes(), &v, meta).unwrap();
+    }
+    w.entry(
+        b"list",
+        &RdbObject::List(vec![b"a".to_vec()]),
+        EntryMeta::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let file = w.take();
+    let owned = decode_file(&file).unwrap();
+    for step in [1usize, 13, 4096, file.len()] {
+        let mut d = RdbDecoder::new();
+        let mut got = Vec::new();
+        for c in file.chunks(step) {
+            d.feed(c);
+            while let Some(i) = d.poll_ref().unwrap() {
+                got.push(i.into_owned());
+            }
+        }
+        d.finish().unwrap();
+        assert_eq!(got, owned, "chunks of {step}");
+    }
+}

@@ -128,6 +128,10 @@ impl RdbValue for Value {
             other => Err(UnsupportedKind { kind: other.kind() }),
         }
     }
+
+    fn from_rdb_string(s: &[u8]) -> Result<Value, UnsupportedKind> {
+        Ok(Value::new(s))
+    }
 }
 
 #[cfg(test)]

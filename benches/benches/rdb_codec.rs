@@ -136,6 +136,13 @@ impl Small {
             Small::Heap(b.into())
         }
     }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Small::Inline(n, a) => &a[..usize::from(*n)],
+            Small::Heap(b) => b,
+        }
+    }
 }
 
 impl ferrocluster_kvstore::KvValue for Small {
@@ -199,6 +206,14 @@ fn bench(c: &mut Criterion) {
         w.finish().unwrap();
         w.take_into(&mut file);
     }
+    // What is measured is right: every key loads with its value.
+    let kv = load(&file);
+    assert_eq!(kv.dbsize(0).unwrap(), N as u64);
+    assert_eq!(
+        kv.get(0, b"key:777", 0).unwrap().map(Small::bytes),
+        Some(&b"value:777"[..])
+    );
+    drop(kv);
     let mut g = c.benchmark_group("rdb");
     g.sample_size(10);
     g.throughput(Throughput::Elements(N as u64));

@@ -127,7 +127,7 @@ pub fn decode_value<V: RdbValue>(payload: &[u8]) -> Result<V, DumpError> {
 ///
 /// # Errors
 /// [`EncodeError`] from the value; `out` is then left as it was.
-pub fn encode_into<V: RdbValue + ?Sized>(
+pub fn encode_into<V: RdbValue>(
     enc: &mut Encoder,
     value: &V,
     out: &mut Vec<u8>,
@@ -152,7 +152,7 @@ pub fn encode_into<V: RdbValue + ?Sized>(
 ///
 /// # Errors
 /// [`EncodeError`] from the value.
-pub fn encode<V: RdbValue + ?Sized>(value: &V) -> Result<Vec<u8>, EncodeError> {
+pub fn encode<V: RdbValue>(value: &V) -> Result<Vec<u8>, EncodeError> {
     let mut enc = Encoder::new(EncoderConfig::default());
     let mut out = Vec::new();
     encode_into(&mut enc, value, &mut out)?;

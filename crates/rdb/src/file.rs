@@ -18,7 +18,7 @@ use crate::encode::{Encoder, EncoderConfig};
 use crate::error::EncodeError;
 use crate::object::{RdbObject, RdbValue};
 use crate::read::push_int_text;
-use crate::types::{opcode, RdbType, RdbVersion};
+use crate::types::{opcode, RdbVersion};
 use crate::write::{write_i64_le, write_len};
 
 /// What the opcodes before a key say about it.
@@ -188,7 +188,7 @@ impl RdbWriter {
     ///
     /// # Errors
     /// The value's [`EncodeError`]; nothing of the entry is then buffered.
-    pub fn entry<V: RdbValue + ?Sized>(
+    pub fn entry<V: RdbValue>(
         &mut self,
         key: &[u8],
         value: &V,
@@ -283,19 +283,5 @@ impl RdbWriter {
         let cap = self.buf.capacity();
         self.crc_upto = 0;
         std::mem::replace(&mut self.buf, Vec::with_capacity(cap))
-    }
-
-    /// The encoder's choice of type for a value (for tests and `OBJECT ENCODING`-like
-    /// introspection): writes it into a scratch buffer and reads the type byte.
-    ///
-    /// # Errors
-    /// The value's [`EncodeError`].
-    pub fn type_for<V: RdbValue + ?Sized>(&mut self, value: &V) -> Result<RdbType, EncodeError> {
-        let mut scratch = Vec::new();
-        value.write_rdb(self.enc.object(&mut scratch))?;
-        scratch
-            .first()
-            .map(|&b| RdbType::from_code(b))
-            .ok_or(EncodeError::Misuse("the value wrote no object"))
     }
 }

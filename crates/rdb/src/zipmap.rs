@@ -8,11 +8,14 @@
 
 use crate::error::DecodeErrorKind;
 
+/// A field and its value, borrowed from the zipmap.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// The field/value pairs of a zipmap, validated like `zipmapValidateIntegrity` (deep).
 ///
 /// # Errors
 /// [`DecodeErrorKind::BadZipmap`] naming the check that failed.
-pub fn pairs(zm: &[u8]) -> Result<Vec<(&[u8], &[u8])>, DecodeErrorKind> {
+pub fn pairs(zm: &[u8]) -> Result<Vec<Pair<'_>>, DecodeErrorKind> {
     let bad = |m| Err(DecodeErrorKind::BadZipmap(m));
     if zm.len() < 2 {
         return bad("shorter than its header");

@@ -11,23 +11,7 @@
 # Listens on 127.0.0.1:23846-23847 (run it inside a network namespace). One run, side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.3
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-start() { # name binary port
-  mkdir -p "$work/$1"
-  "$2" --port "$3" --bind 127.0.0.1 --dir "$work/$1" --save "" --appendonly no \
-    --enable-debug-command yes --logfile "$work/$1/log" &
-  pids+=($!)
-  for _ in $(seq 100); do redis-cli -p "$3" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "$1 did not start" >&2; exit 1
-}
+. scripts/real-servers.sh
 
 reload_time() { # port -> best of 3 DEBUG RELOAD NOSAVE, seconds
   python3 - "$1" <<'PY'
@@ -62,8 +46,8 @@ print(" ".join(out))
 PY
 }
 
-start redis redis-server 23846
-start valkey valkey-server 23847
+start_server redis redis-server 23846 --enable-debug-command yes
+start_server valkey valkey-server 23847 --enable-debug-command yes
 for p in 23846 23847; do
   redis-cli -p "$p" debug populate 1000000 >/dev/null
   redis-cli -p "$p" save >/dev/null

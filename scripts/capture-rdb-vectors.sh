@@ -14,37 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-crates/rdb/tests/vectors}"
 out="$(cd "$out" && pwd)"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.3
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-start() { # name binary port extra-args...
-  local name=$1 bin=$2 port=$3
-  shift 3
-  mkdir -p "$work/$name"
-  "$bin" --port "$port" --bind 127.0.0.1 --dir "$work/$name" --save "" --appendonly no \
-    --logfile "$work/$name/log" "$@" &
-  pids+=($!)
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "$name did not start" >&2
-  cat "$work/$name/log" >&2
-  exit 1
-}
+. scripts/real-servers.sh
 
 redis-server --version | grep -q 'v=7\.0\.' || { echo "need redis-server 7.0" >&2; exit 1; }
 valkey-server --version | grep -q 'v=9\.1\.' || { echo "need valkey-server 9.1" >&2; exit 1; }
 
-start redis redis-server 23840 --enable-protected-configs yes --enable-debug-command yes
-start valkey valkey-server 23841
-start cluster valkey-server 23842 --cluster-enabled yes --cluster-config-file "$work/cluster/nodes.conf"
+start_server redis redis-server 23840 --enable-protected-configs yes --enable-debug-command yes
+start_server valkey valkey-server 23841
+start_server cluster valkey-server 23842 --cluster-enabled yes --cluster-config-file "$work/cluster/nodes.conf"
 
 mkdir -p "$out/dump/redis-7.0" "$out/dump/valkey-9.1" "$out/files" "$out/legacy"
 WORK="$work" OUT="$out" python3 - <<'PY'

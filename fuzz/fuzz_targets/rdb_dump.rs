@@ -10,36 +10,6 @@
 use ferrocluster_rdb::{dump, Encoder, EncoderConfig, RdbObject, RdbVersion};
 use libfuzzer_sys::fuzz_target;
 
-fn canon(o: &RdbObject) -> RdbObject {
-    match o {
-        RdbObject::Set(v) => {
-            let mut v = v.clone();
-            v.sort();
-            RdbObject::Set(v)
-        }
-        RdbObject::SortedSet(v) => {
-            let mut v: Vec<_> = v.iter().map(|(m, s)| (m.clone(), s + 0.0)).collect();
-            v.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            RdbObject::SortedSet(v)
-        }
-        RdbObject::Hash(v) => {
-            let mut v = v.clone();
-            v.sort();
-            RdbObject::Hash(v)
-        }
-        RdbObject::HashWithExpiry(v) => {
-            let mut v = v.clone();
-            v.sort();
-            if v.iter().all(|f| f.2.is_none()) {
-                RdbObject::Hash(v.into_iter().map(|(f, x, _)| (f, x)).collect())
-            } else {
-                RdbObject::HashWithExpiry(v)
-            }
-        }
-        o => o.clone(),
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
@@ -86,5 +56,5 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let back = dump::decode(&again).expect("our own payload decodes");
-    assert_eq!(canon(&back.object), canon(&d.object));
+    assert_eq!(back.object.normalized(), d.object.normalized());
 });

@@ -9,20 +9,9 @@
 use ferrocluster_rdb::{EntryMeta, Item, RdbDecoder, RdbWriter, WriterConfig};
 use libfuzzer_sys::fuzz_target;
 
-fn sizes(seed: u8) -> impl FnMut() -> usize {
-    let mut x = u32::from(seed).wrapping_mul(0x9E37_79B9) | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        let r = x as usize;
-        if r % 4 == 0 {
-            1 + r % 4096
-        } else {
-            1 + r % 64
-        }
-    }
-}
+#[path = "shared/read_sizes.rs"]
+mod read_sizes;
+use read_sizes::sizes;
 
 fn run(stream: &[u8], mut next: impl FnMut() -> usize) -> (Vec<Item>, Option<String>) {
     let mut d = RdbDecoder::new();

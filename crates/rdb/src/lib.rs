@@ -59,7 +59,7 @@ pub use encode::{Encoder, EncoderConfig, EncodingLimits, ObjectWriter};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use file::{EntryMeta, RdbWriter, WriterConfig};
 pub use object::{ObjectKind, RdbObject, RdbValue, UnsupportedKind};
-pub use read::{parse_canonical_int, MAX_STRING_LEN};
+pub use read::MAX_STRING_LEN;
 pub use stream::{Entry, EntryRef, Item, ItemRef, RdbDecoder, SlotInfo, ValueRef};
 pub use types::{opcode, version_accepted, Magic, RdbType, RdbVersion};
 

@@ -154,6 +154,19 @@ impl std::fmt::Debug for Compressor {
     }
 }
 
+/// Copies one literal byte, closing the run at 32 bytes and starting the next.
+#[inline(always)]
+fn literal(o: &mut [u8], op: &mut usize, lit: &mut usize, byte: u8) {
+    *lit += 1;
+    o[*op] = byte;
+    *op += 1;
+    if *lit == MAX_LIT {
+        o[*op - *lit - 1] = (*lit - 1) as u8;
+        *lit = 0;
+        *op += 1;
+    }
+}
+
 #[inline(always)]
 fn idx(h: u32) -> usize {
     // VERY_FAST: ((h >> (3*8 - HLOG)) - h*5) & (HSIZE - 1), in unsigned int arithmetic.
@@ -259,30 +272,16 @@ impl Compressor {
                 if op >= out_len {
                     return None;
                 }
-                lit += 1;
-                o[op] = input[ip];
-                op += 1;
+                literal(o, &mut op, &mut lit, input[ip]);
                 ip += 1;
-                if lit == MAX_LIT {
-                    o[op - lit - 1] = (lit - 1) as u8;
-                    lit = 0;
-                    op += 1;
-                }
             }
         }
         if op + 3 > out_len {
             return None;
         }
         while ip < in_len {
-            lit += 1;
-            o[op] = input[ip];
-            op += 1;
+            literal(o, &mut op, &mut lit, input[ip]);
             ip += 1;
-            if lit == MAX_LIT {
-                o[op - lit - 1] = (lit - 1) as u8;
-                lit = 0;
-                op += 1;
-            }
         }
         o[op - lit - 1] = (lit as u8).wrapping_sub(1); // end run
         op -= usize::from(lit == 0);

@@ -81,6 +81,43 @@ impl RdbObject {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The same value with its elements in a canonical order, to compare values whose
+    /// encodings keep different orders (a listpack keeps insertion order, a hash table its
+    /// own): set members sorted, sorted-set entries by score then member (with -0 as 0,
+    /// as servers store it), hash fields sorted; a hash with expiry in which no field expires
+    /// becomes a plain hash. Strings and lists are unchanged.
+    pub fn normalized(&self) -> RdbObject {
+        match self {
+            RdbObject::Set(v) => {
+                let mut v = v.clone();
+                v.sort_unstable();
+                RdbObject::Set(v)
+            }
+            RdbObject::SortedSet(v) => {
+                let mut v: Vec<(Vec<u8>, f64)> =
+                    v.iter().map(|(m, s)| (m.clone(), s + 0.0)).collect();
+                v.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                RdbObject::SortedSet(v)
+            }
+            RdbObject::Hash(v) => {
+                let mut v = v.clone();
+                v.sort_unstable();
+                RdbObject::Hash(v)
+            }
+            RdbObject::HashWithExpiry(v) if v.iter().all(|f| f.2.is_none()) => {
+                let mut v: Vec<_> = v.iter().map(|(f, x, _)| (f.clone(), x.clone())).collect();
+                v.sort_unstable();
+                RdbObject::Hash(v)
+            }
+            RdbObject::HashWithExpiry(v) => {
+                let mut v = v.clone();
+                v.sort_unstable();
+                RdbObject::HashWithExpiry(v)
+            }
+            o => o.clone(),
+        }
+    }
 }
 
 /// A host value that is not of a kind the host stores (its `from_rdb` refused it).

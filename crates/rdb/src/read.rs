@@ -243,40 +243,9 @@ pub(crate) fn push_int_text(out: &mut Vec<u8>, v: i64) {
 }
 
 /// `string2ll`: the integer a string is the canonical decimal form of (no sign other than a
-/// leading `-`, no leading zeros, no spaces, at most 20 bytes, in `i64` range).
-#[inline]
-pub fn parse_canonical_int(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if neg {
-        if v > (i64::MAX as u64) + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
-}
+/// leading `-`, no leading zeros, no spaces, at most 20 bytes, in `i64` range); the one copy
+/// in the workspace is `ferrocluster_command::parse_i64`.
+pub(crate) use ferrocluster_command::parse_i64 as parse_canonical_int;
 
 /// Parses a double as `strtod` reads the text the servers write (`%.17g`, fpconv, `inf`,
 /// `-inf`, `nan`).
@@ -294,24 +263,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn canonical_ints_follow_string2ll() {
-        for (s, v) in [
-            ("0", Some(0)),
-            ("-1", Some(-1)),
-            ("123", Some(123)),
-            ("9223372036854775807", Some(i64::MAX)),
-            ("-9223372036854775808", Some(i64::MIN)),
-            ("9223372036854775808", None),
-            ("-0", None),
-            ("01", None),
-            ("+1", None),
-            (" 1", None),
-            ("", None),
-            ("-", None),
-            ("1a", None),
-        ] {
-            assert_eq!(parse_canonical_int(s.as_bytes()), v, "{s:?}");
-        }
+    fn integer_text_is_ll2string() {
         assert_eq!(int_text(i64::MIN), b"-9223372036854775808");
         assert_eq!(int_text(0), b"0");
         assert_eq!(int_text(-42), b"-42");

@@ -6,8 +6,7 @@ mod common;
 use common::read;
 use ferrocluster_rdb::write::write_len;
 use ferrocluster_rdb::{
-    decode_file, dump, DecodeErrorKind, EntryMeta, RdbDecoder, RdbObject, RdbType, RdbWriter,
-    WriterConfig,
+    decode_file, dump, DecodeErrorKind, EntryMeta, RdbObject, RdbType, RdbWriter, WriterConfig,
 };
 use proptest::prelude::*;
 
@@ -166,20 +165,7 @@ fn module_and_unknown_types_name_themselves() {
 fn every_truncated_file_is_refused_by_finish() {
     for f in files() {
         for n in 0..f.len() {
-            let mut d = RdbDecoder::new();
-            d.feed(&f[..n]);
-            let mut r = Ok(());
-            loop {
-                match d.poll() {
-                    Ok(Some(_)) => {}
-                    Ok(None) => break,
-                    Err(e) => {
-                        r = Err(e);
-                        break;
-                    }
-                }
-            }
-            let end = r.and_then(|_| d.finish());
+            let end = common::stream_items(&f[..n], |_| usize::MAX);
             assert!(end.is_err(), "prefix of {n} of {} bytes accepted", f.len());
         }
     }
@@ -266,10 +252,7 @@ proptest! {
         let at = pos.index(g.len());
         g[at] = byte;
         g.truncate(1 + cut.index(g.len()));
-        let mut d = RdbDecoder::new();
-        d.feed(&g);
-        while let Ok(Some(_)) = d.poll() {}
-        let _ = d.finish();
+        let _ = common::stream_items(&g, |_| usize::MAX);
     }
 }
 
@@ -285,24 +268,7 @@ fn error_offsets_do_not_depend_on_chunk_boundaries() {
     let whole = decode_file(&f).unwrap_err();
     assert_eq!(whole.kind, DecodeErrorKind::Duplicate);
     for step in 1..f.len() {
-        let mut d = RdbDecoder::new();
-        let mut err = None;
-        for c in f.chunks(step) {
-            d.feed(c);
-            loop {
-                match d.poll() {
-                    Ok(Some(_)) => {}
-                    Ok(None) => break,
-                    Err(e) => {
-                        err = Some(e);
-                        break;
-                    }
-                }
-            }
-            if err.is_some() {
-                break;
-            }
-        }
+        let err = common::stream_items(&f, |_| step).err();
         assert_eq!(err.as_ref(), Some(&whole), "chunks of {step}");
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::canon;
+
 use ferrocluster_rdb::write::{write_double_text, write_len, StringWriter};
 use ferrocluster_rdb::{
     decode_file, dump, intset, listpack, opcode, ziplist, zipmap, Encoder, EncoderConfig,
@@ -328,17 +329,7 @@ proptest! {
         w.take_into(&mut file);
         prop_assert!(w.finish().is_err());
         // Feed in the given cuts, cycling.
-        let mut d = RdbDecoder::new();
-        let mut items = Vec::new();
-        let (mut at, mut i) = (0, 0);
-        while at < file.len() {
-            let n = cuts[i % cuts.len()].min(file.len() - at);
-            d.feed(&file[at..at + n]);
-            at += n;
-            i += 1;
-            while let Some(item) = d.poll().unwrap() { items.push(item); }
-        }
-        d.finish().unwrap();
+        let items = common::stream_items(&file, |i| cuts[i % cuts.len()]).unwrap();
         prop_assert_eq!(&items, &decode_file(&file).unwrap());
         prop_assert_eq!(&items[0], &Item::Header { magic: if v == RdbVersion::V80 { ferrocluster_rdb::Magic::Valkey } else { ferrocluster_rdb::Magic::Redis }, version: v.number().into() });
         let mut db = 0;

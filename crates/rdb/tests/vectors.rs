@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use ferrocluster_rdb::{
-    decode_file, dump, DecodeErrorKind, Encoder, EncoderConfig, EntryMeta, Item, RdbDecoder,
-    RdbObject, RdbType, RdbVersion, RdbWriter, SlotInfo, WriterConfig,
+    decode_file, dump, DecodeErrorKind, Encoder, EncoderConfig, EntryMeta, Item, RdbObject,
+    RdbType, RdbVersion, RdbWriter, SlotInfo, WriterConfig,
 };
 
 /// Compares without printing megabytes: lengths and the first differing offset.
@@ -333,23 +333,8 @@ fn legacy_encodings_decode_as_redis_reads_them() {
     }
 }
 
-/// Feeds `bytes` to a decoder in chunks cut by `cut` and collects the items.
-fn stream_items(bytes: &[u8], mut cut: impl FnMut(usize) -> usize) -> Vec<Item> {
-    let mut d = RdbDecoder::new();
-    let mut items = Vec::new();
-    let mut at = 0;
-    let mut i = 0;
-    while at < bytes.len() {
-        let n = cut(i).clamp(1, bytes.len() - at);
-        d.feed(&bytes[at..at + n]);
-        at += n;
-        i += 1;
-        while let Some(item) = d.poll().unwrap() {
-            items.push(item);
-        }
-    }
-    d.finish().unwrap();
-    items
+fn stream_items(bytes: &[u8], cut: impl FnMut(usize) -> usize) -> Vec<Item> {
+    common::stream_items(bytes, cut).unwrap()
 }
 
 #[test]

@@ -58,7 +58,7 @@ impl Server {
     /// `redis-server` or `valkey-server` on `port`, in `dir`, without persistence unless
     /// `dbfilename` names a file there to load.
     fn real(bin: &str, port: u16, dir: &Path, dbfilename: Option<&str>) -> Server {
-        let mut args: Vec<String> = [
+        let mut args = strings(&[
             "--port",
             &port.to_string(),
             "--bind",
@@ -73,10 +73,7 @@ impl Server {
             &dir.join("server.log").display().to_string(),
             "--enable-debug-command",
             "yes",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        ]);
         if let Some(f) = dbfilename {
             args.extend(["--dbfilename".to_string(), f.to_string()]);
         }
@@ -85,7 +82,7 @@ impl Server {
 
     /// Our server, standalone.
     fn ours(port: u16, dir: &Path) -> Server {
-        let args: Vec<String> = [
+        let args = strings(&[
             "--port",
             &port.to_string(),
             "--bind",
@@ -96,10 +93,7 @@ impl Server {
             "no",
             "--logfile",
             &dir.join("server.log").display().to_string(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        ]);
         Server::spawn(mixed::OURS, &args, port, dir)
     }
 
@@ -151,26 +145,13 @@ fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
 }
 
-/// A value in a form that ignores element order where the type has none.
 fn canon(o: &RdbObject) -> RdbObject {
-    match o {
-        RdbObject::Set(v) => {
-            let mut v = v.clone();
-            v.sort();
-            RdbObject::Set(v)
-        }
-        RdbObject::SortedSet(v) => {
-            let mut v = v.clone();
-            v.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            RdbObject::SortedSet(v)
-        }
-        RdbObject::Hash(v) => {
-            let mut v = v.clone();
-            v.sort();
-            RdbObject::Hash(v)
-        }
-        o => o.clone(),
-    }
+    o.normalized()
+}
+
+/// Owned copies of string arguments.
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
 }
 
 fn bulk(r: &Reply) -> Vec<u8> {
@@ -542,7 +523,7 @@ fn server_dump_and_restore_cross_with_redis_and_valkey() {
 }
 
 fn reshard(entry: u16, from: &str, to: &str, slots: usize) {
-    let args: Vec<String> = [
+    let args = strings(&[
         "--cluster",
         "reshard",
         &format!("127.0.0.1:{entry}"),
@@ -553,10 +534,7 @@ fn reshard(entry: u16, from: &str, to: &str, slots: usize) {
         "--cluster-slots",
         &slots.to_string(),
         "--cluster-yes",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(120));
     assert!(ok && out.contains("Moving slot"), "reshard failed:\n{out}");

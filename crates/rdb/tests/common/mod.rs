@@ -37,49 +37,28 @@ pub fn score(v: &Value) -> f64 {
     }
 }
 
-/// A value in a canonical form for comparison: sets sorted, zsets sorted by (score, member),
-/// hashes sorted by field.
-#[derive(Debug, PartialEq)]
-pub enum Canon {
-    String(Vec<u8>),
-    List(Vec<Vec<u8>>),
-    Set(Vec<Vec<u8>>),
-    ZSet(Vec<(Vec<u8>, f64)>),
-    Hash(Vec<(Vec<u8>, Vec<u8>, Option<i64>)>),
-}
-
-pub fn expected(kind: &str, v: &Value) -> Canon {
-    match kind {
-        "string" => Canon::String(bytes(v)),
-        "list" => Canon::List(v.as_array().unwrap().iter().map(bytes).collect()),
-        "set" => {
-            let mut s: Vec<Vec<u8>> = v.as_array().unwrap().iter().map(bytes).collect();
-            s.sort();
-            Canon::Set(s)
-        }
-        "zset" => {
-            let mut z: Vec<(Vec<u8>, f64)> = v
-                .as_array()
+/// The expected value of a manifest entry, normalized ([`RdbObject::normalized`]).
+pub fn expected(kind: &str, v: &Value) -> RdbObject {
+    let o = match kind {
+        "string" => RdbObject::String(bytes(v)),
+        "list" => RdbObject::List(v.as_array().unwrap().iter().map(bytes).collect()),
+        "set" => RdbObject::Set(v.as_array().unwrap().iter().map(bytes).collect()),
+        "zset" => RdbObject::SortedSet(
+            v.as_array()
                 .unwrap()
                 .iter()
                 .map(|e| (bytes(&e[0]), score(&e[1])))
-                .collect();
-            z.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            Canon::ZSet(z)
-        }
-        "hash" => {
-            let mut h: Vec<_> = v
-                .as_object()
+                .collect(),
+        ),
+        "hash" => RdbObject::Hash(
+            v.as_object()
                 .unwrap()
                 .iter()
-                .map(|(f, x)| (bytes(&Value::String(f.clone())), bytes(x), None))
-                .collect();
-            h.sort();
-            Canon::Hash(h)
-        }
-        "hash_ttl" => {
-            let mut h: Vec<_> = v
-                .as_object()
+                .map(|(f, x)| (bytes(&Value::String(f.clone())), bytes(x)))
+                .collect(),
+        ),
+        "hash_ttl" => RdbObject::HashWithExpiry(
+            v.as_object()
                 .unwrap()
                 .iter()
                 .map(|(f, x)| {
@@ -89,41 +68,36 @@ pub fn expected(kind: &str, v: &Value) -> Canon {
                         x[1].as_i64(),
                     )
                 })
-                .collect();
-            h.sort();
-            Canon::Hash(h)
-        }
+                .collect(),
+        ),
         k => panic!("kind {k}"),
-    }
+    };
+    o.normalized()
 }
 
-pub fn canon(o: &RdbObject) -> Canon {
-    match o {
-        RdbObject::String(s) => Canon::String(s.clone()),
-        RdbObject::List(v) => Canon::List(v.clone()),
-        RdbObject::Set(v) => {
-            let mut s = v.clone();
-            s.sort();
-            Canon::Set(s)
-        }
-        RdbObject::SortedSet(v) => {
-            // Servers store -0 as 0 (ZADD z -0 m; DUMP shows an integer 0 entry).
-            let mut z: Vec<(Vec<u8>, f64)> = v.iter().map(|(m, s)| (m.clone(), s + 0.0)).collect();
-            z.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            Canon::ZSet(z)
-        }
-        RdbObject::Hash(v) => {
-            let mut h: Vec<_> = v
-                .iter()
-                .map(|(f, x)| (f.clone(), x.clone(), None))
-                .collect();
-            h.sort();
-            Canon::Hash(h)
-        }
-        RdbObject::HashWithExpiry(v) => {
-            let mut h = v.clone();
-            h.sort();
-            Canon::Hash(h)
+/// `o` normalized, for comparisons.
+pub fn canon(o: &RdbObject) -> RdbObject {
+    o.normalized()
+}
+
+/// Feeds `bytes` to a decoder in chunks whose sizes `cut(i)` gives (clamped to 1..=rest) and
+/// collects the items; the first error ends the run.
+pub fn stream_items(
+    bytes: &[u8],
+    mut cut: impl FnMut(usize) -> usize,
+) -> Result<Vec<ferrocluster_rdb::Item>, ferrocluster_rdb::DecodeError> {
+    let mut d = ferrocluster_rdb::RdbDecoder::new();
+    let mut items = Vec::new();
+    let (mut at, mut i) = (0, 0);
+    while at < bytes.len() {
+        let n = cut(i).clamp(1, bytes.len() - at);
+        d.feed(&bytes[at..at + n]);
+        at += n;
+        i += 1;
+        while let Some(item) = d.poll()? {
+            items.push(item);
         }
     }
+    d.finish()?;
+    Ok(items)
 }

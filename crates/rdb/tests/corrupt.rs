@@ -5,9 +5,7 @@ mod common;
 
 use common::read;
 use ferrocluster_rdb::write::write_len;
-use ferrocluster_rdb::{
-    decode_file, dump, DecodeErrorKind, EntryMeta, RdbObject, RdbType, RdbWriter, WriterConfig,
-};
+use ferrocluster_rdb::{decode_file, dump, DecodeErrorKind, RdbType, RdbWriter, WriterConfig};
 use proptest::prelude::*;
 
 fn payloads() -> Vec<Vec<u8>> {
@@ -222,12 +220,7 @@ fn file_header_rules_follow_valkey() {
         checksum: false,
         ..WriterConfig::default()
     });
-    w.entry(
-        b"k",
-        &RdbObject::String(b"v".to_vec()),
-        EntryMeta::default(),
-    )
-    .unwrap();
+    common::write_k_v(&mut w);
     w.finish().unwrap();
     let f = w.take();
     assert_eq!(&f[f.len() - 8..], &[0; 8]);

@@ -368,12 +368,7 @@ proptest! {
 #[test]
 fn trailing_bytes_after_the_checksum_are_left_for_the_host() {
     let mut w = RdbWriter::new(WriterConfig::default());
-    w.entry(
-        b"k",
-        &RdbObject::String(b"v".to_vec()),
-        EntryMeta::default(),
-    )
-    .unwrap();
+    common::write_k_v(&mut w);
     w.finish().unwrap();
     let mut bytes = w.take();
     bytes.extend_from_slice(b"0123456789abcdef0123456789abcdef01234567"); // an EOF mark
@@ -397,12 +392,7 @@ fn slot_records_round_trip() {
     w.slot_import(&name, &[(0, 99), (200, 200)]).unwrap();
     w.select_db(0).unwrap();
     w.slot_info(7, 1, 0, 0).unwrap();
-    w.entry(
-        b"k",
-        &RdbObject::String(b"v".to_vec()),
-        EntryMeta::default(),
-    )
-    .unwrap();
+    common::write_k_v(&mut w);
     w.finish().unwrap();
     let items = decode_file(&w.take()).unwrap();
     assert_eq!(

@@ -145,6 +145,18 @@ fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
 }
 
+/// redis-server on `port` and valkey-server on `port + 1`, without persistence.
+fn redis_and_valkey(test: &str, port: u16) -> (Server, Server) {
+    let redis = Server::real("redis-server", port, &Server::dir_for(test, port), None);
+    let valkey = Server::real(
+        "valkey-server",
+        port + 1,
+        &Server::dir_for(test, port + 1),
+        None,
+    );
+    (redis, valkey)
+}
+
 fn canon(o: &RdbObject) -> RdbObject {
     o.normalized()
 }
@@ -303,18 +315,7 @@ fn encoding(c: &mut Client, key: &str) -> String {
 fn our_payloads_restore_on_redis_and_valkey() {
     require("redis-server", "7.0", REDIS_HINT);
     require("valkey-server", "9.1", VALKEY_HINT);
-    let redis = Server::real(
-        "redis-server",
-        23800,
-        &Server::dir_for("restore", 23800),
-        None,
-    );
-    let valkey = Server::real(
-        "valkey-server",
-        23801,
-        &Server::dir_for("restore", 23801),
-        None,
-    );
+    let (redis, valkey) = redis_and_valkey("restore", 23800);
     for (server, idx) in [(&redis, 0), (&valkey, 1)] {
         let mut c = server.client();
         for (key, obj, redis_enc, valkey_enc) in samples() {
@@ -428,18 +429,7 @@ fn server_dump_and_restore_cross_with_redis_and_valkey() {
     require("redis-server", "7.0", REDIS_HINT);
     require("valkey-server", "9.1", VALKEY_HINT);
     let ours = Server::ours(23810, &Server::dir_for("cross", 23810));
-    let redis = Server::real(
-        "redis-server",
-        23811,
-        &Server::dir_for("cross", 23811),
-        None,
-    );
-    let valkey = Server::real(
-        "valkey-server",
-        23812,
-        &Server::dir_for("cross", 23812),
-        None,
-    );
+    let (redis, valkey) = redis_and_valkey("cross", 23811);
     let mut o = ours.client();
     let values: Vec<(&str, Vec<u8>)> = vec![
         ("small", b("hello")),

@@ -101,3 +101,13 @@ pub fn stream_items(
     d.finish()?;
     Ok(items)
 }
+
+/// Writes the entry `k` = `v` (a string, no meta) to `w`.
+pub fn write_k_v(w: &mut ferrocluster_rdb::RdbWriter) {
+    w.entry(
+        b"k",
+        &RdbObject::String(b"v".to_vec()),
+        ferrocluster_rdb::EntryMeta::default(),
+    )
+    .unwrap();
+}

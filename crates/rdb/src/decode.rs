@@ -118,7 +118,6 @@ impl ObjectReader {
             *inp = t;
             return Ok(obj);
         }
-        let start = inp.pos;
         let mut remaining = match self.remaining {
             Some(n) => n,
             None => {
@@ -154,7 +153,6 @@ impl ObjectReader {
         self.remaining = Some(0);
         // Errors found once every element is in (duplicates) point at the object's end: the
         // same offset however the input was split.
-        let _ = start;
         self.finish(inp.pos)
     }
 

@@ -34,6 +34,59 @@
 //! servers always refuse them (plain sets, hashes and sorted sets, ziplist pairs, zipmaps;
 //! listpacks are only checked by servers under `sanitize-dump-payload yes`, and not here).
 
+//! # A host's loop, both ways
+//!
+//! ```
+//! use ferrocluster_rdb::{
+//!     EncodeError, EntryMeta, ItemRef, ObjectWriter, RdbDecoder, RdbObject, RdbValue,
+//!     RdbWriter, UnsupportedKind, WriterConfig,
+//! };
+//!
+//! /// The host's value type (here: strings only).
+//! #[derive(Debug, PartialEq)]
+//! struct Text(Vec<u8>);
+//!
+//! impl RdbValue for Text {
+//!     fn write_rdb(&self, w: ObjectWriter<'_>) -> Result<(), EncodeError> {
+//!         w.string(&self.0)
+//!     }
+//!     fn from_rdb(obj: RdbObject) -> Result<Text, UnsupportedKind> {
+//!         match obj {
+//!             RdbObject::String(s) => Ok(Text(s)),
+//!             o => Err(UnsupportedKind { kind: o.kind() }),
+//!         }
+//!     }
+//! }
+//!
+//! // Writing (a SAVE, a full sync): records in order, bytes taken in chunks.
+//! let mut w = RdbWriter::new(WriterConfig::default());
+//! w.aux_int(b"redis-bits", 64).unwrap();
+//! w.select_db(0).unwrap();
+//! w.resize_db(1, 1).unwrap();
+//! let meta = EntryMeta { expire_ms: Some(4_102_444_800_000), ..EntryMeta::default() };
+//! w.entry(b"greeting", &Text(b"hello".to_vec()), meta).unwrap();
+//! w.finish().unwrap();
+//! let file = w.take(); // or take_into() whenever buffered() is large enough
+//!
+//! // Reading (a load, a replica's sync): bytes in as they arrive, items out in order.
+//! let mut d = RdbDecoder::new();
+//! let mut loaded = Vec::new();
+//! for chunk in file.chunks(7) {
+//!     d.feed(chunk);
+//!     while let Some(item) = d.poll_ref().unwrap() {
+//!         if let ItemRef::Entry(e) = item {
+//!             let value: Text = e.value.into_value().unwrap();
+//!             loaded.push((e.db, e.key.into_owned(), value, e.expire_ms));
+//!         }
+//!     }
+//! }
+//! d.finish().unwrap(); // the checksum was read and matched
+//! assert_eq!(
+//!     loaded,
+//!     vec![(0, b"greeting".to_vec(), Text(b"hello".to_vec()), Some(4_102_444_800_000))]
+//! );
+//! ```
+
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -265,3 +265,38 @@ fn error_offsets_do_not_depend_on_chunk_boundaries() {
         assert_eq!(err.as_ref(), Some(&whole), "chunks of {step}");
     }
 }
+
+#[test]
+fn old_and_foreign_opcodes() {
+    // EXPIRETIME (seconds, 4 bytes LE) before a key; SLOT_INFO (Redis 7.4's opcode form) in
+    // a VALKEY file; checksum 0.
+    let mut f = b"VALKEY080".to_vec();
+    f.extend_from_slice(&[ferrocluster_rdb::opcode::SLOT_INFO, 0x40, 0x07, 2, 1]);
+    f.push(ferrocluster_rdb::opcode::EXPIRETIME);
+    f.extend_from_slice(&1_700_000_000i32.to_le_bytes());
+    f.extend_from_slice(&[0, 1, b'k', 1, b'v']);
+    f.push(ferrocluster_rdb::opcode::EOF);
+    f.extend_from_slice(&[0; 8]);
+    let items = decode_file(&f).unwrap();
+    assert_eq!(
+        items[1],
+        ferrocluster_rdb::Item::SlotInfo(ferrocluster_rdb::SlotInfo {
+            slot: 7,
+            keys: 2,
+            expires: 1,
+            volatile_items: None
+        })
+    );
+    match &items[2] {
+        ferrocluster_rdb::Item::Entry(e) => assert_eq!(e.expire_ms, Some(1_700_000_000_000)),
+        other => panic!("{other:?}"),
+    }
+    let e = decode_file(b"REDIS0010\xf6").unwrap_err();
+    assert!(matches!(
+        e.kind,
+        DecodeErrorKind::UnsupportedOpcode {
+            code: 246,
+            name: "function-pre-ga"
+        }
+    ));
+}

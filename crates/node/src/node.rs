@@ -312,6 +312,16 @@ impl ClusterNode {
         self.queue.acknowledge(seq);
     }
 
+    /// The sequence number of the latest [`Output::Persist`] queued (0 before the first; the
+    /// constructor queues seq 1). [`ClusterNode::nodes_conf`] is at least as new as that
+    /// Persist's contents, so a host that writes the current config out of band (a CLUSTER
+    /// command acknowledged only once its change is on disk) labels that write with this
+    /// number: a queued Persist of the same or a lower number, written later, must not replace
+    /// it (it is older), while a higher one is newer.
+    pub fn persist_seq(&self) -> u64 {
+        self.persist_seq
+    }
+
     // ----- outputs -----
 
     /// The next instruction for the host, in order; `None` when there is nothing (more) to do

@@ -21,7 +21,6 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,8 +101,7 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
             other => format!("bad cluster configuration: {other}"),
         })?;
     // Redis saves the config at start (a new node's ID must survive a crash right after it).
-    let generation = conf.next_generation();
-    conf.write(generation, node.nodes_conf().as_bytes(), false)
+    conf.write_current(node.persist_seq(), node.nodes_conf().as_bytes(), false)
         .map_err(|e| {
             format!(
                 "Fatal: can't update cluster config file {}: {e}",
@@ -318,18 +316,17 @@ pub fn cluster_command(
     let sub = if args.len() > 1 { args.get(1) } else { b"" };
     let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
     if !is_read_only_subcommand(sub) {
+        // The snapshot ranks just above the latest Persist the node queued (src/nodesconf.rs).
         let contents = side.node.nodes_conf().into_bytes();
-        if saveconfig || !side.conf.is_current(&contents) {
-            let generation = side.conf.next_generation();
-            if let Err(e) = side.conf.write(generation, &contents, saveconfig) {
-                if saveconfig {
-                    // Redis: `error saving the cluster node config: <strerror>`.
-                    out.error(&format!("ERR error saving the cluster node config: {e}"));
-                    side.wake();
-                    return;
-                }
-                fatal_save_failure(side.conf.path(), &e);
+        let seq = side.node.persist_seq();
+        if let Err(e) = side.conf.write_current(seq, &contents, saveconfig) {
+            if saveconfig {
+                // Redis: `error saving the cluster node config: <strerror>`.
+                out.error(&format!("ERR error saving the cluster node config: {e}"));
+                side.wake();
+                return;
             }
+            fatal_save_failure(side.conf.path(), &e);
         }
     }
     match &outcome {
@@ -364,34 +361,6 @@ fn is_read_only_subcommand(sub: &[u8]) -> bool {
         .iter()
         .any(|r| sub.eq_ignore_ascii_case(r.as_bytes()))
         || sub.eq_ignore_ascii_case(b"slot-stats")
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename
-/// over the target, fsync of the directory (so the rename itself is durable).
-///
-/// # Errors
-/// Any I/O error; the target is then unchanged.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "nodes.conf".into());
-    let tmp: PathBuf = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(())
 }
 
 struct Link {
@@ -434,7 +403,6 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
                 next_token: 2,
                 last_role: None,
                 last_slots: None,
-                persist_gen: HashMap::new(),
             }
             .run()
         })
@@ -452,9 +420,6 @@ struct BusThread {
     last_role: Option<Option<(String, u16)>>,
     /// Slots myself served at the last look (for the slot-change log line).
     last_slots: Option<usize>,
-    /// `Persist` seq -> the generation of its snapshot (taken when it was drained under the
-    /// state lock, see src/nodesconf.rs).
-    persist_gen: HashMap<u64, u64>,
 }
 
 enum Input {
@@ -547,9 +512,6 @@ impl BusThread {
                 }
                 side.node.handle_timeout(now);
                 while let Some(o) = side.node.poll_output() {
-                    if let Output::Persist { seq, .. } = &o {
-                        self.persist_gen.insert(*seq, side.conf.next_generation());
-                    }
                     outputs.push(o);
                 }
                 side.links_open = self.links.len();
@@ -768,34 +730,24 @@ impl BusThread {
                     }
                 }
                 Output::Persist { seq, contents } => {
-                    let snapshot = {
-                        let st = self.shared.state.lock();
-                        st.cluster.as_ref().map(|side| {
-                            let conf = Arc::clone(&side.conf);
-                            // Every Persist is drained through the loops that record its
-                            // generation; were one missing, the current config (a superset)
-                            // is written under a fresh generation instead.
-                            match self.persist_gen.remove(&seq) {
-                                Some(g) => (conf, g, contents),
-                                None => {
-                                    let g = conf.next_generation();
-                                    (conf, g, side.node.nodes_conf().into_bytes())
-                                }
-                            }
-                        })
-                    };
-                    let Some((conf, generation, contents)) = snapshot else {
+                    let conf = self
+                        .shared
+                        .state
+                        .lock()
+                        .cluster
+                        .as_ref()
+                        .map(|side| Arc::clone(&side.conf));
+                    let Some(conf) = conf else {
                         continue;
                     };
-                    match conf.write(generation, &contents, false) {
+                    // Ordered by `seq` (src/nodesconf.rs): skipped when the file holds a newer
+                    // snapshot, which covers this one.
+                    match conf.write_persist(seq, &contents) {
                         Ok(()) => {
                             let mut st = self.shared.state.lock();
                             if let Some(side) = st.cluster.as_mut() {
                                 side.node.handle_persisted(seq);
                                 while let Some(o) = side.node.poll_output() {
-                                    if let Output::Persist { seq, .. } = &o {
-                                        self.persist_gen.insert(*seq, side.conf.next_generation());
-                                    }
                                     queue.push_back(o);
                                 }
                             }

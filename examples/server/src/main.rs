@@ -71,9 +71,13 @@ fn main() -> ExitCode {
 fn init_logging(config: &config::Config) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(config.loglevel.filter()));
+    // A log line that cannot be written (a full disk) is dropped: tracing's own report of the
+    // failure goes through `eprintln!`, which panics when stderr fails too, and would end the
+    // thread that logged (or the process, from the main thread).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .log_internal_errors(false);
     match &config.logfile {
         Some(path) => {
             let file = std::fs::OpenOptions::new()

@@ -256,6 +256,11 @@ fn route_plain(
     for (i, a) in argv.iter_mut().enumerate().take(args.len()) {
         *a = args.get(i);
     }
+    // A replica refuses writes after routing (`ClientState::handle_command`): that path
+    // answers them.
+    if routed.is_write(&argv[..args.len()]) && side.node.topology().myself().is_replica() {
+        return None;
+    }
     let routed = ferrocluster_command::route(routed, &argv[..args.len()], cs, &ctx, &keys);
     // What `crate::cluster::dispatch` copies after `handle_command` (unchanged here: ASKING
     // was not set, and a plain command changes neither the database nor READONLY).
@@ -316,15 +321,11 @@ pub fn run(
             out.bulk_int((us % 1_000_000) as i64);
         }
         Cmd::Lastsave => out.int((shared.start_ms / 1000) as i64),
+        // Cluster mode answers SELECT in `ferrocluster_command::ClientState` (Valkey 9: `DB
+        // index is out of range` beyond `cluster-databases`, where Redis 7.0 said `SELECT is
+        // not allowed in cluster mode`); this is the standalone mode's.
         Cmd::Select => match parse_i64(args.get(1)) {
             None => out.error(NOT_INT),
-            Some(0) => {
-                client.db = 0;
-                out.ok()
-            }
-            Some(_) if shared.config.cluster_enabled && state.kv.databases() == 1 => {
-                out.error("ERR SELECT is not allowed in cluster mode")
-            }
             Some(n) if n < 0 || n as usize >= state.kv.databases() => {
                 out.error("ERR DB index is out of range")
             }

@@ -386,8 +386,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("clients") {
         text.push_str(&format!(
-            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:10000\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
-            state.cluster.as_ref().map_or(0, |c| c.link_count()),
+            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
+            crate::net::cluster_connections(state),
+            shared.clients.maxclients(),
             state.repl.waiting_clients(),
         ));
     }
@@ -404,8 +405,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("stats") {
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:0\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:0\r\n\r\n",
             state.commands_processed,
+            shared.clients.rejected(),
             state.expired_keys,
             state.keyspace_hits,
             state.keyspace_misses,

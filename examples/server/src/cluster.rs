@@ -42,11 +42,6 @@ pub struct ClusterSide {
 }
 
 impl ClusterSide {
-    /// Open bus links.
-    pub fn link_count(&self) -> usize {
-        self.links_open
-    }
-
     /// Wakes the bus thread (outputs are waiting in the node).
     pub fn wake(&self) {
         if let Some(w) = &self.waker {

@@ -101,6 +101,10 @@ pub struct Config {
     pub client_query_buffer_limit: usize,
     /// `hz`: active expiry cycles per second. Default 10.
     pub hz: u32,
+    /// `maxclients`: most client connections (in cluster mode the bus connections count too,
+    /// see `net::ClientGate`). Default 10000, at least 1; reduced at start to what the open
+    /// files limit allows (`main::adjust_open_files_limit`).
+    pub maxclients: u32,
 }
 
 impl Default for Config {
@@ -133,6 +137,7 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             hz: 10,
+            maxclients: 10000,
         }
     }
 }
@@ -285,6 +290,13 @@ impl Config {
             "hz" => {
                 let n: u32 = parse_num(one()?)?;
                 self.hz = n.clamp(1, 500);
+            }
+            "maxclients" => {
+                let n: u32 = parse_num(one()?)?;
+                if n == 0 {
+                    return Err("argument must be between 1 and 4294967295 inclusive".into());
+                }
+                self.maxclients = n;
             }
             _ => return Err("Bad directive or wrong number of arguments".into()),
         }

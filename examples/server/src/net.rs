@@ -21,6 +21,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io::{ErrorKind, Read, Write};
 use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,23 +107,168 @@ pub fn spawn_io_threads(shared: &Arc<Shared>) -> std::io::Result<Vec<IoHandle>> 
     Ok(handles)
 }
 
-/// Runs the blocking accept loop on `listener`, handing connections round-robin to `io`.
-pub fn accept_loop(listener: std::net::TcpListener, io: Vec<IoHandle>) {
+/// Admission of client connections: `maxclients` (Valkey `acceptCommonHandler`), counted over
+/// the connected clients, the ones accepted but not yet registered by their I/O thread, and,
+/// in cluster mode, Valkey's estimate of the bus connections, two per known node other than
+/// myself (`getClusterConnectionsCount`). A client past the limit gets
+/// `-ERR max number of clients + cluster connections reached` (cluster mode; `-ERR max number
+/// of clients reached` otherwise) and is closed, as redis-server 7.0 and valkey-server 9.1
+/// answer (`tests/vectors/maxclients.json`).
+#[derive(Debug)]
+pub struct ClientGate {
+    maxclients: AtomicU32,
+    pending: AtomicUsize,
+    rejected: AtomicU64,
+}
+
+impl ClientGate {
+    /// A gate for `maxclients` clients (at least 1).
+    pub fn new(maxclients: u32) -> ClientGate {
+        ClientGate {
+            maxclients: AtomicU32::new(maxclients.max(1)),
+            pending: AtomicUsize::new(0),
+            rejected: AtomicU64::new(0),
+        }
+    }
+
+    /// The limit in force (`maxclients`, after the start-up reduction to the open files limit).
+    pub fn maxclients(&self) -> u32 {
+        self.maxclients.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit (CONFIG SET maxclients); clients connected already stay.
+    pub fn set_maxclients(&self, n: u32) {
+        self.maxclients.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Connections refused so far (INFO `rejected_connections`).
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+}
+
+/// Valkey's estimate of the sockets the cluster bus takes: two per known node besides myself
+/// (`getClusterConnectionsCount`; INFO `cluster_connections`).
+pub fn cluster_connections(state: &crate::server::State) -> usize {
+    state
+        .cluster
+        .as_ref()
+        .map_or(0, |c| c.node.topology().len().saturating_sub(1) * 2)
+}
+
+/// The reply to a client past `maxclients`.
+fn refusal_text(cluster: bool) -> &'static [u8] {
+    if cluster {
+        b"-ERR max number of clients + cluster connections reached\r\n"
+    } else {
+        b"-ERR max number of clients reached\r\n"
+    }
+}
+
+/// Best effort, as Valkey's: the reply is written once, errors ignored, and the connection
+/// dropped.
+fn refuse(shared: &Shared, mut s: std::net::TcpStream) {
+    use std::io::Write as _;
+    let _ = s.write_all(refusal_text(shared.config.cluster_enabled));
+    shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `accept` errors, logged at most once a second with the number of repeats (at the file
+/// descriptor limit every accepted-then-refused client is one).
+struct AcceptErrors {
+    last_logged: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    fn note(&mut self, e: &std::io::Error) {
+        let now = std::time::Instant::now();
+        match self.last_logged {
+            Some(t) if now.duration_since(t) < Duration::from_secs(1) => self.suppressed += 1,
+            _ => {
+                if self.suppressed > 0 {
+                    tracing::warn!(
+                        "accept failed: {e} (and {} more times in the last second)",
+                        self.suppressed
+                    );
+                } else {
+                    tracing::warn!("accept failed: {e}");
+                }
+                self.last_logged = Some(now);
+                self.suppressed = 0;
+            }
+        }
+    }
+
+    /// After a good accept: the repeats of the last burst, if any were not reported.
+    fn flush(&mut self) {
+        if self.suppressed > 0 {
+            tracing::warn!(
+                "accept failed {} more times before the last success",
+                self.suppressed
+            );
+            self.suppressed = 0;
+        }
+    }
+}
+
+/// Runs the blocking accept loop on `listener`, handing connections round-robin to `io` and
+/// refusing those past `maxclients` ([`ClientGate`]).
+///
+/// At the open files limit `accept` fails with `EMFILE` and the connection would wait in the
+/// backlog, its client hanging: one spare descriptor (`/dev/null`) is kept open and given up
+/// for a moment to accept that client and answer it the `maxclients` refusal.
+pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec<IoHandle>) {
     let mut next = 0usize;
-    for stream in listener.incoming() {
-        match stream {
-            Ok(s) => {
+    let mut spare = std::fs::File::open("/dev/null").ok();
+    let mut errors = AcceptErrors {
+        last_logged: None,
+        suppressed: 0,
+    };
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                errors.flush();
+                let gate = &shared.clients;
+                let connected = shared.stats.snapshot().0 as usize;
+                let bus = if shared.config.cluster_enabled {
+                    cluster_connections(&shared.state.lock())
+                } else {
+                    0
+                };
+                let pending = gate.pending.load(Ordering::Relaxed);
+                if connected + pending + bus >= gate.maxclients() as usize {
+                    refuse(&shared, s);
+                    continue;
+                }
                 let _ = s.set_nodelay(true);
+                gate.pending.fetch_add(1, Ordering::Relaxed);
                 io[next % io.len()].send(ToIo::Accepted(s));
                 next = next.wrapping_add(1);
             }
+            Err(e) if matches!(e.raw_os_error(), Some(EMFILE) | Some(ENFILE)) => {
+                errors.note(&e);
+                drop(spare.take());
+                if let Ok((s, _)) = listener.accept() {
+                    refuse(&shared, s);
+                }
+                spare = std::fs::File::open("/dev/null").ok();
+                if spare.is_none() {
+                    // Nothing could be freed: wait for descriptors to come back.
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
             Err(e) => {
-                tracing::warn!("accept failed: {e}");
+                errors.note(&e);
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
     }
 }
+
+/// `EMFILE` / `ENFILE` (Linux): the process / the system is out of file descriptors.
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
 
 struct IoThread {
     index: usize,
@@ -290,6 +436,15 @@ impl IoThread {
     }
 
     fn add_conn(&mut self, s: std::net::TcpStream) {
+        // Counted by the gate until its client is (or is not) created below.
+        struct Pending<'a>(&'a ClientGate);
+        impl Drop for Pending<'_> {
+            fn drop(&mut self) {
+                self.0.pending.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        let shared = Arc::clone(&self.shared);
+        let _pending = Pending(&shared.clients);
         if s.set_nonblocking(true).is_err() {
             return;
         }

@@ -174,6 +174,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Handles of the I/O threads (set once at start).
     pub io: OnceLock<Vec<IoHandle>>,
+    /// Admission of client connections (`maxclients`).
+    pub clients: crate::net::ClientGate,
     /// Start time (unix ms).
     pub start_ms: u64,
     /// Random 40-hex run id (INFO `run_id`).
@@ -199,6 +201,7 @@ impl Shared {
         let now = unix_ms();
         let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
         let run_id = random_hex(&mut seed_rng);
+        let clients = crate::net::ClientGate::new(config.maxclients);
         Ok(Shared {
             state: Mutex::new(State {
                 kv,
@@ -216,6 +219,7 @@ impl Shared {
             pubsub: RwLock::new(PubSub::default()),
             stats: Stats::default(),
             io: OnceLock::new(),
+            clients,
             start_ms: now,
             run_id,
             next_client_id: AtomicU64::new(1),

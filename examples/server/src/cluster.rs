@@ -3,7 +3,7 @@
 
 use crate::client::{Args, ClientCtx};
 use crate::config::Config;
-use crate::nodesconf::{fatal_save_failure, NodesConfFile};
+use crate::nodesconf::NodesConfFile;
 use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
@@ -24,8 +24,18 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
+
+/// Bus listener tokens count down from the top (links count up from 2).
+fn listener_token(i: usize) -> Token {
+    Token(usize::MAX - i)
+}
+
+fn listener_index(t: Token) -> Option<usize> {
+    usize::MAX
+        .checked_sub(t.0)
+        .filter(|i| *i < crate::config::BIND_MAX)
+}
 
 /// The node and what the I/O threads need to reach the bus thread.
 pub struct ClusterSide {
@@ -56,29 +66,11 @@ impl ClusterSide {
 /// A message naming the nodes.conf line and the reason when the file does not load, or the
 /// invalid setting.
 pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
-    let announce_ip = match &config.cluster_announce_ip {
-        Some(s) => Some(
-            s.parse::<IpAddr>()
-                .map_err(|_| format!("cluster-announce-ip {s:?} is not an IP address"))?,
-        ),
-        None => None,
-    };
     let cc = ClusterConfig {
-        port: config.port,
-        cluster_port: config.cluster_port.unwrap_or(0),
-        node_timeout_ms: config.cluster_node_timeout_ms,
-        announce_ip,
-        announce_port: config.cluster_announce_port,
-        announce_bus_port: config.cluster_announce_bus_port,
-        announce_hostname: config.cluster_announce_hostname.clone(),
-        require_full_coverage: config.cluster_require_full_coverage,
-        allow_replica_migration: config.cluster_allow_replica_migration,
-        migration_barrier: config.cluster_migration_barrier,
-        replica_validity_factor: config.cluster_replica_validity_factor,
         // The slot migration source AUTHs to the target with our requirepass (all nodes of a
         // cluster share it, as replication does).
         primaryauth_set: config.requirepass.is_some(),
-        ..ClusterConfig::default()
+        ..config.cluster.clone()
     };
     let path = config.nodes_conf_path();
     // Lock before reading: a second process with the same file must not even load it.
@@ -321,7 +313,7 @@ pub fn cluster_command(
                 side.wake();
                 return;
             }
-            fatal_save_failure(side.conf.path(), &e);
+            side.conf.save_failed(&e);
         }
     }
     match &outcome {
@@ -372,15 +364,20 @@ struct Link {
 /// When the bus port cannot be bound or the poller cannot be created.
 pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
     let bus_port = shared.config.bus_port()?;
-    let addr: SocketAddr = format!("{}:{}", shared.config.bind, bus_port)
-        .parse()
-        .map_err(|_| format!("bind address {:?} is not an IP address", shared.config.bind))?;
-    let mut listener = crate::bind_with_retry(|| TcpListener::bind(addr))
-        .map_err(|e| format!("can't listen on the bus port {addr}: {e}"))?;
+    // The bus listens on the `bind` addresses too (Valkey `clusterInit`).
     let poll = Poll::new().map_err(|e| e.to_string())?;
-    poll.registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)
-        .map_err(|e| e.to_string())?;
+    let mut listeners = Vec::new();
+    for (i, l) in crate::net::listen_all(&shared.config.bind, bus_port)?
+        .into_iter()
+        .enumerate()
+    {
+        l.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let mut l = TcpListener::from_std(l);
+        poll.registry()
+            .register(&mut l, listener_token(i), Interest::READABLE)
+            .map_err(|e| e.to_string())?;
+        listeners.push(l);
+    }
     let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(|e| e.to_string())?);
     if let Some(side) = shared.state.lock().cluster.as_mut() {
         side.waker = Some(Arc::clone(&waker));
@@ -392,7 +389,7 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
             BusThread {
                 shared,
                 poll,
-                listener,
+                listeners,
                 links: HashMap::new(),
                 by_link: HashMap::new(),
                 next_token: 2,
@@ -408,7 +405,8 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
 struct BusThread {
     shared: Arc<Shared>,
     poll: Poll,
-    listener: TcpListener,
+    /// One per `bind` address, token [`listener_token`].
+    listeners: Vec<TcpListener>,
     links: HashMap<usize, Link>,
     by_link: HashMap<LinkId, usize>,
     next_token: usize,
@@ -437,8 +435,9 @@ impl BusThread {
             let mut inputs = Vec::new();
             for ev in events.iter() {
                 match ev.token() {
-                    LISTENER => loop {
-                        match self.listener.accept() {
+                    t if listener_index(t).is_some_and(|i| i < self.listeners.len()) => loop {
+                        let i = listener_index(t).unwrap_or_default();
+                        match self.listeners[i].accept() {
                             Ok((s, peer)) => {
                                 let local = s.local_addr().ok().map(|a| a.ip());
                                 inputs.push(Input::Accepted(s, peer.ip(), local))
@@ -736,20 +735,18 @@ impl BusThread {
                         continue;
                     };
                     // Ordered by `seq` (src/nodesconf.rs): skipped when the file holds a newer
-                    // snapshot, which covers this one.
-                    match conf.write_persist(seq, &contents) {
-                        Ok(()) => {
-                            let mut st = self.shared.state.lock();
-                            if let Some(side) = st.cluster.as_mut() {
-                                side.node.handle_persisted(seq);
-                                while let Some(o) = side.node.poll_output() {
-                                    queue.push_back(o);
-                                }
-                            }
+                    // snapshot, which covers this one. A failed write exits (Redis's
+                    // clusterSaveConfigOrDie: held transmits stay held) unless
+                    // cluster-config-save-behavior is best-effort.
+                    if let Err(e) = conf.write_persist(seq, &contents) {
+                        conf.save_failed(&e);
+                    }
+                    let mut st = self.shared.state.lock();
+                    if let Some(side) = st.cluster.as_mut() {
+                        side.node.handle_persisted(seq);
+                        while let Some(o) = side.node.poll_output() {
+                            queue.push_back(o);
                         }
-                        // Redis: clusterSaveConfigOrDie. A config change that is not on disk
-                        // must not be acted on (held transmits stay held): exit.
-                        Err(e) => fatal_save_failure(conf.path(), &e),
                     }
                 }
                 Output::Event(e) => {

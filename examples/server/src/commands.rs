@@ -312,7 +312,7 @@ pub fn run(
         Cmd::Client => crate::admin::client(shared, client, args, out, now),
         Cmd::Command => crate::admin::command(args, out),
         Cmd::Info => crate::admin::info(shared, state, args, out, now),
-        Cmd::Config => crate::admin::config(shared, args, out),
+        Cmd::Config => crate::admin::config(shared, state, args, out, now),
         Cmd::Role => crate::repl::role_reply(state, out),
         Cmd::Time => {
             let us = now * 1000;
@@ -530,6 +530,18 @@ fn debug(state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut O
             let _ = state.kv.insert(client.db, &key, val.into(), now);
         }
         out.ok();
+    } else if eq(sub, "help") {
+        crate::admin::help(
+            out,
+            "DEBUG",
+            &[
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas. Cluster slots are not respected so keys not belonging to the",
+                "    current node can be created in cluster mode.",
+            ],
+        );
     } else {
         out.error(&format!(
             "ERR unknown subcommand '{}'. Try DEBUG HELP.",

@@ -97,7 +97,7 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
 
 fn run_server(mut config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
-    config.maxclients = adjust_open_files_limit(config.maxclients)?;
+    config.maxclients = net::adjust_open_files_limit(config.maxclients)?;
     // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
     nodesconf::check_dir(&config.dir)?;
     let cluster = if config.cluster_enabled {
@@ -106,6 +106,10 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     } else {
         None
     };
+    if let Some(side) = &cluster {
+        side.conf
+            .set_save_behavior(config.cluster_config_save_behavior);
+    }
     let shared = Arc::new(server::Shared::new(config, cluster)?);
     let io = net::spawn_io_threads(&shared).map_err(|e| format!("can't start I/O threads: {e}"))?;
     let _ = shared.io.set(io.clone());
@@ -115,80 +119,24 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
     // The data port opens last, so a client that can connect finds the bus up and the
     // node running (clients and tools probe readiness by connecting).
-    let addr = format!("{}:{}", shared.config.bind, shared.config.port);
-    let listener = bind_with_retry(|| std::net::TcpListener::bind(&addr))
-        .map_err(|e| format!("can't listen on {addr}: {e}"))?;
+    let mut listeners = net::listen_all(&shared.config.bind, shared.config.port)?;
     tracing::info!(
         port = shared.config.port,
         io_threads = shared.config.io_threads,
         cluster = shared.config.cluster_enabled,
         "ready to accept connections"
     );
-    net::accept_loop(Arc::clone(&shared), listener, io);
+    // One accept thread per address; the last one is this thread.
+    let last = listeners.pop().ok_or("no listening socket")?;
+    for (i, l) in listeners.into_iter().enumerate() {
+        let (shared, io) = (Arc::clone(&shared), io.clone());
+        std::thread::Builder::new()
+            .name(format!("accept-{i}"))
+            .spawn(move || net::accept_loop(shared, l, io))
+            .map_err(|e| format!("can't start an accept thread: {e}"))?;
+    }
+    net::accept_loop(Arc::clone(&shared), last, io);
     Ok(())
-}
-
-/// Descriptors kept for everything but clients (Valkey `CONFIG_MIN_RESERVED_FDS`).
-const RESERVED_FDS: u64 = 32;
-
-/// Valkey's `adjustOpenFilesLimit`: raises the open files limit to `maxclients` + 32 (up to the
-/// hard limit); when it stays lower, `maxclients` is reduced to fit, with Valkey's log lines.
-/// Returns the `maxclients` to use.
-///
-/// # Errors
-/// When the limit leaves no room for a single client (Valkey's text).
-fn adjust_open_files_limit(maxclients: u32) -> Result<u32, String> {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let want = u64::from(maxclients) + RESERVED_FDS;
-    let limit = getrlimit(Resource::Nofile);
-    let Some(old) = limit.current else {
-        return Ok(maxclients); // unlimited
-    };
-    if old >= want {
-        return Ok(maxclients);
-    }
-    let best = limit.maximum.map_or(want, |hard| hard.min(want));
-    let raised = best > old
-        && setrlimit(
-            Resource::Nofile,
-            Rlimit {
-                current: Some(best),
-                maximum: limit.maximum,
-            },
-        )
-        .is_ok();
-    let now = if raised { best } else { old };
-    if now >= want {
-        tracing::info!(
-            "Increased maximum number of open files to {now} (it was originally set to {old})."
-        );
-        return Ok(maxclients);
-    }
-    if now <= RESERVED_FDS {
-        return Err(format!(
-            "Your current 'ulimit -n' of {now} is not enough for the server to start. Please \
-             increase your open file limit to at least {}. Exiting.",
-            RESERVED_FDS + 1
-        ));
-    }
-    // `now - 32` is below `maxclients`, a u32.
-    let reduced = u32::try_from(now - RESERVED_FDS).unwrap_or(maxclients);
-    tracing::warn!(
-        "You requested maxclients of {maxclients} requiring at least {want} max file descriptors."
-    );
-    if !raised {
-        tracing::warn!(
-            "Server can't set maximum open files to {want} because the hard limit is {}.",
-            limit
-                .maximum
-                .map_or("unlimited".to_string(), |h| h.to_string())
-        );
-    }
-    tracing::warn!(
-        "Current maximum open files is {now}. maxclients has been reduced to {reduced} to \
-         compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
-    );
-    Ok(reduced)
 }
 
 /// Binds, retrying for up to 5 s while the port is in use. Ports in the kernel's ephemeral

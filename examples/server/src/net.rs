@@ -107,6 +107,83 @@ pub fn spawn_io_threads(shared: &Arc<Shared>) -> std::io::Result<Vec<IoHandle>> 
     Ok(handles)
 }
 
+/// One listening socket as Valkey makes it (`anetTcpServer`, `anetTcp6Server`): `SO_REUSEADDR`,
+/// IPv6 sockets `IPV6_V6ONLY` (so `*` and `::*` can share a port), backlog 511
+/// (`tcp-backlog`), close-on-exec.
+fn listen_one(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
+    let family = if addr.is_ipv6() {
+        AddressFamily::INET6
+    } else {
+        AddressFamily::INET
+    };
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    rustix::net::bind(&fd, &addr)?;
+    rustix::net::listen(&fd, 511)?;
+    Ok(std::net::TcpListener::from(fd))
+}
+
+/// Whether a failed bind of an optional (`-`) address is skipped (Valkey `listenToPort`: the
+/// address or its protocol family is not available here).
+fn skippable(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    let Some(code) = e.raw_os_error() else {
+        return false;
+    };
+    [
+        Errno::ADDRNOTAVAIL,
+        Errno::AFNOSUPPORT,
+        Errno::PROTONOSUPPORT,
+        Errno::SOCKTNOSUPPORT,
+        Errno::PFNOSUPPORT,
+        Errno::NOPROTOOPT,
+    ]
+    .iter()
+    .any(|e| e.raw_os_error() == code)
+}
+
+/// Binds every address of a `bind` list at `port` (Valkey `listenToPort`; the data port and
+/// the bus port alike). An address in use is retried for 5 s ([`crate::bind_with_retry`]). An
+/// optional (`-`) address that is not available is skipped with a warning; any other failure
+/// stops the start with Valkey's words. At least one socket must listen.
+///
+/// # Errors
+/// `Could not create server TCP listening socket <addr>:<port>: <reason>`, or `Configured to
+/// not listen anywhere, exiting.` when every address was skipped.
+pub fn listen_all(
+    list: &[crate::config::BindAddr],
+    port: u16,
+) -> Result<Vec<std::net::TcpListener>, String> {
+    let mut out = Vec::new();
+    for b in list {
+        let fail = |reason: String| {
+            format!(
+                "Could not create server TCP listening socket {}:{port}: {reason}",
+                b.addr
+            )
+        };
+        let addr = b.socket_addr(port).map_err(fail)?;
+        match crate::bind_with_retry(|| listen_one(addr)) {
+            Ok(l) => out.push(l),
+            Err(e) if b.optional && skippable(&e) => {
+                tracing::warn!(
+                    "Could not create server TCP listening socket {}:{port}: {e} (optional, skipped)",
+                    b.addr
+                );
+            }
+            Err(e) => return Err(fail(format!("bind: {e}"))),
+        }
+    }
+    if out.is_empty() {
+        return Err("Configured to not listen anywhere, exiting.".into());
+    }
+    Ok(out)
+}
+
 /// Admission of client connections: `maxclients` (Valkey `acceptCommonHandler`), counted over
 /// the connected clients, the ones accepted but not yet registered by their I/O thread, and,
 /// in cluster mode, Valkey's estimate of the bus connections, two per known node other than
@@ -145,6 +222,74 @@ impl ClientGate {
     pub fn rejected(&self) -> u64 {
         self.rejected.load(Ordering::Relaxed)
     }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_rejected(&self) {
+        self.rejected.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Descriptors kept for everything but clients (Valkey `CONFIG_MIN_RESERVED_FDS`).
+const RESERVED_FDS: u64 = 32;
+
+/// Valkey's `adjustOpenFilesLimit`: raises the open files limit to `maxclients` + 32 (up to the
+/// hard limit); when it stays lower, `maxclients` is reduced to fit, with Valkey's log lines.
+/// Returns the `maxclients` to use (at start; CONFIG SET refuses a value that does not fit).
+///
+/// # Errors
+/// When the limit leaves no room for a single client (Valkey's text).
+pub fn adjust_open_files_limit(maxclients: u32) -> Result<u32, String> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let want = u64::from(maxclients) + RESERVED_FDS;
+    let limit = getrlimit(Resource::Nofile);
+    let Some(old) = limit.current else {
+        return Ok(maxclients); // unlimited
+    };
+    if old >= want {
+        return Ok(maxclients);
+    }
+    let best = limit.maximum.map_or(want, |hard| hard.min(want));
+    let raised = best > old
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(best),
+                maximum: limit.maximum,
+            },
+        )
+        .is_ok();
+    let now = if raised { best } else { old };
+    if now >= want {
+        tracing::info!(
+            "Increased maximum number of open files to {now} (it was originally set to {old})."
+        );
+        return Ok(maxclients);
+    }
+    if now <= RESERVED_FDS {
+        return Err(format!(
+            "Your current 'ulimit -n' of {now} is not enough for the server to start. Please \
+             increase your open file limit to at least {}. Exiting.",
+            RESERVED_FDS + 1
+        ));
+    }
+    // `now - 32` is below `maxclients`, a u32.
+    let reduced = u32::try_from(now - RESERVED_FDS).unwrap_or(maxclients);
+    tracing::warn!(
+        "You requested maxclients of {maxclients} requiring at least {want} max file descriptors."
+    );
+    if !raised {
+        tracing::warn!(
+            "Server can't set maximum open files to {want} because the hard limit is {}.",
+            limit
+                .maximum
+                .map_or("unlimited".to_string(), |h| h.to_string())
+        );
+    }
+    tracing::warn!(
+        "Current maximum open files is {now}. maxclients has been reduced to {reduced} to \
+         compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+    );
+    Ok(reduced)
 }
 
 /// Valkey's estimate of the sockets the cluster bus takes: two per known node besides myself

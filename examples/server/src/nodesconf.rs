@@ -25,10 +25,12 @@
 //!   config: <reason>`; any other failed save of a config change is fatal ("Fatal: can't
 //!   update cluster config file.", exit 1), see [`fatal_save_failure`].
 
+use crate::config::SaveBehavior;
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The order of nodes.conf snapshots: the engine's persist sequence, and within one sequence
 /// number a snapshot of the current config (taken later, under the state lock) above the
@@ -48,6 +50,10 @@ pub struct NodesConfFile {
     _lock: File,
     /// Version and contents of the last snapshot on disk.
     written: Mutex<(Version, Vec<u8>)>,
+    /// `cluster-config-save-behavior best-effort` (else `sync`).
+    best_effort: AtomicBool,
+    /// Last time a best-effort failure was logged (one line a second).
+    last_failure_log: Mutex<Option<std::time::Instant>>,
 }
 
 /// Redis's text when another process holds the config file (`clusterLockConfig`).
@@ -129,12 +135,44 @@ impl NodesConfFile {
                 },
                 Vec::new(),
             )),
+            best_effort: AtomicBool::new(false),
+            last_failure_log: Mutex::new(None),
         })
     }
 
-    /// The config file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// `cluster-config-save-behavior` in force.
+    pub fn save_behavior(&self) -> SaveBehavior {
+        if self.best_effort.load(Ordering::Relaxed) {
+            SaveBehavior::BestEffort
+        } else {
+            SaveBehavior::Sync
+        }
+    }
+
+    /// Sets `cluster-config-save-behavior` (start-up and CONFIG SET).
+    pub fn set_save_behavior(&self, b: SaveBehavior) {
+        self.best_effort
+            .store(b == SaveBehavior::BestEffort, Ordering::Relaxed);
+    }
+
+    /// A config change could not be saved (not SAVECONFIG, which replies the error). `sync`:
+    /// [`fatal_save_failure`], the process exits. `best-effort` (Valkey 9.1): the failure is
+    /// logged (at most once a second) and the caller goes on as if the change were on disk:
+    /// the node acknowledges it and sends what waited for it; a crash before the next good
+    /// save loses it.
+    pub fn save_failed(&self, err: &std::io::Error) {
+        if !self.best_effort.load(Ordering::Relaxed) {
+            fatal_save_failure(&self.path, err);
+        }
+        let mut last = self.last_failure_log.lock();
+        let now = std::time::Instant::now();
+        if last.is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_secs(1)) {
+            *last = Some(now);
+            tracing::warn!(
+                file = %self.path.display(),
+                "Could not save the cluster config file (cluster-config-save-behavior best-effort, going on): {err}"
+            );
+        }
     }
 
     /// Writes the contents of the node's `Output::Persist { seq, contents }` unless the file

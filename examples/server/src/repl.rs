@@ -627,8 +627,8 @@ fn replica_session(
     gen: u64,
     generation: &AtomicU64,
 ) -> std::io::Result<()> {
-    let addr = format!("{}:{}", primary.host, primary.port);
-    let stream = TcpStream::connect(&addr)?;
+    // A (host, port) pair: an IPv6 host (`::1`) cannot be written as `host:port` text.
+    let stream = TcpStream::connect((primary.host.as_str(), primary.port))?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(Duration::from_millis(500)))?;
     let mut w = stream.try_clone()?;

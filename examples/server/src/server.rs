@@ -89,6 +89,12 @@ impl Stats {
     pub fn net_output_bytes(&self, n: usize) {
         self.net_out.fetch_add(n as u64, Ordering::Relaxed);
     }
+    /// CONFIG RESETSTAT: the totals start again from zero (the connected count stays).
+    pub fn reset(&self) {
+        self.total_connections.store(0, Ordering::Relaxed);
+        self.net_in.store(0, Ordering::Relaxed);
+        self.net_out.store(0, Ordering::Relaxed);
+    }
     /// (connected clients, total connections received, net in bytes, net out bytes)
     pub fn snapshot(&self) -> (u64, u64, u64, u64) {
         (

@@ -22,6 +22,27 @@ pub struct Procs {
 impl Procs {
     /// Starts a node on `port` with its own directory under `base`, plus `extra` flags.
     pub fn start(&mut self, base: &Path, port: u16, extra: &[&str]) -> PathBuf {
+        self.start_inner(base, port, None, extra)
+    }
+
+    /// Like [`Procs::start`], with a config file as the first argument.
+    pub fn start_with_file(
+        &mut self,
+        base: &Path,
+        port: u16,
+        file: &Path,
+        extra: &[&str],
+    ) -> PathBuf {
+        self.start_inner(base, port, Some(file), extra)
+    }
+
+    fn start_inner(
+        &mut self,
+        base: &Path,
+        port: u16,
+        file: Option<&Path>,
+        extra: &[&str],
+    ) -> PathBuf {
         let dir = base.join(format!("node-{port}"));
         std::fs::create_dir_all(&dir).expect("create node dir");
         // The default bus port (port + 10000) lies in Linux's ephemeral range, where an
@@ -30,6 +51,7 @@ impl Procs {
         for attempt in 0..3 {
             let log = std::fs::File::create(dir.join("stderr.log")).expect("create log");
             let mut child = Command::new(BIN)
+                .args(file)
                 .arg("--port")
                 .arg(port.to_string())
                 .arg("--dir")
@@ -42,7 +64,10 @@ impl Procs {
                 .expect("spawn ferrocluster-server");
             let end = Instant::now() + Duration::from_secs(15);
             while Instant::now() < end {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // A node may listen on IPv6 only (`--bind ::1`).
+                if TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    || TcpStream::connect(("::1", port)).is_ok()
+                {
                     self.children.push((port, Some(child)));
                     return dir;
                 }
@@ -143,7 +168,12 @@ pub struct Client {
 
 impl Client {
     pub fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Client::connect_to("127.0.0.1", port)
+    }
+
+    /// Connects to `host` (`127.0.0.1`, `::1`, ...).
+    pub fn connect_to(host: &str, port: u16) -> Client {
+        let stream = TcpStream::connect((host, port)).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");

@@ -541,7 +541,7 @@ pub fn config(shared: &Shared, state: &mut State, args: &Args<'_>, out: &mut Out
             out.bulk(v.as_bytes());
         }
     } else if eq(sub, "set") {
-        if args.len() < 4 || args.len() % 2 != 0 {
+        if args.len() < 4 || !args.len().is_multiple_of(2) {
             out.error("ERR wrong number of arguments for 'config|set' command");
             return;
         }

@@ -574,7 +574,12 @@ impl Out {
 }
 
 #[cfg(test)]
+#[path = "../tests/common/resp_cases.rs"]
+mod resp_cases;
+
+#[cfg(test)]
 mod tests {
+    use super::resp_cases::{latin1, parts};
     use super::*;
 
     const LIM: Limits = Limits {
@@ -790,28 +795,6 @@ mod tests {
         );
     }
 
-    fn latin1(s: &str) -> Vec<u8> {
-        s.chars().map(|c| c as u32 as u8).collect()
-    }
-
-    /// A case's bytes (`send` then `then`): parts `{"text"}` or `{"repeat", "times"}`.
-    fn vector_bytes(send: &serde_json::Value, then: &serde_json::Value) -> Vec<u8> {
-        let mut out = Vec::new();
-        for parts in [send, then] {
-            for p in parts.as_array().into_iter().flatten() {
-                if let Some(t) = p["text"].as_str() {
-                    out.extend(latin1(t));
-                } else {
-                    let r = latin1(p["repeat"].as_str().unwrap());
-                    for _ in 0..p["times"].as_u64().unwrap() {
-                        out.extend_from_slice(&r);
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// Every captured case (tests/vectors/resp-cases.json): the protocol error Valkey 9.1
     /// answered (the last line of its reply), and none where it answered none.
     #[test]
@@ -822,7 +805,8 @@ mod tests {
         for case in doc["cases"].as_array().unwrap() {
             let name = case["name"].as_str().unwrap();
             let group = case["group"].as_str().unwrap();
-            let bytes = vector_bytes(&case["send"], &case["then"]);
+            let mut bytes = parts(&case["send"]);
+            bytes.extend(parts(&case["then"]));
             let lim = Limits {
                 max_bulk_len: if group == "small-limits" {
                     1 << 20

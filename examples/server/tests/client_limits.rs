@@ -72,14 +72,7 @@ fn count_served(port: u16) -> (usize, String, bool) {
 
 #[test]
 fn maxclients_is_enforced_with_valkeys_text_and_bus_connections_count() {
-    let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/vectors/maxclients.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let doc: serde_json::Value = common::vector("maxclients.json");
     let want = &doc["expect"]["valkey-9.1"];
     assert_eq!(want, &doc["expect"]["redis-7.0"], "both servers agree");
     let max = doc["maxclients"].as_u64().unwrap().to_string();

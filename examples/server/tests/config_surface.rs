@@ -15,14 +15,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn vectors() -> serde_json::Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/vectors/config-surface.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap()
+    common::vector("config-surface.json")
 }
 
 /// Valkey 9.1's CONFIG GET cluster-* (name -> default) and the hidden options.

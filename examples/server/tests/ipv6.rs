@@ -9,9 +9,8 @@
 
 mod common;
 
-use common::{bulk_text, run_bounded, test_dir, wait_until, Client, Procs, BIN};
+use common::{bulk_text, run_bounded, test_dir, wait_until, Client, Procs};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn listens(host: &str, port: u16) -> bool {
@@ -20,18 +19,7 @@ fn listens(host: &str, port: u16) -> bool {
 
 /// Runs the server with `extra` until it exits (it must fail to start): (code, stderr).
 fn start_fails(port: u16, extra: &[&str]) -> (Option<i32>, String) {
-    let dir = test_dir(&format!("bind-fail-{port}"));
-    let out = Command::new(BIN)
-        .args(["--port", &port.to_string(), "--dir"])
-        .arg(&dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::run_to_exit(&test_dir(&format!("bind-fail-{port}")), port, extra)
 }
 
 #[test]

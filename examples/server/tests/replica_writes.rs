@@ -20,6 +20,19 @@ fn myid(port: u16) -> String {
     bulk_text(&Client::connect(port).cmd(&["CLUSTER", "MYID"]))
 }
 
+/// `from` MEETs `to` and waits until it knows it; returns `to`'s ID.
+fn meet(from: u16, to: u16) -> String {
+    assert_eq!(
+        Client::connect(from).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &to.to_string()]),
+        "+OK\r\n"
+    );
+    let id = myid(to);
+    wait_until(Duration::from_secs(15), "the MEET completes", || {
+        bulk_text(&Client::connect(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
+    });
+    id
+}
+
 /// Primary (all slots, a few keys) on `PRIMARY` and its synced replica on `REPLICA`.
 fn primary_and_replica<const PRIMARY: u16, const REPLICA: u16>(procs: &mut Procs, name: &str) {
     let dir = test_dir(name);
@@ -31,16 +44,7 @@ fn primary_and_replica<const PRIMARY: u16, const REPLICA: u16>(procs: &mut Procs
         "+OK\r\n"
     );
     let mut r = Client::connect(REPLICA);
-    assert_eq!(
-        r.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &PRIMARY.to_string()]),
-        "+OK\r\n"
-    );
-    let pid = myid(PRIMARY);
-    wait_until(
-        Duration::from_secs(15),
-        "the replica knows the primary",
-        || bulk_text(&Client::connect(REPLICA).cmd(&["CLUSTER", "NODES"])).contains(&pid),
-    );
+    let pid = meet(REPLICA, PRIMARY);
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
     for port in [PRIMARY, REPLICA] {
         wait_until(Duration::from_secs(20), "cluster_state:ok", || {
@@ -220,14 +224,7 @@ fn without_ports(reply: &str) -> String {
 
 #[test]
 fn replica_write_replies_match_the_captures() {
-    let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/vectors/replica-writes.json"
-        ))
-        .expect("replica-writes.json"),
-    )
-    .expect("JSON");
+    let doc = common::vector("replica-writes.json");
     const PRIMARY: u16 = 23603;
     const REPLICA: u16 = 23604;
     const NEW: u16 = 23605;
@@ -265,16 +262,7 @@ fn replica_write_replies_match_the_captures() {
     let dir = test_dir("replica-vectors-exec");
     procs.start(&dir, NEW, &["--cluster-node-timeout", "2000"]);
     let mut admin = Client::connect(NEW);
-    assert_eq!(
-        admin.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &PRIMARY.to_string()]),
-        "+OK\r\n"
-    );
-    let pid = myid(PRIMARY);
-    wait_until(
-        Duration::from_secs(15),
-        "the new node knows the primary",
-        || bulk_text(&Client::connect(NEW).cmd(&["CLUSTER", "NODES"])).contains(&pid),
-    );
+    let pid = meet(NEW, PRIMARY);
     let mut c = Client::connect(NEW);
     let want: Vec<&str> = doc["exec_after_becoming_replica"]["valkey-9.1"]
         .as_array()

@@ -8,29 +8,11 @@
 
 mod common;
 
+use common::resp_cases::{latin1, parts};
 use common::{test_dir, Procs};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-fn latin1(s: &str) -> Vec<u8> {
-    s.chars().map(|c| c as u32 as u8).collect()
-}
-
-fn parts(v: &serde_json::Value) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in v.as_array().into_iter().flatten() {
-        if let Some(t) = p["text"].as_str() {
-            out.extend(latin1(t));
-        } else {
-            let r = latin1(p["repeat"].as_str().unwrap());
-            for _ in 0..p["times"].as_u64().unwrap() {
-                out.extend_from_slice(&r);
-            }
-        }
-    }
-    out
-}
 
 /// Reads until `want` bytes arrived and then `quiet` passed without more (or the peer
 /// closed); returns what came and whether the connection was closed.
@@ -63,14 +45,7 @@ fn read_reply(s: &mut TcpStream, want: usize, quiet: Duration) -> (Vec<u8>, bool
 }
 
 fn run_group(group: &str, port: u16, flags: &[&str]) {
-    let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/vectors/resp-cases.json"
-        ))
-        .expect("resp-cases.json"),
-    )
-    .expect("JSON");
+    let doc = common::vector("resp-cases.json");
     let mut procs = Procs::default();
     procs.start(&test_dir(&format!("resp-{group}")), port, flags);
     let mut ran = 0;

@@ -9,6 +9,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod resp_cases;
+
+/// A capture of `tests/vectors/` (JSON), by file name.
+pub fn vector(name: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("can't read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs the server binary with `--port port --dir dir` and `extra` until it exits (a start
+/// that must fail): (exit code, stderr).
+pub fn run_to_exit(dir: &Path, port: u16, extra: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ferrocluster-server");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// The server binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
 

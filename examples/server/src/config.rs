@@ -369,6 +369,8 @@ fn endpoint_name(e: PreferredEndpoint) -> &'static str {
 fn only_default(v: &str, default: &str, why: &str) -> Result<(), String> {
     if v.eq_ignore_ascii_case(default) {
         Ok(())
+    } else if default.is_empty() {
+        Err(format!("{why}; only \"\" is accepted"))
     } else {
         Err(format!("{why}; only {default} is accepted"))
     }
@@ -649,9 +651,12 @@ pub static OPTIONS: &[Opt] = &[
         int::<u32>(v, 1, INT_MAX)?;
         only_default(v, "16", "the standalone keyspace has 16 databases (cluster mode: cluster-databases)")
     }),
-    opt!("save", None, mutable: false, get: |_| String::new(), set: |_, v| {
-        only_default(v, "", "ferrocluster-server does not save the data set")
-    }),
+    Opt {
+        multi: true,
+        ..opt!("save", None, mutable: false, get: |_| String::new(), set: |_, v| {
+            only_default(v, "", "ferrocluster-server does not save the data set")
+        })
+    },
     opt!("appendonly", None, mutable: false, get: |_| "no".into(), set: |_, v| {
         let on = parse_bool(v)?;
         only_default(yes_no(on).as_str(), "no", "ferrocluster-server has no append-only file")
@@ -1108,6 +1113,21 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn options_without_effect_here_take_only_their_default() {
+        assert!(parse_args(&["--save".to_string(), String::new()], no_file).is_ok());
+        let e = parse_args(&args("--save 900 1"), no_file).unwrap_err();
+        assert_eq!(
+            e.reason,
+            "ferrocluster-server does not save the data set; only \"\" is accepted"
+        );
+        let e = parse_args(&args("--cluster-slot-stats-enabled yes"), no_file).unwrap_err();
+        assert!(e.reason.ends_with("; only no is accepted"), "{e}");
+        assert!(parse_args(&args("--cluster-slot-stats-enabled NO"), no_file).is_ok());
+        let e = parse_args(&args("--cluster-link-sendbuf-limit 1kb"), no_file).unwrap_err();
+        assert!(e.reason.ends_with("; only 0 is accepted"), "{e}");
     }
 
     #[test]

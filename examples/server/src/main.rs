@@ -39,8 +39,7 @@ fn main() -> ExitCode {
     let inv = match config::parse_args(&args, |p| std::fs::read_to_string(p)) {
         Ok(inv) => inv,
         Err(e) => {
-            eprintln!("ferrocluster-server: {e}");
-            eprintln!("{USAGE}");
+            say(&format!("ferrocluster-server: {e}\n{USAGE}"));
             return ExitCode::from(1);
         }
     };
@@ -61,11 +60,18 @@ fn main() -> ExitCode {
         Invocation::Server(config) => match run_server(*config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("ferrocluster-server: {e}");
+                say(&format!("ferrocluster-server: {e}"));
                 ExitCode::from(1)
             }
         },
     }
+}
+
+/// Writes a line to stderr, ignoring a failed write (`eprintln!` would panic, and the exit code
+/// would be 101 instead of 1, on a full disk).
+fn say(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 fn init_logging(config: &config::Config) -> Result<(), String> {

@@ -103,6 +103,20 @@ seed_rdb_stream() {
   done
 }
 
+seed_resp_request() {
+  # Input = one byte picking the limits + the bytes of a captured case (the server's own
+  # vectors, examples/server/tests/vectors/resp-cases.json).
+  python3 - corpus/resp_request ../examples/server/tests/vectors/resp-cases.json <<'PY'
+import json, os, sys
+out, src = sys.argv[1], sys.argv[2]
+for i, c in enumerate(json.load(open(src))["cases"]):
+    data = bytearray([i % 4])
+    for p in (c["send"] or []) + (c["then"] or []):
+        data += (p["text"] if "text" in p else p["repeat"] * p["times"]).encode("latin-1")
+    open(os.path.join(out, c["name"]), "wb").write(bytes(data[:70000]))
+PY
+}
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

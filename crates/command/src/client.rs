@@ -66,6 +66,8 @@ pub enum Dispatch {
 /// * Inside MULTI every command except EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is routed
 ///   and queued; an unknown command, an arity error or a redirection flags the transaction and
 ///   EXEC then answers EXECABORT. A redirection of EXEC itself discards the transaction.
+/// * On a replica a write that is not redirected (a keyless one) is refused with `READONLY`
+///   before it runs or is queued; only the primary's replication link writes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientState {
     tls: bool,
@@ -195,6 +197,9 @@ impl ClientState {
                 return Dispatch::Reject(e.into());
             }
         };
+        if let Some(refusal) = self.replica_refuses(spec, argv, ctx) {
+            return Dispatch::Reject(refusal.into());
+        }
         let immediate = matches!(
             spec.kind,
             CommandKind::Exec
@@ -249,6 +254,47 @@ impl ClientState {
                 None => Dispatch::Execute { spec, slot },
             },
         }
+    }
+
+    /// Valkey `processCommand`, after the cluster redirection: a replica refuses a write from
+    /// a normal client with `READONLY You can't write against a read only replica.` (the
+    /// primary's replication link is obeyed). A keyed write never gets here on a replica (it
+    /// is redirected to the slot's primary first), so this is what keyless writes (FLUSHALL,
+    /// FLUSHDB, SWAPDB, ...) answer, before their own checks and before queueing inside MULTI
+    /// (the transaction is flagged and EXEC answers EXECABORT). EXEC whose queue holds a write
+    /// (myself became a replica after queueing it) discards the transaction with `EXECABORT
+    /// Transaction discarded because of: READONLY ...` (`execCommandAbort`). Captured on
+    /// Redis 7.0 and Valkey 9.1 (the server's `tests/vectors/replica-writes.json`).
+    fn replica_refuses<A, V>(
+        &mut self,
+        spec: &CommandSpec,
+        argv: &[A],
+        ctx: &ClusterContext<'_, V>,
+    ) -> Option<CommandError>
+    where
+        A: AsRef<[u8]>,
+        V: ClusterView + ?Sized,
+    {
+        if self.primary_link || !ctx.view.myself().is_replica() {
+            return None;
+        }
+        if spec.kind == CommandKind::Exec {
+            let writes = self
+                .queued()
+                .is_some_and(|q| q.iter().any(|c| c.spec().is_write(c.argv())));
+            if !writes {
+                return None;
+            }
+            self.multi = None;
+            return Some(CommandError::ExecAbortBecause(Box::new(
+                CommandError::ReadonlyReplica,
+            )));
+        }
+        if !spec.is_write(argv) {
+            return None;
+        }
+        self.flag_transaction();
+        Some(CommandError::ReadonlyReplica)
     }
 
     /// Runs a connection command whose whole effect is client state: ASKING, READONLY,

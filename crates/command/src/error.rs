@@ -181,6 +181,14 @@ pub enum CommandError {
     ClusterSupportDisabled,
     /// `ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.`
     FailoverInClusterMode,
+    /// `READONLY You can't write against a read only replica.`: a write from a normal client
+    /// on a replica (Valkey `processCommand`, `shared.roreplicaerr`; captured on Redis 7.0 and
+    /// Valkey 9.1 in the server's `tests/vectors/replica-writes.json`).
+    ReadonlyReplica,
+    /// `EXECABORT Transaction discarded because of: <error>`: EXEC refused as a whole for the
+    /// reason `error` (Valkey `execCommandAbort`), e.g. a transaction with a queued write on a
+    /// node that became a replica after queueing it.
+    ExecAbortBecause(Box<CommandError>),
 }
 
 impl ErrorReply for CommandError {
@@ -222,6 +230,11 @@ impl ErrorReply for CommandError {
                 );
                 return;
             }
+            CommandError::ExecAbortBecause(why) => {
+                out.extend_from_slice(b"EXECABORT Transaction discarded because of: ");
+                why.write_text(out);
+                return;
+            }
             CommandError::Syntax => "ERR syntax error",
             CommandError::NotAnInteger => "ERR value is not an integer or out of range",
             CommandError::DbIndexOutOfRange => "ERR DB index is out of range",
@@ -243,6 +256,9 @@ impl ErrorReply for CommandError {
             }
             CommandError::FailoverInClusterMode => {
                 "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead."
+            }
+            CommandError::ReadonlyReplica => {
+                "READONLY You can't write against a read only replica."
             }
         };
         out.extend_from_slice(fixed.as_bytes());

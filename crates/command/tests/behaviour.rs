@@ -256,6 +256,97 @@ fn sharded_pubsub_is_served_by_replicas_and_when_down() {
     );
 }
 
+/// Myself (c) replicates b, which owns every slot.
+fn replica_view() -> Topology {
+    let mut t = Topology::new(node(2, false, 7002));
+    t.add_node(node(1, true, 7001)).unwrap();
+    t.set_primary(&id(2), id(1)).unwrap();
+    for s in Slot::all() {
+        t.set_slot_owner(s, Some(id(1))).unwrap();
+    }
+    t
+}
+
+#[test]
+fn a_replica_refuses_keyless_writes_and_redirects_keyed_ones() {
+    // Replies captured on Redis 7.0 and Valkey 9.1 (examples/server/tests/vectors/
+    // replica-writes.json).
+    let readonly = "-READONLY You can't write against a read only replica.\r\n";
+    let t = replica_view();
+    let cx = ctx(&t);
+    let mut c = ClientState::new(false, false);
+    for argv in [
+        &["FLUSHALL"][..],
+        &["FLUSHDB", "SYNC"],
+        &["FLUSHALL", "ASYNC", "x"],
+        // Before SWAPDB's own cluster-mode refusal.
+        &["SWAPDB", "0", "0"],
+    ] {
+        match c.handle_command(argv, &cx, &NoKeys) {
+            Dispatch::Reject(r) => assert_eq!(text(&r), readonly, "{argv:?}"),
+            d => panic!("{argv:?}: {d:?}"),
+        }
+    }
+    let moved = format!("-MOVED {} 127.0.0.1:7001\r\n", key_hash_slot(b"k").get());
+    match c.handle_command(&["SET", "k", "v"], &cx, &NoKeys) {
+        Dispatch::Reject(r) => assert_eq!(text(&r), moved),
+        d => panic!("{d:?}"),
+    }
+    assert_eq!(c.handle_command(&["READONLY"], &cx, &NoKeys), Dispatch::Ok);
+    assert!(matches!(
+        c.handle_command(&["GET", "k"], &cx, &NoKeys),
+        Dispatch::Execute { .. }
+    ));
+    match c.handle_command(&["SET", "k", "v"], &cx, &NoKeys) {
+        Dispatch::Reject(r) => assert_eq!(text(&r), moved),
+        d => panic!("{d:?}"),
+    }
+    // Inside MULTI the refusal flags the transaction.
+    assert_eq!(c.handle_command(&["MULTI"], &cx, &NoKeys), Dispatch::Ok);
+    assert!(
+        matches!(c.handle_command(&["FLUSHALL"], &cx, &NoKeys), Dispatch::Reject(r) if text(&r) == readonly)
+    );
+    assert_eq!(
+        c.handle_command(&["EXEC"], &cx, &NoKeys),
+        Dispatch::Reject(CommandError::ExecAbort.into())
+    );
+    assert_eq!(c.handle_command(&["MULTI"], &cx, &NoKeys), Dispatch::Ok);
+    assert_eq!(c.handle_command(&["PING"], &cx, &NoKeys), Dispatch::Queued);
+    assert!(matches!(c.handle_command(&["EXEC"], &cx, &NoKeys), Dispatch::Exec(q) if q.len() == 1));
+    // The primary's replication link is obeyed.
+    let mut link = ClientState::primary_link();
+    assert!(matches!(
+        link.handle_command(&["FLUSHALL"], &cx, &NoKeys),
+        Dispatch::Execute { .. }
+    ));
+}
+
+#[test]
+fn exec_of_a_queued_write_after_becoming_a_replica_is_aborted() {
+    // A primary without slots queues FLUSHALL, then becomes a replica before EXEC.
+    let mut t = Topology::new(node(2, true, 7002));
+    t.add_node(node(1, true, 7001)).unwrap();
+    let mut c = ClientState::new(false, false);
+    assert_eq!(
+        c.handle_command(&["MULTI"], &ctx(&t), &NoKeys),
+        Dispatch::Ok
+    );
+    assert_eq!(
+        c.handle_command(&["FLUSHALL"], &ctx(&t), &NoKeys),
+        Dispatch::Queued
+    );
+    let t = replica_view();
+    match c.handle_command(&["EXEC"], &ctx(&t), &NoKeys) {
+        Dispatch::Reject(r) => assert_eq!(
+            text(&r),
+            "-EXECABORT Transaction discarded because of: READONLY You can't write against a \
+             read only replica.\r\n"
+        ),
+        d => panic!("{d:?}"),
+    }
+    assert!(!c.in_multi());
+}
+
 #[test]
 fn select_follows_valkey_9() {
     assert_eq!(select_db(b"0", 1), Ok(0));

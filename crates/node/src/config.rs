@@ -238,6 +238,54 @@ impl ClusterConfig {
         }
     }
 
+    /// The gossip layer's settings from these options.
+    pub(crate) fn gossip_config(&self) -> ferrocluster_gossip::GossipConfig {
+        ferrocluster_gossip::GossipConfig {
+            node_timeout_ms: self.node_timeout_ms,
+            blacklist_ttl_secs: self.blacklist_ttl_secs,
+            ping_interval_ms: (self.ping_interval_ms != 0).then_some(self.ping_interval_ms),
+            announce_ip: self.announce_ip,
+        }
+    }
+
+    /// The failure detector's settings from these options.
+    pub(crate) fn failure_config(&self) -> ferrocluster_failure::FailureConfig {
+        ferrocluster_failure::FailureConfig {
+            node_timeout_ms: self.node_timeout_ms,
+        }
+    }
+
+    /// The cluster state's settings from these options.
+    pub(crate) fn state_config(&self) -> ferrocluster_failure::StateConfig {
+        ferrocluster_failure::StateConfig {
+            require_full_coverage: self.require_full_coverage,
+            node_timeout_ms: self.node_timeout_ms,
+        }
+    }
+
+    /// The epoch layer's settings from these options.
+    pub(crate) fn epoch_config(&self) -> ferrocluster_epoch::EpochConfig {
+        ferrocluster_epoch::EpochConfig {
+            node_timeout_ms: self.node_timeout_ms,
+            replica_validity_factor: self.replica_validity_factor,
+            repl_ping_replica_period_secs: self.repl_ping_replica_period_secs,
+            replica_no_failover: self.replica_no_failover,
+            allow_replica_migration: self.allow_replica_migration,
+            migration_barrier: self.migration_barrier,
+            manual_failover_timeout_ms: self.manual_failover_timeout_ms,
+        }
+    }
+
+    /// The readiness rules' settings from these options.
+    pub(crate) fn health_config(&self) -> ferrocluster_health::HealthConfig {
+        ferrocluster_health::HealthConfig {
+            node_timeout_ms: self.node_timeout_ms,
+            replica_validity_factor: self.replica_validity_factor,
+            repl_ping_replica_period_ms: self.repl_ping_replica_period_secs.saturating_mul(1000),
+            require_full_coverage: self.require_full_coverage,
+        }
+    }
+
     /// Ping interval in ms: `cluster-ping-interval`, or NODE_TIMEOUT / 2 when 0.
     pub fn ping_interval(&self) -> u64 {
         if self.ping_interval_ms != 0 {

@@ -104,34 +104,11 @@ impl ClusterNode {
             n.link = LinkState::Disconnected;
         }
         apply_config_to_myself(&mut topo, &config);
-        let gossip_cfg = GossipConfig {
-            node_timeout_ms: config.node_timeout_ms,
-            blacklist_ttl_secs: config.blacklist_ttl_secs,
-            ping_interval_ms: (config.ping_interval_ms != 0).then_some(config.ping_interval_ms),
-            announce_ip: config.announce_ip,
-        };
-        let failure_cfg = FailureConfig {
-            node_timeout_ms: config.node_timeout_ms,
-        };
-        let state_cfg = StateConfig {
-            require_full_coverage: config.require_full_coverage,
-            node_timeout_ms: config.node_timeout_ms,
-        };
-        let epoch_cfg = EpochConfig {
-            node_timeout_ms: config.node_timeout_ms,
-            replica_validity_factor: config.replica_validity_factor,
-            repl_ping_replica_period_secs: config.repl_ping_replica_period_secs,
-            replica_no_failover: config.replica_no_failover,
-            allow_replica_migration: config.allow_replica_migration,
-            migration_barrier: config.migration_barrier,
-            manual_failover_timeout_ms: config.manual_failover_timeout_ms,
-        };
-        let health_cfg = HealthConfig {
-            node_timeout_ms: config.node_timeout_ms,
-            replica_validity_factor: config.replica_validity_factor,
-            repl_ping_replica_period_ms: config.repl_ping_replica_period_secs.saturating_mul(1000),
-            require_full_coverage: config.require_full_coverage,
-        };
+        let gossip_cfg = config.gossip_config();
+        let failure_cfg = config.failure_config();
+        let state_cfg = config.state_config();
+        let epoch_cfg = config.epoch_config();
+        let health_cfg = config.health_config();
         let migrations_cfg = config.migration_config();
         let mut node = ClusterNode {
             config,
@@ -310,6 +287,46 @@ impl ClusterNode {
     /// transmits that waited for it become pollable.
     pub fn handle_persisted(&mut self, seq: u64) {
         self.queue.acknowledge(seq);
+    }
+
+    /// Applies a changed configuration at run time (CONFIG SET of a `cluster-*` option): every
+    /// layer takes the new values at once (node timeout, ping interval, failure report
+    /// validity, coverage rule, replica validity, migration barrier, manual failover timeout,
+    /// slot migration log length, routing options), and myself's announced values (ports,
+    /// hostname, human nodename, client IPs, NOFAILOVER) change in the topology, saved with a
+    /// `Persist` and gossiped with the next messages, as Valkey's config callbacks
+    /// (`updateClusterHostname`, `updateClusterAnnouncedPort`, `updateClusterFlags`, ...) do.
+    ///
+    /// The host MUST keep `port`, `tls_port` and `cluster_port` as they were: the sockets are
+    /// the host's, so those options are immutable at run time (as in Valkey).
+    ///
+    /// # Errors
+    /// [`NodeError::Config`] from [`ClusterConfig::validate`]; nothing changed then.
+    pub fn set_config(&mut self, config: ClusterConfig, now: Millis) -> Result<(), NodeError> {
+        config.validate()?;
+        let now = self.clamp(now);
+        self.gossip_cfg = config.gossip_config();
+        self.failure_cfg = config.failure_config();
+        self.state_cfg = config.state_config();
+        self.epoch_cfg = config.epoch_config();
+        self.health_cfg = config.health_config();
+        self.migrations.set_config(config.migration_config());
+        apply_config_to_myself(&mut self.topo, &config);
+        self.config = config;
+        self.save_pending = true;
+        self.state_dirty = true;
+        self.finish(now);
+        Ok(())
+    }
+
+    /// The sequence number of the latest [`Output::Persist`] queued (0 before the first; the
+    /// constructor queues seq 1). [`ClusterNode::nodes_conf`] is at least as new as that
+    /// Persist's contents, so a host that writes the current config out of band (a CLUSTER
+    /// command acknowledged only once its change is on disk) labels that write with this
+    /// number: a queued Persist of the same or a lower number, written later, must not replace
+    /// it (it is older), while a higher one is newer.
+    pub fn persist_seq(&self) -> u64 {
+        self.persist_seq
     }
 
     // ----- outputs -----

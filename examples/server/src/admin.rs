@@ -5,7 +5,6 @@ use crate::commands::{parse_i64, SYNTAX};
 use crate::resp::Out;
 use crate::server::{Shared, State};
 use crate::table::{self, flag, TABLE};
-use ferrocluster_kvstore::glob_match;
 
 /// The `redis_version` we report: Valkey 8's compatibility value (so clients enable 7.2
 /// features such as CLIENT SETINFO).
@@ -200,6 +199,29 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
         let mut line = client.info_line(now);
         line.push('\n');
         out.verbatim(line.as_bytes());
+    } else if eq(sub, "help") {
+        help(
+            out,
+            "CLIENT",
+            &[
+                "GETNAME",
+                "    Return the name of the current connection.",
+                "ID",
+                "    Return the ID of the current connection.",
+                "INFO",
+                "    Return information about the current client connection.",
+                "LIST",
+                "    Return information about the current client connection (this server lists only it).",
+                "NO-EVICT (ON|OFF)",
+                "    Accepted; this server does not evict clients.",
+                "NO-TOUCH (ON|OFF)",
+                "    Accepted; this server keeps no access times.",
+                "SETINFO <option> <value>",
+                "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+                "SETNAME <name>",
+                "    Assign the name <name> to the current connection.",
+            ],
+        );
     } else if eq(sub, "no-evict") || eq(sub, "no-touch") {
         match args.opt(2) {
             Some(v) if eq(v, "on") || eq(v, "off") => out.ok(),
@@ -282,6 +304,25 @@ pub fn command(args: &Args<'_>, out: &mut Out) {
         for spec in TABLE {
             out.bulk(spec.name.as_bytes());
         }
+    } else if eq(sub, "help") {
+        help(
+            out,
+            "COMMAND",
+            &[
+                "(no subcommand)",
+                "    Return details about all commands.",
+                "COUNT",
+                "    Return the total number of commands in this server.",
+                "LIST",
+                "    Return a list of all commands in this server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple commands.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple commands.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full command.",
+            ],
+        );
     } else if eq(sub, "getkeys") {
         let Some(spec) = args.opt(2).and_then(table::lookup) else {
             out.error("ERR Invalid command specified");
@@ -386,8 +427,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("clients") {
         text.push_str(&format!(
-            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:10000\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
-            state.cluster.as_ref().map_or(0, |c| c.link_count()),
+            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
+            crate::net::cluster_connections(state),
+            shared.clients.maxclients(),
             state.repl.waiting_clients(),
         ));
     }
@@ -404,8 +446,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("stats") {
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:0\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:0\r\n\r\n",
             state.commands_processed,
+            shared.clients.rejected(),
             state.expired_keys,
             state.keyspace_hits,
             state.keyspace_misses,
@@ -445,82 +488,160 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     out.verbatim(text.as_bytes());
 }
 
-/// CONFIG GET pattern... (read-only view of the settings tools ask for); CONFIG SET refuses.
-pub fn config(shared: &Shared, args: &Args<'_>, out: &mut Out) {
+/// A `<CMD> HELP` reply as Valkey's `addReplyHelp` writes it: the header line, the given
+/// lines, then `HELP` / `    Print this help.`, as status replies.
+pub fn help(out: &mut Out, command: &str, lines: &[&str]) {
+    out.array(lines.len() + 3);
+    out.simple(&format!(
+        "{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        out.simple(l);
+    }
+    out.simple("HELP");
+    out.simple("    Print this help.");
+}
+
+const CONFIG_HELP: &[&str] = &[
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value> [<directive> <value> ...]",
+    "    Set the configuration <directive> to <value> (the cluster-* options and maxclients).",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+];
+
+/// The configuration in force: the start-up options, with what can change at run time taken
+/// from where it lives (the node's `ClusterConfig`, nodes.conf's save behaviour, the client
+/// gate's `maxclients`).
+pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
+    let mut c = shared.config.clone();
+    if let Some(side) = &state.cluster {
+        c.cluster = side.node.config().clone();
+        c.cluster_config_save_behavior = side.conf.save_behavior();
+    }
+    c.maxclients = shared.clients.maxclients();
+    c
+}
+
+/// `CONFIG GET pattern... | SET name value... | RESETSTAT | REWRITE | HELP` over the option
+/// table of src/config.rs.
+pub fn config(shared: &Shared, state: &mut State, args: &Args<'_>, out: &mut Out, now: u64) {
     let sub = args.get(1);
     if eq(sub, "get") {
         if args.len() < 3 {
             out.error("ERR wrong number of arguments for 'config|get' command");
             return;
         }
-        let c = &shared.config;
-        let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
-        let params: Vec<(&str, String)> = vec![
-            ("port", c.port.to_string()),
-            ("bind", c.bind.clone()),
-            ("cluster-enabled", yn(c.cluster_enabled)),
-            ("cluster-port", c.bus_port().unwrap_or(0).to_string()),
-            ("cluster-config-file", c.cluster_config_file.clone()),
-            ("dir", c.dir.display().to_string()),
-            (
-                "cluster-node-timeout",
-                c.cluster_node_timeout_ms.to_string(),
-            ),
-            (
-                "cluster-require-full-coverage",
-                yn(c.cluster_require_full_coverage),
-            ),
-            (
-                "cluster-replica-validity-factor",
-                c.cluster_replica_validity_factor.to_string(),
-            ),
-            (
-                "cluster-migration-barrier",
-                c.cluster_migration_barrier.to_string(),
-            ),
-            (
-                "cluster-allow-replica-migration",
-                yn(c.cluster_allow_replica_migration),
-            ),
-            ("cluster-databases", c.cluster_databases.to_string()),
-            (
-                "databases",
-                if c.cluster_enabled {
-                    c.cluster_databases
-                } else {
-                    16
-                }
-                .to_string(),
-            ),
-            ("save", String::new()),
-            ("appendonly", "no".into()),
-            ("maxmemory", "0".into()),
-            ("hz", c.hz.to_string()),
-            ("io-threads", c.io_threads.to_string()),
-        ];
-        let mut hits = Vec::new();
-        for (name, value) in &params {
-            if (2..args.len())
-                .any(|i| glob_match(&args.get(i).to_ascii_lowercase(), name.as_bytes()))
-            {
-                hits.push((name, value));
-            }
-        }
+        let patterns: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
+        let hits = live_config(shared, state).matching(&patterns);
         out.map(hits.len());
         for (n, v) in hits {
             out.bulk(n.as_bytes());
             out.bulk(v.as_bytes());
         }
     } else if eq(sub, "set") {
-        out.error(
-            "ERR CONFIG SET is not supported by ferrocluster-server; restart with the new flag",
-        );
-    } else if eq(sub, "resetstat") || eq(sub, "rewrite") {
+        if args.len() < 4 || !args.len().is_multiple_of(2) {
+            out.error("ERR wrong number of arguments for 'config|set' command");
+            return;
+        }
+        let words: Vec<String> = (2..args.len())
+            .map(|i| String::from_utf8_lossy(args.get(i)).into_owned())
+            .collect();
+        let pairs: Vec<(&str, &str)> = words
+            .chunks(2)
+            .map(|p| (p[0].as_str(), p[1].as_str()))
+            .collect();
+        match config_set(shared, state, &pairs, now) {
+            Ok(()) => out.ok(),
+            Err(e) => out.error(&e.text()),
+        }
+    } else if eq(sub, "resetstat") {
+        if args.len() != 2 {
+            out.error("ERR wrong number of arguments for 'config|resetstat' command");
+            return;
+        }
+        state.commands_processed = 0;
+        state.expired_keys = 0;
+        state.keyspace_hits = 0;
+        state.keyspace_misses = 0;
+        shared.stats.reset();
+        shared.clients.reset_rejected();
         out.ok();
+    } else if eq(sub, "rewrite") {
+        // Valkey's texts; this server never rewrites its config file.
+        out.error("ERR The server is running without a config file");
+    } else if eq(sub, "help") {
+        help(out, "CONFIG", CONFIG_HELP);
     } else {
         out.error(&format!(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(sub)
         ));
     }
+}
+
+/// CONFIG SET: the values are checked by the option table ([`crate::config::config_set`]),
+/// then applied where they take effect: the node (`ClusterNode::set_config`, nodes.conf
+/// written before the reply when myself's saved record changed), the client gate
+/// (`maxclients`, within the open files limit), nodes.conf's save behaviour.
+fn config_set(
+    shared: &Shared,
+    state: &mut State,
+    pairs: &[(&str, &str)],
+    now: u64,
+) -> Result<(), crate::config::SetError> {
+    use crate::config::SetError;
+    let before = live_config(shared, state);
+    let mut next = before.clone();
+    let opts = crate::config::config_set(&mut next, pairs)?;
+    let name_of = |pick: &dyn Fn(&crate::config::Opt) -> bool| {
+        pairs
+            .iter()
+            .zip(&opts)
+            .find(|(_, o)| pick(o))
+            .map(|((n, _), _)| n.to_string())
+            .unwrap_or_default()
+    };
+    let failed = |name: String, reason: String| SetError::Failed { name, reason };
+    let cluster_changed = next.cluster != before.cluster
+        || next.cluster_config_save_behavior != before.cluster_config_save_behavior;
+    if cluster_changed && state.cluster.is_none() {
+        return Err(failed(
+            name_of(&|o| o.name.starts_with("cluster-")),
+            "cluster support is disabled (cluster-enabled no)".into(),
+        ));
+    }
+    if next.maxclients != before.maxclients {
+        let got = crate::net::adjust_open_files_limit(next.maxclients).unwrap_or(0);
+        if got < next.maxclients {
+            return Err(failed(
+                "maxclients".into(),
+                format!(
+                    "The operating system is not able to handle the specified number of clients, try with {got}"
+                ),
+            ));
+        }
+    }
+    if let Some(side) = state.cluster.as_mut() {
+        if next.cluster != before.cluster {
+            side.node
+                .set_config(next.cluster.clone(), ferrocluster_node::Millis(now))
+                .map_err(|e| failed(name_of(&|o| o.name.starts_with("cluster-")), e.to_string()))?;
+            // Myself's announced values are in nodes.conf: on disk before the reply, as a
+            // CLUSTER command's change is (src/nodesconf.rs orders the writes).
+            let contents = side.node.nodes_conf().into_bytes();
+            if let Err(e) = side
+                .conf
+                .write_current(side.node.persist_seq(), &contents, false)
+            {
+                side.conf.save_failed(&e);
+            }
+            side.wake();
+        }
+        side.conf
+            .set_save_behavior(next.cluster_config_save_behavior);
+    }
+    shared.clients.set_maxclients(next.maxclients);
+    Ok(())
 }

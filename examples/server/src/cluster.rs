@@ -3,7 +3,7 @@
 
 use crate::client::{Args, ClientCtx};
 use crate::config::Config;
-use crate::nodesconf::{fatal_save_failure, NodesConfFile};
+use crate::nodesconf::NodesConfFile;
 use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
@@ -21,12 +21,21 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
+
+/// Bus listener tokens count down from the top (links count up from 2).
+fn listener_token(i: usize) -> Token {
+    Token(usize::MAX - i)
+}
+
+fn listener_index(t: Token) -> Option<usize> {
+    usize::MAX
+        .checked_sub(t.0)
+        .filter(|i| *i < crate::config::BIND_MAX)
+}
 
 /// The node and what the I/O threads need to reach the bus thread.
 pub struct ClusterSide {
@@ -43,11 +52,6 @@ pub struct ClusterSide {
 }
 
 impl ClusterSide {
-    /// Open bus links.
-    pub fn link_count(&self) -> usize {
-        self.links_open
-    }
-
     /// Wakes the bus thread (outputs are waiting in the node).
     pub fn wake(&self) {
         if let Some(w) = &self.waker {
@@ -62,29 +66,11 @@ impl ClusterSide {
 /// A message naming the nodes.conf line and the reason when the file does not load, or the
 /// invalid setting.
 pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
-    let announce_ip = match &config.cluster_announce_ip {
-        Some(s) => Some(
-            s.parse::<IpAddr>()
-                .map_err(|_| format!("cluster-announce-ip {s:?} is not an IP address"))?,
-        ),
-        None => None,
-    };
     let cc = ClusterConfig {
-        port: config.port,
-        cluster_port: config.cluster_port.unwrap_or(0),
-        node_timeout_ms: config.cluster_node_timeout_ms,
-        announce_ip,
-        announce_port: config.cluster_announce_port,
-        announce_bus_port: config.cluster_announce_bus_port,
-        announce_hostname: config.cluster_announce_hostname.clone(),
-        require_full_coverage: config.cluster_require_full_coverage,
-        allow_replica_migration: config.cluster_allow_replica_migration,
-        migration_barrier: config.cluster_migration_barrier,
-        replica_validity_factor: config.cluster_replica_validity_factor,
         // The slot migration source AUTHs to the target with our requirepass (all nodes of a
         // cluster share it, as replication does).
         primaryauth_set: config.requirepass.is_some(),
-        ..ClusterConfig::default()
+        ..config.cluster.clone()
     };
     let path = config.nodes_conf_path();
     // Lock before reading: a second process with the same file must not even load it.
@@ -102,8 +88,7 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
             other => format!("bad cluster configuration: {other}"),
         })?;
     // Redis saves the config at start (a new node's ID must survive a crash right after it).
-    let generation = conf.next_generation();
-    conf.write(generation, node.nodes_conf().as_bytes(), false)
+    conf.write_current(node.persist_seq(), node.nodes_conf().as_bytes(), false)
         .map_err(|e| {
             format!(
                 "Fatal: can't update cluster config file {}: {e}",
@@ -318,18 +303,17 @@ pub fn cluster_command(
     let sub = if args.len() > 1 { args.get(1) } else { b"" };
     let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
     if !is_read_only_subcommand(sub) {
+        // The snapshot ranks just above the latest Persist the node queued (src/nodesconf.rs).
         let contents = side.node.nodes_conf().into_bytes();
-        if saveconfig || !side.conf.is_current(&contents) {
-            let generation = side.conf.next_generation();
-            if let Err(e) = side.conf.write(generation, &contents, saveconfig) {
-                if saveconfig {
-                    // Redis: `error saving the cluster node config: <strerror>`.
-                    out.error(&format!("ERR error saving the cluster node config: {e}"));
-                    side.wake();
-                    return;
-                }
-                fatal_save_failure(side.conf.path(), &e);
+        let seq = side.node.persist_seq();
+        if let Err(e) = side.conf.write_current(seq, &contents, saveconfig) {
+            if saveconfig {
+                // Redis: `error saving the cluster node config: <strerror>`.
+                out.error(&format!("ERR error saving the cluster node config: {e}"));
+                side.wake();
+                return;
             }
+            side.conf.save_failed(&e);
         }
     }
     match &outcome {
@@ -366,34 +350,6 @@ fn is_read_only_subcommand(sub: &[u8]) -> bool {
         || sub.eq_ignore_ascii_case(b"slot-stats")
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename
-/// over the target, fsync of the directory (so the rename itself is durable).
-///
-/// # Errors
-/// Any I/O error; the target is then unchanged.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "nodes.conf".into());
-    let tmp: PathBuf = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(())
-}
-
 struct Link {
     stream: TcpStream,
     id: LinkId,
@@ -408,15 +364,20 @@ struct Link {
 /// When the bus port cannot be bound or the poller cannot be created.
 pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
     let bus_port = shared.config.bus_port()?;
-    let addr: SocketAddr = format!("{}:{}", shared.config.bind, bus_port)
-        .parse()
-        .map_err(|_| format!("bind address {:?} is not an IP address", shared.config.bind))?;
-    let mut listener = crate::bind_with_retry(|| TcpListener::bind(addr))
-        .map_err(|e| format!("can't listen on the bus port {addr}: {e}"))?;
+    // The bus listens on the `bind` addresses too (Valkey `clusterInit`).
     let poll = Poll::new().map_err(|e| e.to_string())?;
-    poll.registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)
-        .map_err(|e| e.to_string())?;
+    let mut listeners = Vec::new();
+    for (i, l) in crate::net::listen_all(&shared.config.bind, bus_port)?
+        .into_iter()
+        .enumerate()
+    {
+        l.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let mut l = TcpListener::from_std(l);
+        poll.registry()
+            .register(&mut l, listener_token(i), Interest::READABLE)
+            .map_err(|e| e.to_string())?;
+        listeners.push(l);
+    }
     let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(|e| e.to_string())?);
     if let Some(side) = shared.state.lock().cluster.as_mut() {
         side.waker = Some(Arc::clone(&waker));
@@ -428,13 +389,12 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
             BusThread {
                 shared,
                 poll,
-                listener,
+                listeners,
                 links: HashMap::new(),
                 by_link: HashMap::new(),
                 next_token: 2,
                 last_role: None,
                 last_slots: None,
-                persist_gen: HashMap::new(),
             }
             .run()
         })
@@ -445,16 +405,14 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
 struct BusThread {
     shared: Arc<Shared>,
     poll: Poll,
-    listener: TcpListener,
+    /// One per `bind` address, token [`listener_token`].
+    listeners: Vec<TcpListener>,
     links: HashMap<usize, Link>,
     by_link: HashMap<LinkId, usize>,
     next_token: usize,
     last_role: Option<Option<(String, u16)>>,
     /// Slots myself served at the last look (for the slot-change log line).
     last_slots: Option<usize>,
-    /// `Persist` seq -> the generation of its snapshot (taken when it was drained under the
-    /// state lock, see src/nodesconf.rs).
-    persist_gen: HashMap<u64, u64>,
 }
 
 enum Input {
@@ -477,8 +435,9 @@ impl BusThread {
             let mut inputs = Vec::new();
             for ev in events.iter() {
                 match ev.token() {
-                    LISTENER => loop {
-                        match self.listener.accept() {
+                    t if listener_index(t).is_some_and(|i| i < self.listeners.len()) => loop {
+                        let i = listener_index(t).unwrap_or_default();
+                        match self.listeners[i].accept() {
                             Ok((s, peer)) => {
                                 let local = s.local_addr().ok().map(|a| a.ip());
                                 inputs.push(Input::Accepted(s, peer.ip(), local))
@@ -547,9 +506,6 @@ impl BusThread {
                 }
                 side.node.handle_timeout(now);
                 while let Some(o) = side.node.poll_output() {
-                    if let Output::Persist { seq, .. } = &o {
-                        self.persist_gen.insert(*seq, side.conf.next_generation());
-                    }
                     outputs.push(o);
                 }
                 side.links_open = self.links.len();
@@ -768,41 +724,29 @@ impl BusThread {
                     }
                 }
                 Output::Persist { seq, contents } => {
-                    let snapshot = {
-                        let st = self.shared.state.lock();
-                        st.cluster.as_ref().map(|side| {
-                            let conf = Arc::clone(&side.conf);
-                            // Every Persist is drained through the loops that record its
-                            // generation; were one missing, the current config (a superset)
-                            // is written under a fresh generation instead.
-                            match self.persist_gen.remove(&seq) {
-                                Some(g) => (conf, g, contents),
-                                None => {
-                                    let g = conf.next_generation();
-                                    (conf, g, side.node.nodes_conf().into_bytes())
-                                }
-                            }
-                        })
-                    };
-                    let Some((conf, generation, contents)) = snapshot else {
+                    let conf = self
+                        .shared
+                        .state
+                        .lock()
+                        .cluster
+                        .as_ref()
+                        .map(|side| Arc::clone(&side.conf));
+                    let Some(conf) = conf else {
                         continue;
                     };
-                    match conf.write(generation, &contents, false) {
-                        Ok(()) => {
-                            let mut st = self.shared.state.lock();
-                            if let Some(side) = st.cluster.as_mut() {
-                                side.node.handle_persisted(seq);
-                                while let Some(o) = side.node.poll_output() {
-                                    if let Output::Persist { seq, .. } = &o {
-                                        self.persist_gen.insert(*seq, side.conf.next_generation());
-                                    }
-                                    queue.push_back(o);
-                                }
-                            }
+                    // Ordered by `seq` (src/nodesconf.rs): skipped when the file holds a newer
+                    // snapshot, which covers this one. A failed write exits (Redis's
+                    // clusterSaveConfigOrDie: held transmits stay held) unless
+                    // cluster-config-save-behavior is best-effort.
+                    if let Err(e) = conf.write_persist(seq, &contents) {
+                        conf.save_failed(&e);
+                    }
+                    let mut st = self.shared.state.lock();
+                    if let Some(side) = st.cluster.as_mut() {
+                        side.node.handle_persisted(seq);
+                        while let Some(o) = side.node.poll_output() {
+                            queue.push_back(o);
                         }
-                        // Redis: clusterSaveConfigOrDie. A config change that is not on disk
-                        // must not be acted on (held transmits stay held): exit.
-                        Err(e) => fatal_save_failure(conf.path(), &e),
                     }
                 }
                 Output::Event(e) => {

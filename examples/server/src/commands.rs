@@ -256,6 +256,11 @@ fn route_plain(
     for (i, a) in argv.iter_mut().enumerate().take(args.len()) {
         *a = args.get(i);
     }
+    // A replica refuses writes after routing (`ClientState::handle_command`): that path
+    // answers them.
+    if routed.is_write(&argv[..args.len()]) && side.node.topology().myself().is_replica() {
+        return None;
+    }
     let routed = ferrocluster_command::route(routed, &argv[..args.len()], cs, &ctx, &keys);
     // What `crate::cluster::dispatch` copies after `handle_command` (unchanged here: ASKING
     // was not set, and a plain command changes neither the database nor READONLY).
@@ -307,7 +312,7 @@ pub fn run(
         Cmd::Client => crate::admin::client(shared, client, args, out, now),
         Cmd::Command => crate::admin::command(args, out),
         Cmd::Info => crate::admin::info(shared, state, args, out, now),
-        Cmd::Config => crate::admin::config(shared, args, out),
+        Cmd::Config => crate::admin::config(shared, state, args, out, now),
         Cmd::Role => crate::repl::role_reply(state, out),
         Cmd::Time => {
             let us = now * 1000;
@@ -316,15 +321,11 @@ pub fn run(
             out.bulk_int((us % 1_000_000) as i64);
         }
         Cmd::Lastsave => out.int((shared.start_ms / 1000) as i64),
+        // Cluster mode answers SELECT in `ferrocluster_command::ClientState` (Valkey 9: `DB
+        // index is out of range` beyond `cluster-databases`, where Redis 7.0 said `SELECT is
+        // not allowed in cluster mode`); this is the standalone mode's.
         Cmd::Select => match parse_i64(args.get(1)) {
             None => out.error(NOT_INT),
-            Some(0) => {
-                client.db = 0;
-                out.ok()
-            }
-            Some(_) if shared.config.cluster_enabled && state.kv.databases() == 1 => {
-                out.error("ERR SELECT is not allowed in cluster mode")
-            }
             Some(n) if n < 0 || n as usize >= state.kv.databases() => {
                 out.error("ERR DB index is out of range")
             }
@@ -529,6 +530,18 @@ fn debug(state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut O
             let _ = state.kv.insert(client.db, &key, val.into(), now);
         }
         out.ok();
+    } else if eq(sub, "help") {
+        crate::admin::help(
+            out,
+            "DEBUG",
+            &[
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas. Cluster slots are not respected so keys not belonging to the",
+                "    current node can be created in cluster mode.",
+            ],
+        );
     } else {
         out.error(&format!(
             "ERR unknown subcommand '{}'. Try DEBUG HELP.",

@@ -1,17 +1,40 @@
-//! Server configuration: redis-server-style flags (`--port 7000`) and a config file in the same
-//! `name value` syntax (`ferrocluster-server [configfile] [--name value ...]`).
+//! Server configuration: redis-server-style flags (`--port 7000`), a config file in the same
+//! `name value` syntax (`ferrocluster-server [configfile] [--name value ...]`; flags are
+//! applied after the file), and the same options through `CONFIG GET` / `CONFIG SET`.
 //!
-//! Names and defaults follow redis-server / Valkey (`redis.conf`): `bind 127.0.0.1`,
-//! `cluster-enabled yes` (our default: this is a cluster node), `cluster-port` = port + 10000,
-//! `cluster-node-timeout 15000`, `cluster-replica-validity-factor 10`,
-//! `cluster-migration-barrier 1`, `cluster-require-full-coverage yes`,
-//! `cluster-allow-replica-migration yes`, `cluster-config-file nodes.conf`, `dir .`.
-//! Flags given on the command line override the file (they are applied after it).
+//! One table, [`OPTIONS`], says for every option its name (and alias), how a value is read and
+//! shown (Valkey's formats: `yes`/`no`, decimal integers, memory values with `k`/`kb`/`m`/`mb`
+//! /`g`/`gb` shown back in bytes, enum names in lower case, empty text for an unset string) and
+//! whether it can change at run time. Flags, the config file, CONFIG GET and CONFIG SET all go
+//! through it; error texts are Valkey 9.1's (`argument must be 'yes' or 'no'`, `argument must
+//! be between 0 and 65535 inclusive`, ...), checked against the real valkey-server 9.1.2.
+//!
+//! Defaults follow Valkey, except `bind 127.0.0.1` and `cluster-enabled yes` (this is a cluster
+//! node). The `cluster-*` options are every one valkey-server 9.1.2 has (`CONFIG GET cluster-*`,
+//! plus the hidden `cluster-ping-interval`). Their values live in the engine's
+//! [`ClusterConfig`] ([`Config::cluster`]), which the node takes at start and, for the options
+//! Valkey changes at run time, again on CONFIG SET (`ClusterNode::set_config`). How each one is
+//! taken into account:
+//!
+//! | option | here |
+//! |---|---|
+//! | `cluster-enabled`, `cluster-config-file`, `cluster-port`, `cluster-databases` | start-up only, as in Valkey |
+//! | `cluster-node-timeout`, `cluster-ping-interval` (hidden), `cluster-blacklist-ttl`, `cluster-require-full-coverage`, `cluster-replica-validity-factor` (alias `cluster-slave-validity-factor`), `cluster-migration-barrier`, `cluster-allow-replica-migration`, `cluster-replica-no-failover` (alias `cluster-slave-no-failover`), `cluster-allow-reads-when-down`, `cluster-allow-pubsubshard-when-down`, `cluster-preferred-endpoint-type`, `cluster-manual-failover-timeout`, `cluster-slot-migration-log-max-len` | the engine's, at run time too |
+//! | `cluster-announce-ip`, `-port`, `-tls-port`, `-bus-port`, `-hostname`, `-human-nodename`, `-client-ipv4`, `-client-ipv6` | announced by the engine, at run time too (`cluster-announce-ip` must be an IP address: the engine announces an address, where Valkey takes any text) |
+//! | `cluster-config-save-behavior` | `sync`: a failed nodes.conf save exits; `best-effort`: it is logged and the node goes on (src/nodesconf.rs) |
+//! | `cluster-announce-client-port`, `cluster-announce-client-tls-port` | not implemented by the engine: only `0` (not set, no effect) is accepted |
+//! | `cluster-link-sendbuf-limit` | the bus links are not limited: only `0` (no limit, the default) is accepted |
+//! | `cluster-slot-stats-enabled` | no per-slot CPU and network accounting: only `no` (the default) is accepted |
+//!
+//! `cluster-node-timeout 0`, which Valkey takes, is refused (the engine needs a positive
+//! timeout); a negative `cluster-blacklist-ttl`, which Valkey wraps around, is refused.
 
+use ferrocluster_node::{ClusterConfig, PreferredEndpoint};
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
-/// Log level names accepted by `loglevel` (redis-server's four, plus tracing's `trace`/`info`).
+/// Log level names accepted by `loglevel` (redis-server's four).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
     /// `debug`
@@ -34,43 +57,139 @@ impl LogLevel {
             LogLevel::Warning => "warn",
         }
     }
+
+    fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose => "verbose",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+        }
+    }
+}
+
+/// `cluster-config-save-behavior` (Valkey 9.1): what a failed nodes.conf save does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SaveBehavior {
+    /// `sync` (default): the process exits (Redis's `clusterSaveConfigOrDie`).
+    #[default]
+    Sync,
+    /// `best-effort`: the failure is logged and the node goes on as if the config were saved.
+    BestEffort,
+}
+
+/// One `bind` address, as redis-server 7.0 and Valkey read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindAddr {
+    /// The address as written, without the `-`: an IPv4 or IPv6 literal (no brackets), `*`
+    /// (every IPv4 address), `::*` (every IPv6 address) or a host name (its first IPv4
+    /// address).
+    pub addr: String,
+    /// Written with a leading `-`: a failure to bind it because the address or its family is
+    /// not available here is skipped, not fatal.
+    pub optional: bool,
+}
+
+/// Most `bind` addresses (`CONFIG_BINDADDR_MAX`).
+pub const BIND_MAX: usize = 16;
+
+/// Parses a `bind` list (`127.0.0.1 -::1`, `* -::*`, ...).
+///
+/// # Errors
+/// An empty list or more than 16 addresses (Valkey's `Too many bind addresses specified.`).
+pub fn parse_bind(words: &[&str]) -> Result<Vec<BindAddr>, String> {
+    if words.is_empty() {
+        return Err("wrong number of arguments".into());
+    }
+    if words.len() > BIND_MAX {
+        return Err("Too many bind addresses specified.".into());
+    }
+    words
+        .iter()
+        .map(|w| {
+            let (optional, addr) = match w.strip_prefix('-') {
+                Some(a) => (true, a),
+                None => (false, *w),
+            };
+            if addr.is_empty() {
+                return Err(format!("bad bind address '{w}'"));
+            }
+            Ok(BindAddr {
+                addr: addr.to_string(),
+                optional,
+            })
+        })
+        .collect()
+}
+
+impl BindAddr {
+    /// The socket address to listen on at `port`: `*` is `0.0.0.0`, `::*` is `::`, a text
+    /// with a `:` an IPv6 literal, anything else an IPv4 literal or a host name resolved to
+    /// its first IPv4 address (Valkey's `anetTcpServer` / `anetTcp6Server`).
+    ///
+    /// # Errors
+    /// The text as Valkey prints it when the address does not resolve (`Name or service not
+    /// known`).
+    pub fn socket_addr(&self, port: u16) -> Result<std::net::SocketAddr, String> {
+        use std::net::{SocketAddr, ToSocketAddrs};
+        match self.addr.as_str() {
+            "*" => return Ok(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port)),
+            "::*" => return Ok(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port)),
+            _ => {}
+        }
+        let unknown = || "Name or service not known".to_string();
+        if self.addr.contains(':') {
+            return self
+                .addr
+                .parse::<Ipv6Addr>()
+                .map(|ip| SocketAddr::new(ip.into(), port))
+                .map_err(|_| unknown());
+        }
+        if let Ok(ip) = self.addr.parse::<Ipv4Addr>() {
+            return Ok(SocketAddr::new(ip.into(), port));
+        }
+        (self.addr.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|_| unknown())?
+            .find(SocketAddr::is_ipv4)
+            .ok_or_else(unknown)
+    }
+}
+
+fn show_bind(list: &[BindAddr]) -> String {
+    list.iter()
+        .map(|b| {
+            if b.optional {
+                format!("-{}", b.addr)
+            } else {
+                b.addr.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Every option the server understands. Field docs give the config name and default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `port`: data (RESP) port. Default 6379.
+    /// `port`: data (RESP) port. Default 6379 (kept equal to `cluster.port`).
     pub port: u16,
-    /// `bind`: address to listen on. Default `127.0.0.1`.
-    pub bind: String,
+    /// `bind`: addresses to listen on, the data port and the bus port alike. Default
+    /// `127.0.0.1`.
+    pub bind: Vec<BindAddr>,
     /// `cluster-enabled`: run as a cluster node. Default yes.
     pub cluster_enabled: bool,
-    /// `cluster-port`: bus port; `None` means port + 10000.
-    pub cluster_port: Option<u16>,
     /// `cluster-config-file`: nodes.conf name, relative to `dir`. Default `nodes.conf`.
     pub cluster_config_file: String,
     /// `dir`: working directory for nodes.conf. Default `.`.
     pub dir: PathBuf,
-    /// `cluster-node-timeout` in ms. Default 15000.
-    pub cluster_node_timeout_ms: u64,
-    /// `cluster-announce-ip`.
-    pub cluster_announce_ip: Option<String>,
-    /// `cluster-announce-hostname`.
-    pub cluster_announce_hostname: Option<String>,
-    /// `cluster-announce-port` (0 = not set).
-    pub cluster_announce_port: u16,
-    /// `cluster-announce-bus-port` (0 = not set).
-    pub cluster_announce_bus_port: u16,
+    /// Every `cluster-*` option the engine uses (Valkey's defaults), `cluster-port` and the
+    /// client port included; the table in the module docs says which option goes where.
+    pub cluster: ClusterConfig,
     /// `cluster-databases` (Valkey 9): number of databases in cluster mode. Default 1.
     pub cluster_databases: u32,
-    /// `cluster-require-full-coverage`. Default yes.
-    pub cluster_require_full_coverage: bool,
-    /// `cluster-replica-validity-factor`. Default 10.
-    pub cluster_replica_validity_factor: u32,
-    /// `cluster-migration-barrier`. Default 1.
-    pub cluster_migration_barrier: u32,
-    /// `cluster-allow-replica-migration`. Default yes.
-    pub cluster_allow_replica_migration: bool,
+    /// `cluster-config-save-behavior` (Valkey 9.1). Default `sync`.
+    pub cluster_config_save_behavior: SaveBehavior,
     /// `requirepass`: password for AUTH (`None` = no auth).
     pub requirepass: Option<String>,
     /// `loglevel`: debug, verbose, notice, warning. Default notice.
@@ -99,8 +218,12 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     /// `client-query-buffer-limit`: largest unparsed request buffer, bytes. Default 1 GiB.
     pub client_query_buffer_limit: usize,
-    /// `hz`: active expiry cycles per second. Default 10.
+    /// `hz`: active expiry cycles per second. Default 10 (clamped to 1..=500 as Valkey does).
     pub hz: u32,
+    /// `maxclients`: most client connections (in cluster mode the bus connections count too,
+    /// see `net::ClientGate`). Default 10000, at least 1; reduced at start to what the open
+    /// files limit allows (`main::adjust_open_files_limit`).
+    pub maxclients: u32,
 }
 
 impl Default for Config {
@@ -110,21 +233,16 @@ impl Default for Config {
             .unwrap_or(1);
         Config {
             port: 6379,
-            bind: "127.0.0.1".into(),
+            bind: vec![BindAddr {
+                addr: "127.0.0.1".into(),
+                optional: false,
+            }],
             cluster_enabled: true,
-            cluster_port: None,
             cluster_config_file: "nodes.conf".into(),
             dir: PathBuf::from("."),
-            cluster_node_timeout_ms: 15000,
-            cluster_announce_ip: None,
-            cluster_announce_hostname: None,
-            cluster_announce_port: 0,
-            cluster_announce_bus_port: 0,
+            cluster: ClusterConfig::default(),
             cluster_databases: 1,
-            cluster_require_full_coverage: true,
-            cluster_replica_validity_factor: 10,
-            cluster_migration_barrier: 1,
-            cluster_allow_replica_migration: true,
+            cluster_config_save_behavior: SaveBehavior::Sync,
             requirepass: None,
             loglevel: LogLevel::Notice,
             logfile: None,
@@ -133,6 +251,7 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             hz: 10,
+            maxclients: 10000,
         }
     }
 }
@@ -158,6 +277,8 @@ impl fmt::Display for ConfigError {
     }
 }
 
+// ----- values: Valkey's readers and error texts (config.c) -----
+
 fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "yes" => Ok(true),
@@ -166,129 +287,409 @@ fn parse_bool(v: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
-    v.parse::<T>()
-        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
 }
 
-fn parse_port(v: &str) -> Result<u16, String> {
-    let n: u32 = parse_num(v)?;
-    u16::try_from(n).map_err(|_| "port must be between 0 and 65535".to_string())
+/// A decimal integer in `min..=max` (Valkey's numeric configs).
+fn parse_int(v: &str, min: i128, max: i128) -> Result<i128, String> {
+    let n: i128 = v
+        .parse()
+        .ok()
+        .filter(|_| !v.starts_with('+'))
+        .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n)
 }
 
-fn parse_memory(v: &str) -> Result<usize, String> {
+/// A value of `T` in `min..=max`.
+fn int<T: TryFrom<i128>>(v: &str, min: i128, max: i128) -> Result<T, String> {
+    let n = parse_int(v, min, max)?;
+    // In range by the check above, and every range here fits its field's type.
+    T::try_from(n).map_err(|_| format!("argument must be between {min} and {max} inclusive"))
+}
+
+/// Valkey's `memtoull`: digits with an optional unit (`b`, `k` = 1000, `kb` = 1024, `m`, `mb`,
+/// `g`, `gb`, any case).
+pub fn parse_memory(v: &str) -> Result<usize, String> {
+    let err = || "argument must be a memory value".to_string();
     let lower = v.to_ascii_lowercase();
-    let (digits, mul) = if let Some(d) = lower.strip_suffix("gb") {
-        (d, 1usize << 30)
-    } else if let Some(d) = lower.strip_suffix("mb") {
-        (d, 1 << 20)
-    } else if let Some(d) = lower.strip_suffix("kb") {
-        (d, 1 << 10)
-    } else if let Some(d) = lower.strip_suffix('b') {
-        (d, 1)
-    } else {
-        (lower.as_str(), 1)
-    };
-    let n: usize = parse_num(digits)?;
+    let units: [(&str, u64); 7] = [
+        ("gb", 1 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1000),
+        ("b", 1),
+    ];
+    let (digits, mul) = units
+        .iter()
+        .find_map(|(u, m)| lower.strip_suffix(u).map(|d| (d, *m)))
+        .unwrap_or((lower.as_str(), 1));
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err());
+    }
+    let n: u64 = digits.parse().map_err(|_| err())?;
     n.checked_mul(mul)
-        .ok_or_else(|| "value is too large".to_string())
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(err)
+}
+
+fn port(v: &str) -> Result<u16, String> {
+    int(v, 0, 65535)
+}
+
+fn non_empty(v: &str) -> Option<String> {
+    if v.is_empty() {
+        None
+    } else {
+        Some(v.to_string())
+    }
+}
+
+fn opt_text<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(ToString::to_string).unwrap_or_default()
+}
+
+fn endpoint_name(e: PreferredEndpoint) -> &'static str {
+    match e {
+        PreferredEndpoint::Ip => "ip",
+        PreferredEndpoint::Hostname => "hostname",
+        PreferredEndpoint::UnknownEndpoint => "unknown-endpoint",
+    }
+}
+
+/// An option whose value this server cannot honour: only `default` (which changes nothing) is
+/// accepted.
+fn only_default(v: &str, default: &str, why: &str) -> Result<(), String> {
+    if v.eq_ignore_ascii_case(default) {
+        Ok(())
+    } else if default.is_empty() {
+        Err(format!("{why}; only \"\" is accepted"))
+    } else {
+        Err(format!("{why}; only {default} is accepted"))
+    }
+}
+
+fn hostname(v: &str) -> Result<Option<String>, String> {
+    use ferrocluster_topology::AnnounceError;
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match ferrocluster_topology::validate_hostname(v) {
+        Ok(()) => Ok(Some(v.to_string())),
+        Err(AnnounceError::TooLong { .. }) => {
+            Err("Hostnames must be less than 256 characters".into())
+        }
+        Err(_) => Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into()),
+    }
+}
+
+fn nodename(v: &str) -> Result<Option<String>, String> {
+    use ferrocluster_topology::AnnounceError;
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match ferrocluster_topology::validate_nodename(v) {
+        Ok(()) => Ok(Some(v.to_string())),
+        Err(AnnounceError::Character { .. }) => {
+            Err("Announced human node name contained invalid character".into())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+// ----- the option table -----
+
+/// One option: how flags, the config file, CONFIG GET and CONFIG SET read and show it.
+pub struct Opt {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Another name for it (`cluster-slave-*`), shown by CONFIG GET too.
+    pub alias: Option<&'static str>,
+    /// Left out of CONFIG GET patterns, shown only for its exact name (Valkey's
+    /// `HIDDEN_CONFIG`).
+    pub hidden: bool,
+    /// CONFIG SET may change it (else `can't set immutable config`).
+    pub mutable: bool,
+    /// Takes several words in a flag or file line (joined with spaces), as `bind` does.
+    pub multi: bool,
+    /// The value as CONFIG GET shows it.
+    pub get: fn(&Config) -> String,
+    /// Reads a value into the config.
+    pub set: fn(&mut Config, &str) -> Result<(), String>,
+}
+
+macro_rules! opt {
+    ($name:literal, $alias:expr, mutable: $m:expr, get: $get:expr, set: $set:expr) => {
+        Opt {
+            name: $name,
+            alias: $alias,
+            hidden: false,
+            mutable: $m,
+            multi: false,
+            get: $get,
+            set: $set,
+        }
+    };
+}
+
+macro_rules! bool_opt {
+    ($name:literal, $alias:expr, mutable: $m:expr, $($f:ident).+) => {
+        opt!($name, $alias, mutable: $m, get: |c| yes_no(c.$($f).+), set: |c, v| {
+            c.$($f).+ = parse_bool(v)?;
+            Ok(())
+        })
+    };
+}
+
+macro_rules! int_opt {
+    ($name:literal, $alias:expr, mutable: $m:expr, $min:expr, $max:expr, $($f:ident).+) => {
+        opt!($name, $alias, mutable: $m, get: |c| c.$($f).+.to_string(), set: |c, v| {
+            c.$($f).+ = int(v, $min, $max)?;
+            Ok(())
+        })
+    };
+}
+
+const INT_MAX: i128 = i32::MAX as i128;
+const LLONG_MAX: i128 = i64::MAX as i128;
+
+/// Every option, in CONFIG GET order.
+pub static OPTIONS: &[Opt] = &[
+    opt!("port", None, mutable: false, get: |c| c.port.to_string(), set: |c, v| {
+        c.port = port(v)?;
+        c.cluster.port = c.port;
+        Ok(())
+    }),
+    Opt {
+        multi: true,
+        ..opt!("bind", None, mutable: false, get: |c| show_bind(&c.bind), set: |c, v| {
+            c.bind = parse_bind(&v.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>())?;
+            Ok(())
+        })
+    },
+    opt!("dir", None, mutable: false, get: |c| c.dir.display().to_string(), set: |c, v| {
+        c.dir = PathBuf::from(v);
+        Ok(())
+    }),
+    bool_opt!("cluster-enabled", None, mutable: false, cluster_enabled),
+    opt!("cluster-config-file", None, mutable: false, get: |c| c.cluster_config_file.clone(), set: |c, v| {
+        if v.is_empty() {
+            return Err("cluster-config-file can't be empty".into());
+        }
+        c.cluster_config_file = v.to_string();
+        Ok(())
+    }),
+    int_opt!("cluster-port", None, mutable: false, 0, 65535, cluster.cluster_port),
+    opt!("cluster-databases", None, mutable: false, get: |c| c.cluster_databases.to_string(), set: |c, v| {
+        // The keyspace holds at most 16 databases (Valkey allows more).
+        c.cluster_databases = int(v, 1, 16)?;
+        Ok(())
+    }),
+    opt!("cluster-node-timeout", None, mutable: true, get: |c| c.cluster.node_timeout_ms.to_string(), set: |c, v| {
+        let ms: u64 = int(v, 0, LLONG_MAX)?;
+        if ms == 0 {
+            // Valkey takes 0; the engine needs a positive timeout.
+            return Err("cluster-node-timeout must be at least 1 ms in ferrocluster".into());
+        }
+        c.cluster.node_timeout_ms = ms;
+        Ok(())
+    }),
+    Opt {
+        hidden: true,
+        ..int_opt!("cluster-ping-interval", None, mutable: true, 0, LLONG_MAX, cluster.ping_interval_ms)
+    },
+    opt!("cluster-announce-ip", None, mutable: true, get: |c| opt_text(&c.cluster.announce_ip), set: |c, v| {
+        c.cluster.announce_ip = match v {
+            "" => None,
+            _ => Some(v.parse::<IpAddr>().map_err(|_| {
+                "cluster-announce-ip must be an IP address (ferrocluster announces an address)"
+                    .to_string()
+            })?),
+        };
+        Ok(())
+    }),
+    opt!("cluster-announce-client-ipv4", None, mutable: true, get: |c| opt_text(&c.cluster.announce_client_ipv4), set: |c, v| {
+        c.cluster.announce_client_ipv4 = match v {
+            "" => None,
+            _ => Some(v.parse().map_err(|_| "Invalid IPv4 address".to_string())?),
+        };
+        Ok(())
+    }),
+    opt!("cluster-announce-client-ipv6", None, mutable: true, get: |c| opt_text(&c.cluster.announce_client_ipv6), set: |c, v| {
+        c.cluster.announce_client_ipv6 = match v {
+            "" => None,
+            _ => Some(v.parse().map_err(|_| "Invalid IPv6 address".to_string())?),
+        };
+        Ok(())
+    }),
+    opt!("cluster-announce-hostname", None, mutable: true, get: |c| opt_text(&c.cluster.announce_hostname), set: |c, v| {
+        c.cluster.announce_hostname = hostname(v)?;
+        Ok(())
+    }),
+    opt!("cluster-announce-human-nodename", None, mutable: true, get: |c| opt_text(&c.cluster.announce_human_nodename), set: |c, v| {
+        c.cluster.announce_human_nodename = nodename(v)?;
+        Ok(())
+    }),
+    int_opt!("cluster-announce-port", None, mutable: true, 0, 65535, cluster.announce_port),
+    int_opt!("cluster-announce-tls-port", None, mutable: true, 0, 65535, cluster.announce_tls_port),
+    int_opt!("cluster-announce-bus-port", None, mutable: true, 0, 65535, cluster.announce_bus_port),
+    opt!("cluster-announce-client-port", None, mutable: true, get: |_| "0".into(), set: |_, v| {
+        port(v)?;
+        only_default(v, "0", "cluster-announce-client-port is not implemented by ferrocluster")
+    }),
+    opt!("cluster-announce-client-tls-port", None, mutable: true, get: |_| "0".into(), set: |_, v| {
+        port(v)?;
+        only_default(v, "0", "cluster-announce-client-tls-port is not implemented by ferrocluster")
+    }),
+    bool_opt!("cluster-require-full-coverage", None, mutable: true, cluster.require_full_coverage),
+    int_opt!("cluster-replica-validity-factor", Some("cluster-slave-validity-factor"), mutable: true, 0, INT_MAX, cluster.replica_validity_factor),
+    int_opt!("cluster-migration-barrier", None, mutable: true, 0, INT_MAX, cluster.migration_barrier),
+    bool_opt!("cluster-allow-replica-migration", None, mutable: true, cluster.allow_replica_migration),
+    bool_opt!("cluster-replica-no-failover", Some("cluster-slave-no-failover"), mutable: true, cluster.replica_no_failover),
+    bool_opt!("cluster-allow-reads-when-down", None, mutable: true, cluster.allow_reads_when_down),
+    bool_opt!("cluster-allow-pubsubshard-when-down", None, mutable: true, cluster.allow_pubsubshard_when_down),
+    opt!("cluster-preferred-endpoint-type", None, mutable: true, get: |c| endpoint_name(c.cluster.preferred_endpoint).into(), set: |c, v| {
+        c.cluster.preferred_endpoint = match v.to_ascii_lowercase().as_str() {
+            "ip" => PreferredEndpoint::Ip,
+            "hostname" => PreferredEndpoint::Hostname,
+            "unknown-endpoint" => PreferredEndpoint::UnknownEndpoint,
+            _ => {
+                return Err(
+                    "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
+                        .into(),
+                )
+            }
+        };
+        Ok(())
+    }),
+    opt!("cluster-blacklist-ttl", None, mutable: true, get: |c| c.cluster.blacklist_ttl_secs.to_string(), set: |c, v| {
+        c.cluster.blacklist_ttl_secs = int(v, 0, u64::MAX as i128)?;
+        Ok(())
+    }),
+    int_opt!("cluster-manual-failover-timeout", None, mutable: true, 1, INT_MAX, cluster.manual_failover_timeout_ms),
+    int_opt!("cluster-slot-migration-log-max-len", None, mutable: true, 0, LLONG_MAX, cluster.slot_migration_log_max_len),
+    opt!("cluster-config-save-behavior", None, mutable: true, get: |c| match c.cluster_config_save_behavior {
+        SaveBehavior::Sync => "sync".into(),
+        SaveBehavior::BestEffort => "best-effort".into(),
+    }, set: |c, v| {
+        c.cluster_config_save_behavior = match v.to_ascii_lowercase().as_str() {
+            "sync" => SaveBehavior::Sync,
+            "best-effort" => SaveBehavior::BestEffort,
+            _ => return Err("argument(s) must be one of the following: sync, best-effort".into()),
+        };
+        Ok(())
+    }),
+    opt!("cluster-link-sendbuf-limit", None, mutable: true, get: |_| "0".into(), set: |_, v| {
+        let n = parse_memory(v)?;
+        only_default(&n.to_string(), "0", "ferrocluster does not limit the send buffers of bus links")
+    }),
+    opt!("cluster-slot-stats-enabled", None, mutable: true, get: |_| "no".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        only_default(
+            yes_no(on).as_str(),
+            "no",
+            "ferrocluster keeps no per-slot CPU time and network bytes",
+        )
+    }),
+    opt!("requirepass", None, mutable: false, get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| {
+        c.requirepass = non_empty(v);
+        Ok(())
+    }),
+    opt!("loglevel", None, mutable: false, get: |c| c.loglevel.name().into(), set: |c, v| {
+        c.loglevel = match v.to_ascii_lowercase().as_str() {
+            "debug" => LogLevel::Debug,
+            "verbose" => LogLevel::Verbose,
+            "notice" => LogLevel::Notice,
+            "warning" => LogLevel::Warning,
+            _ => {
+                return Err(
+                    "argument(s) must be one of the following: debug, verbose, notice, warning"
+                        .into(),
+                )
+            }
+        };
+        Ok(())
+    }),
+    opt!("logfile", None, mutable: false, get: |c| c.logfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), set: |c, v| {
+        c.logfile = non_empty(v).map(PathBuf::from);
+        Ok(())
+    }),
+    opt!("io-threads", None, mutable: false, get: |c| c.io_threads.to_string(), set: |c, v| {
+        c.io_threads = int(v, 1, 128)?;
+        Ok(())
+    }),
+    opt!("io-busy-polls", None, mutable: false, get: |c| c.io_busy_polls.to_string(), set: |c, v| {
+        c.io_busy_polls = int(v, 0, 100_000)?;
+        Ok(())
+    }),
+    opt!("proto-max-bulk-len", None, mutable: false, get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| {
+        c.proto_max_bulk_len = parse_memory(v)?.max(1);
+        Ok(())
+    }),
+    opt!("client-query-buffer-limit", None, mutable: false, get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| {
+        c.client_query_buffer_limit = parse_memory(v)?.max(1024);
+        Ok(())
+    }),
+    opt!("hz", None, mutable: false, get: |c| c.hz.to_string(), set: |c, v| {
+        c.hz = int::<u32>(v, 0, INT_MAX)?.clamp(1, 500);
+        Ok(())
+    }),
+    opt!("maxclients", None, mutable: true, get: |c| c.maxclients.to_string(), set: |c, v| {
+        c.maxclients = int(v, 1, u32::MAX as i128)?;
+        Ok(())
+    }),
+    // Shown for the tools that read them; values that would ask for something this server
+    // does not have are refused.
+    opt!("databases", None, mutable: false, get: |c| if c.cluster_enabled { c.cluster_databases } else { 16 }.to_string(), set: |_, v| {
+        int::<u32>(v, 1, INT_MAX)?;
+        only_default(v, "16", "the standalone keyspace has 16 databases (cluster mode: cluster-databases)")
+    }),
+    Opt {
+        multi: true,
+        ..opt!("save", None, mutable: false, get: |_| String::new(), set: |_, v| {
+            only_default(v, "", "ferrocluster-server does not save the data set")
+        })
+    },
+    opt!("appendonly", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        only_default(yes_no(on).as_str(), "no", "ferrocluster-server has no append-only file")
+    }),
+    opt!("maxmemory", None, mutable: true, get: |_| "0".into(), set: |_, v| {
+        let n = parse_memory(v)?;
+        only_default(&n.to_string(), "0", "ferrocluster-server has no memory limit")
+    }),
+];
+
+/// The option named `name` (or its alias), ASCII case-insensitively.
+pub fn option(name: &str) -> Option<&'static Opt> {
+    OPTIONS.iter().find(|o| {
+        o.name.eq_ignore_ascii_case(name) || o.alias.is_some_and(|a| a.eq_ignore_ascii_case(name))
+    })
 }
 
 impl Config {
-    /// Applies one `name value...` setting. Names are case-insensitive, as in redis-server.
+    /// Applies one `name value...` setting from a flag or a config file line. Names are
+    /// case-insensitive, as in redis-server.
     ///
     /// # Errors
     /// A reason text when the name is unknown, the argument count is wrong or a value is bad.
     pub fn set(&mut self, name: &str, args: &[String]) -> Result<(), String> {
-        let name = name.to_ascii_lowercase();
-        let one = || -> Result<&str, String> {
-            match args {
-                [v] => Ok(v.as_str()),
-                _ => Err("wrong number of arguments".into()),
-            }
+        let Some(opt) = option(name) else {
+            return Err("Bad directive or wrong number of arguments".into());
         };
-        match name.as_str() {
-            "port" => self.port = parse_port(one()?)?,
-            "bind" => {
-                if args.is_empty() {
-                    return Err("wrong number of arguments".into());
-                }
-                // redis-server accepts several addresses; we listen on the first one.
-                self.bind = args[0].clone();
-            }
-            "cluster-enabled" => self.cluster_enabled = parse_bool(one()?)?,
-            "cluster-port" => {
-                let p = parse_port(one()?)?;
-                self.cluster_port = if p == 0 { None } else { Some(p) };
-            }
-            "cluster-config-file" => self.cluster_config_file = one()?.to_string(),
-            "dir" => self.dir = PathBuf::from(one()?),
-            "cluster-node-timeout" => {
-                let n: u64 = parse_num(one()?)?;
-                if n == 0 {
-                    return Err("cluster-node-timeout must be positive".into());
-                }
-                self.cluster_node_timeout_ms = n;
-            }
-            "cluster-announce-ip" => self.cluster_announce_ip = non_empty(one()?),
-            "cluster-announce-hostname" => self.cluster_announce_hostname = non_empty(one()?),
-            "cluster-announce-port" => self.cluster_announce_port = parse_port(one()?)?,
-            "cluster-announce-bus-port" => self.cluster_announce_bus_port = parse_port(one()?)?,
-            "cluster-databases" => {
-                let n: u32 = parse_num(one()?)?;
-                if n == 0 || n > 16 {
-                    return Err("cluster-databases must be between 1 and 16".into());
-                }
-                self.cluster_databases = n;
-            }
-            "cluster-require-full-coverage" => {
-                self.cluster_require_full_coverage = parse_bool(one()?)?
-            }
-            "cluster-replica-validity-factor" | "cluster-slave-validity-factor" => {
-                self.cluster_replica_validity_factor = parse_num(one()?)?
-            }
-            "cluster-migration-barrier" => self.cluster_migration_barrier = parse_num(one()?)?,
-            "cluster-allow-replica-migration" => {
-                self.cluster_allow_replica_migration = parse_bool(one()?)?
-            }
-            "requirepass" => self.requirepass = non_empty(one()?),
-            "loglevel" => {
-                self.loglevel = match one()?.to_ascii_lowercase().as_str() {
-                    "debug" => LogLevel::Debug,
-                    "verbose" => LogLevel::Verbose,
-                    "notice" => LogLevel::Notice,
-                    "warning" => LogLevel::Warning,
-                    _ => {
-                        return Err("argument must be one of debug, verbose, notice, warning".into())
-                    }
-                }
-            }
-            "logfile" => self.logfile = non_empty(one()?).map(PathBuf::from),
-            "io-threads" => {
-                let n: usize = parse_num(one()?)?;
-                if n == 0 || n > 128 {
-                    return Err("io-threads must be between 1 and 128".into());
-                }
-                self.io_threads = n;
-            }
-            "io-busy-polls" => {
-                let n: u32 = parse_num(one()?)?;
-                if n > 100_000 {
-                    return Err("io-busy-polls must be between 0 and 100000".into());
-                }
-                self.io_busy_polls = n;
-            }
-            "proto-max-bulk-len" => self.proto_max_bulk_len = parse_memory(one()?)?.max(1),
-            "client-query-buffer-limit" => {
-                self.client_query_buffer_limit = parse_memory(one()?)?.max(1024)
-            }
-            "hz" => {
-                let n: u32 = parse_num(one()?)?;
-                self.hz = n.clamp(1, 500);
-            }
-            _ => return Err("Bad directive or wrong number of arguments".into()),
-        }
-        Ok(())
+        let value = match (args, opt.multi) {
+            ([v], _) => v.clone(),
+            ([_, _, ..], true) => args.join(" "),
+            _ => return Err("wrong number of arguments".into()),
+        };
+        (opt.set)(self, &value)
     }
 
     /// Applies a config file's text (`name value` lines, `#` comments, blank lines, values
@@ -321,12 +722,12 @@ impl Config {
     /// # Errors
     /// When port + 10000 does not fit in 16 bits.
     pub fn bus_port(&self) -> Result<u16, String> {
-        match self.cluster_port {
-            Some(p) => Ok(p),
-            None => self
+        match self.cluster.cluster_port {
+            0 => self
                 .port
                 .checked_add(10000)
                 .ok_or_else(|| format!("port {} + 10000 is not a valid bus port", self.port)),
+            p => Ok(p),
         }
     }
 
@@ -334,14 +735,96 @@ impl Config {
     pub fn nodes_conf_path(&self) -> PathBuf {
         self.dir.join(&self.cluster_config_file)
     }
+
+    /// `CONFIG GET pattern...`: (name, value) of every option (and alias) a glob pattern
+    /// matches, case-insensitively, in table order; a hidden option only for its exact name.
+    pub fn matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+        let hit = |name: &str, hidden: bool| {
+            patterns.iter().any(|p| {
+                let p = p.to_ascii_lowercase();
+                if hidden {
+                    p == name.as_bytes()
+                } else {
+                    ferrocluster_kvstore::glob_match(&p, name.as_bytes())
+                }
+            })
+        };
+        let mut out = Vec::new();
+        for o in OPTIONS {
+            for name in std::iter::once(o.name).chain(o.alias) {
+                if hit(name, o.hidden) {
+                    out.push((name, (o.get)(self)));
+                }
+            }
+        }
+        out
+    }
 }
 
-fn non_empty(v: &str) -> Option<String> {
-    if v.is_empty() {
-        None
-    } else {
-        Some(v.to_string())
+/// Why CONFIG SET refused, as Valkey words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetError {
+    /// `ERR Unknown option or number of arguments for CONFIG SET - '<name>'`
+    Unknown(String),
+    /// `ERR CONFIG SET failed (possibly related to argument '<name>') - <reason>`
+    Failed {
+        /// The option as written.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl SetError {
+    /// The error line (without `-` and CRLF).
+    pub fn text(&self) -> String {
+        match self {
+            SetError::Unknown(n) => {
+                format!("ERR Unknown option or number of arguments for CONFIG SET - '{n}'")
+            }
+            SetError::Failed { name, reason } => {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
+            }
+        }
     }
+}
+
+/// `CONFIG SET name value [name value ...]` on `config` (Valkey's `configSetCommand`): every
+/// name known and mutable, none twice, every value valid, or nothing changes. Returns the
+/// options set, for the caller to apply.
+///
+/// # Errors
+/// The first [`SetError`], `config` unchanged.
+pub fn config_set(
+    config: &mut Config,
+    pairs: &[(&str, &str)],
+) -> Result<Vec<&'static Opt>, SetError> {
+    let mut opts: Vec<&'static Opt> = Vec::with_capacity(pairs.len());
+    for (name, _) in pairs {
+        let Some(opt) = option(name) else {
+            return Err(SetError::Unknown(name.to_string()));
+        };
+        let failed = |reason: &str| SetError::Failed {
+            name: name.to_string(),
+            reason: reason.into(),
+        };
+        if !opt.mutable {
+            return Err(failed("can't set immutable config"));
+        }
+        if opts.iter().any(|o| std::ptr::eq(*o, opt)) {
+            return Err(failed("duplicate parameter"));
+        }
+        opts.push(opt);
+    }
+    let mut next = config.clone();
+    for ((name, value), opt) in pairs.iter().zip(&opts) {
+        (opt.set)(&mut next, value).map_err(|reason| SetError::Failed {
+            name: name.to_string(),
+            reason,
+        })?;
+    }
+    *config = next;
+    Ok(opts)
 }
 
 /// Splits a config line into words; double-quoted words may hold spaces.
@@ -400,11 +883,12 @@ pub enum Invocation {
 /// Usage text for `--help`.
 pub const USAGE: &str = "Usage: ferrocluster-server [/path/to/config.conf] [--name value ...]\n       \
 ferrocluster-server demo [--base-port N]\n       ferrocluster-server -v | --version | -h | --help\n\n\
-Options use redis-server's names, e.g.:\n  --port 7000 --bind 127.0.0.1 --cluster-enabled yes \
---cluster-port 17000\n  --cluster-config-file nodes-7000.conf --dir /tmp/n1 --cluster-node-timeout 5000\n  \
+Options use redis-server's names (every cluster-* option of Valkey 9.1), e.g.:\n  \
+--port 7000 --bind \"127.0.0.1 -::1\" --cluster-enabled yes --cluster-port 17000\n  \
+--cluster-config-file nodes-7000.conf --dir /tmp/n1 --cluster-node-timeout 5000\n  \
 --cluster-announce-ip/-hostname/-port/-bus-port V --cluster-databases N\n  \
 --cluster-require-full-coverage yes|no --cluster-replica-validity-factor N\n  \
---cluster-migration-barrier N --cluster-allow-replica-migration yes|no\n  \
+--cluster-migration-barrier N --cluster-allow-replica-migration yes|no --maxclients N\n  \
 --requirepass P --loglevel debug|verbose|notice|warning --logfile F --io-threads N --io-busy-polls N\n";
 
 /// Parses `args` (without the program name). `read_file` loads a config file's text.
@@ -475,7 +959,7 @@ fn parse_demo(args: &[String]) -> Result<Invocation, ConfigError> {
                     text: "--base-port".into(),
                     reason: "missing value".into(),
                 })?;
-                base_port = parse_port(v)
+                base_port = port(v)
                     .ok()
                     .filter(|p| *p >= 1024 && *p <= 55000)
                     .ok_or_else(|| ConfigError {
@@ -523,14 +1007,14 @@ mod tests {
     fn defaults_follow_redis_conf() {
         let c = server(parse_args(&[], no_file).unwrap());
         assert_eq!(c.port, 6379);
-        assert_eq!(c.bind, "127.0.0.1");
+        assert_eq!(show_bind(&c.bind), "127.0.0.1");
         assert!(c.cluster_enabled);
         assert_eq!(c.bus_port().unwrap(), 16379);
-        assert_eq!(c.cluster_node_timeout_ms, 15000);
-        assert_eq!(c.cluster_replica_validity_factor, 10);
-        assert_eq!(c.cluster_migration_barrier, 1);
-        assert!(c.cluster_require_full_coverage);
-        assert!(c.cluster_allow_replica_migration);
+        assert_eq!(c.cluster.node_timeout_ms, 15000);
+        assert_eq!(c.cluster.replica_validity_factor, 10);
+        assert_eq!(c.cluster.migration_barrier, 1);
+        assert!(c.cluster.require_full_coverage);
+        assert!(c.cluster.allow_replica_migration);
         assert_eq!(c.nodes_conf_path(), PathBuf::from("./nodes.conf"));
     }
 
@@ -545,7 +1029,7 @@ mod tests {
         );
         assert_eq!(c.port, 23001);
         assert_eq!(c.bus_port().unwrap(), 33001);
-        assert_eq!(c.cluster_node_timeout_ms, 2000);
+        assert_eq!(c.cluster.node_timeout_ms, 2000);
         assert!(!c.cluster_enabled);
         assert_eq!(c.loglevel, LogLevel::Warning);
         let c = server(parse_args(&args("--port 7000 --cluster-port 9999"), no_file).unwrap());
@@ -554,7 +1038,7 @@ mod tests {
         let c = server(parse_args(&args("--io-busy-polls 0"), no_file).unwrap());
         assert_eq!(c.io_busy_polls, 0);
         let e = parse_args(&args("--io-busy-polls 100001"), no_file).unwrap_err();
-        assert!(e.reason.contains("io-busy-polls"), "{e}");
+        assert_eq!(e.reason, "argument must be between 0 and 100000 inclusive");
     }
 
     #[test]
@@ -575,12 +1059,14 @@ mod tests {
     fn bad_values_are_refused_with_where_and_why() {
         let e = parse_args(&args("--port 99999"), no_file).unwrap_err();
         assert_eq!(e.at, "argument --port");
-        assert!(e.reason.contains("port"), "{e}");
+        assert_eq!(e.reason, "argument must be between 0 and 65535 inclusive");
         let e = parse_args(&args("--cluster-enabled maybe"), no_file).unwrap_err();
         assert!(e.reason.contains("yes"), "{e}");
         let e = parse_args(&args("--no-such-option 1"), no_file).unwrap_err();
         assert!(e.reason.contains("Bad directive"), "{e}");
         let e = parse_args(&args("--port"), no_file).unwrap_err();
+        assert!(e.reason.contains("wrong number"), "{e}");
+        let e = parse_args(&args("--port 1 2"), no_file).unwrap_err();
         assert!(e.reason.contains("wrong number"), "{e}");
         let e = parse_args(&args("--port 60000"), no_file).unwrap_err();
         assert!(e.reason.contains("bus port"), "{e}");
@@ -612,10 +1098,123 @@ mod tests {
     }
 
     #[test]
-    fn memory_units() {
+    fn memory_units_are_valkeys() {
         assert_eq!(parse_memory("1kb").unwrap(), 1024);
-        assert_eq!(parse_memory("2mb").unwrap(), 2 << 20);
+        assert_eq!(parse_memory("1k").unwrap(), 1000);
+        assert_eq!(parse_memory("2MB").unwrap(), 2 << 20);
+        assert_eq!(parse_memory("3m").unwrap(), 3_000_000);
+        assert_eq!(parse_memory("1gb").unwrap(), 1 << 30);
         assert_eq!(parse_memory("100").unwrap(), 100);
-        assert!(parse_memory("lots").is_err());
+        assert_eq!(parse_memory("7b").unwrap(), 7);
+        for bad in ["lots", "1.5mb", "-1", "", "mb", "+1"] {
+            assert_eq!(
+                parse_memory(bad),
+                Err("argument must be a memory value".to_string()),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn options_without_effect_here_take_only_their_default() {
+        assert!(parse_args(&["--save".to_string(), String::new()], no_file).is_ok());
+        let e = parse_args(&args("--save 900 1"), no_file).unwrap_err();
+        assert_eq!(
+            e.reason,
+            "ferrocluster-server does not save the data set; only \"\" is accepted"
+        );
+        let e = parse_args(&args("--cluster-slot-stats-enabled yes"), no_file).unwrap_err();
+        assert!(e.reason.ends_with("; only no is accepted"), "{e}");
+        assert!(parse_args(&args("--cluster-slot-stats-enabled NO"), no_file).is_ok());
+        let e = parse_args(&args("--cluster-link-sendbuf-limit 1kb"), no_file).unwrap_err();
+        assert!(e.reason.ends_with("; only 0 is accepted"), "{e}");
+    }
+
+    #[test]
+    fn bind_lists_follow_redis() {
+        let c = server(parse_args(&args("--bind 127.0.0.1 -::1"), no_file).unwrap());
+        assert_eq!(
+            c.bind,
+            vec![
+                BindAddr {
+                    addr: "127.0.0.1".into(),
+                    optional: false
+                },
+                BindAddr {
+                    addr: "::1".into(),
+                    optional: true
+                }
+            ]
+        );
+        assert_eq!(show_bind(&c.bind), "127.0.0.1 -::1");
+        let read = |_: &str| Ok("bind * -::*\n".to_string());
+        let c = server(parse_args(&args("x.conf"), read).unwrap());
+        assert_eq!(show_bind(&c.bind), "* -::*");
+        let at = |b: &BindAddr| b.socket_addr(7000).unwrap().to_string();
+        assert_eq!(at(&c.bind[0]), "0.0.0.0:7000");
+        assert_eq!(at(&c.bind[1]), "[::]:7000");
+        let one = |a: &str| BindAddr {
+            addr: a.into(),
+            optional: false,
+        };
+        assert_eq!(at(&one("::1")), "[::1]:7000");
+        assert_eq!(at(&one("localhost")), "127.0.0.1:7000");
+        // Valkey: `[::1]` is not an address (getaddrinfo fails).
+        assert_eq!(
+            one("[::1]").socket_addr(7000),
+            Err("Name or service not known".to_string())
+        );
+        let many = (0..17)
+            .map(|i| format!("127.0.0.{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let e = parse_args(&args(&format!("--bind {many}")), no_file).unwrap_err();
+        assert_eq!(e.reason, "Too many bind addresses specified.");
+    }
+
+    #[test]
+    fn config_set_is_all_or_nothing_with_valkeys_texts() {
+        let mut c = Config::default();
+        let set = |c: &mut Config, pairs: &[(&str, &str)]| {
+            config_set(c, pairs).map(|_| ()).map_err(|e| e.text())
+        };
+        assert_eq!(set(&mut c, &[("cluster-migration-barrier", "3")]), Ok(()));
+        assert_eq!(c.cluster.migration_barrier, 3);
+        assert_eq!(
+            set(&mut c, &[("cluster-migration-barrier", "4"), ("cluster-announce-port", "70000")]),
+            Err("ERR CONFIG SET failed (possibly related to argument 'cluster-announce-port') - argument must be between 0 and 65535 inclusive".to_string())
+        );
+        assert_eq!(c.cluster.migration_barrier, 3, "nothing changed");
+        assert_eq!(
+            set(&mut c, &[("nosuch", "1")]),
+            Err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'".to_string())
+        );
+        assert_eq!(
+            set(&mut c, &[("cluster-enabled", "no")]),
+            Err("ERR CONFIG SET failed (possibly related to argument 'cluster-enabled') - can't set immutable config".to_string())
+        );
+        assert_eq!(
+            set(&mut c, &[("cluster-node-timeout", "1"), ("CLUSTER-NODE-TIMEOUT", "2")]),
+            Err("ERR CONFIG SET failed (possibly related to argument 'CLUSTER-NODE-TIMEOUT') - duplicate parameter".to_string())
+        );
+        assert_eq!(
+            set(&mut c, &[("cluster-slave-validity-factor", "7")]),
+            Ok(())
+        );
+        assert_eq!(c.cluster.replica_validity_factor, 7);
+        let shown = c.matching(&[b"cluster-*validity*"]);
+        assert_eq!(
+            shown,
+            vec![
+                ("cluster-replica-validity-factor", "7".to_string()),
+                ("cluster-slave-validity-factor", "7".to_string())
+            ]
+        );
+        // Hidden: only by its exact name.
+        assert!(c
+            .matching(&[b"cluster-*"])
+            .iter()
+            .all(|(n, _)| *n != "cluster-ping-interval"));
+        assert_eq!(c.matching(&[b"CLUSTER-PING-INTERVAL"]).len(), 1);
     }
 }

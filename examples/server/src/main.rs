@@ -39,8 +39,7 @@ fn main() -> ExitCode {
     let inv = match config::parse_args(&args, |p| std::fs::read_to_string(p)) {
         Ok(inv) => inv,
         Err(e) => {
-            eprintln!("ferrocluster-server: {e}");
-            eprintln!("{USAGE}");
+            say(&format!("ferrocluster-server: {e}\n{USAGE}"));
             return ExitCode::from(1);
         }
     };
@@ -61,19 +60,30 @@ fn main() -> ExitCode {
         Invocation::Server(config) => match run_server(*config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("ferrocluster-server: {e}");
+                say(&format!("ferrocluster-server: {e}"));
                 ExitCode::from(1)
             }
         },
     }
 }
 
+/// Writes a line to stderr, ignoring a failed write (`eprintln!` would panic, and the exit code
+/// would be 101 instead of 1, on a full disk).
+fn say(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
 fn init_logging(config: &config::Config) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(config.loglevel.filter()));
+    // A log line that cannot be written (a full disk) is dropped: tracing's own report of the
+    // failure goes through `eprintln!`, which panics when stderr fails too, and would end the
+    // thread that logged (or the process, from the main thread).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .log_internal_errors(false);
     match &config.logfile {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
@@ -91,8 +101,9 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
     Ok(())
 }
 
-fn run_server(config: config::Config) -> Result<(), String> {
+fn run_server(mut config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
+    config.maxclients = net::adjust_open_files_limit(config.maxclients)?;
     // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
     nodesconf::check_dir(&config.dir)?;
     let cluster = if config.cluster_enabled {
@@ -101,6 +112,10 @@ fn run_server(config: config::Config) -> Result<(), String> {
     } else {
         None
     };
+    if let Some(side) = &cluster {
+        side.conf
+            .set_save_behavior(config.cluster_config_save_behavior);
+    }
     let shared = Arc::new(server::Shared::new(config, cluster)?);
     let io = net::spawn_io_threads(&shared).map_err(|e| format!("can't start I/O threads: {e}"))?;
     let _ = shared.io.set(io.clone());
@@ -110,16 +125,23 @@ fn run_server(config: config::Config) -> Result<(), String> {
     spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
     // The data port opens last, so a client that can connect finds the bus up and the
     // node running (clients and tools probe readiness by connecting).
-    let addr = format!("{}:{}", shared.config.bind, shared.config.port);
-    let listener = bind_with_retry(|| std::net::TcpListener::bind(&addr))
-        .map_err(|e| format!("can't listen on {addr}: {e}"))?;
+    let mut listeners = net::listen_all(&shared.config.bind, shared.config.port)?;
     tracing::info!(
         port = shared.config.port,
         io_threads = shared.config.io_threads,
         cluster = shared.config.cluster_enabled,
         "ready to accept connections"
     );
-    net::accept_loop(listener, io);
+    // One accept thread per address; the last one is this thread.
+    let last = listeners.pop().ok_or("no listening socket")?;
+    for (i, l) in listeners.into_iter().enumerate() {
+        let (shared, io) = (Arc::clone(&shared), io.clone());
+        std::thread::Builder::new()
+            .name(format!("accept-{i}"))
+            .spawn(move || net::accept_loop(shared, l, io))
+            .map_err(|e| format!("can't start an accept thread: {e}"))?;
+    }
+    net::accept_loop(Arc::clone(&shared), last, io);
     Ok(())
 }
 

@@ -529,9 +529,10 @@ fn read_loop(
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
     let mut ranges = Vec::new();
+    let mut words = Vec::new();
     let limits = Limits {
         max_bulk_len: 512 * 1024 * 1024,
-        max_multibulk: 1024 * 1024,
+        unauthenticated: false,
     };
     'outer: loop {
         let n = match stream.read(&mut chunk) {
@@ -566,10 +567,11 @@ fn read_loop(
                 }
                 continue;
             }
-            match parse_request(rest, &mut ranges, limits) {
-                Parsed::Command { consumed } => {
+            match parse_request(rest, &mut ranges, &mut words, limits) {
+                Parsed::Command { consumed, inline } => {
                     if !ranges.is_empty() {
-                        let argv: Vec<&[u8]> = ranges.iter().map(|r| &rest[r.clone()]).collect();
+                        let from = if inline { &words[..] } else { rest };
+                        let argv: Vec<&[u8]> = ranges.iter().map(|r| &from[r.clone()]).collect();
                         let mut st = shared.state.lock();
                         if let Some(side) = st.cluster.as_mut() {
                             let _ = side.node.migration_command(
@@ -582,9 +584,9 @@ fn read_loop(
                     }
                     pos += consumed;
                 }
-                Parsed::Incomplete => break,
+                Parsed::Incomplete { .. } => break,
                 Parsed::Error(e) => {
-                    tracing::warn!("slot migration link: bad bytes from the target: {e}");
+                    tracing::warn!("slot migration link: bad bytes from the target: {e:?}");
                     break 'outer;
                 }
             }

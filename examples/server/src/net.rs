@@ -21,6 +21,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io::{ErrorKind, Read, Write};
 use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,6 +70,12 @@ struct Conn {
     rbuf: Vec<u8>,
     out: Out,
     args: Vec<Range<usize>>,
+    /// Unescaped words of an inline request (its `args` point here).
+    inline: Vec<u8>,
+    /// Bytes at the start of `rbuf` that hold whole arguments of the request in progress
+    /// (not counted against `client-query-buffer-limit`, as Valkey moves them out of its
+    /// query buffer).
+    settled: usize,
     client: ClientCtx,
     /// Close once the output is flushed (QUIT, protocol error).
     close_after_flush: bool,
@@ -100,23 +107,313 @@ pub fn spawn_io_threads(shared: &Arc<Shared>) -> std::io::Result<Vec<IoHandle>> 
     Ok(handles)
 }
 
-/// Runs the blocking accept loop on `listener`, handing connections round-robin to `io`.
-pub fn accept_loop(listener: std::net::TcpListener, io: Vec<IoHandle>) {
+/// One listening socket as Valkey makes it (`anetTcpServer`, `anetTcp6Server`): `SO_REUSEADDR`,
+/// IPv6 sockets `IPV6_V6ONLY` (so `*` and `::*` can share a port), backlog 511
+/// (`tcp-backlog`), close-on-exec.
+fn listen_one(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
+    let family = if addr.is_ipv6() {
+        AddressFamily::INET6
+    } else {
+        AddressFamily::INET
+    };
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    rustix::net::bind(&fd, &addr)?;
+    rustix::net::listen(&fd, 511)?;
+    Ok(std::net::TcpListener::from(fd))
+}
+
+/// Whether a failed bind of an optional (`-`) address is skipped (Valkey `listenToPort`: the
+/// address or its protocol family is not available here).
+fn skippable(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    let Some(code) = e.raw_os_error() else {
+        return false;
+    };
+    [
+        Errno::ADDRNOTAVAIL,
+        Errno::AFNOSUPPORT,
+        Errno::PROTONOSUPPORT,
+        Errno::SOCKTNOSUPPORT,
+        Errno::PFNOSUPPORT,
+        Errno::NOPROTOOPT,
+    ]
+    .iter()
+    .any(|e| e.raw_os_error() == code)
+}
+
+/// Binds every address of a `bind` list at `port` (Valkey `listenToPort`; the data port and
+/// the bus port alike). An address in use is retried for 5 s ([`crate::bind_with_retry`]). An
+/// optional (`-`) address that is not available is skipped with a warning; any other failure
+/// stops the start with Valkey's words. At least one socket must listen.
+///
+/// # Errors
+/// `Could not create server TCP listening socket <addr>:<port>: <reason>`, or `Configured to
+/// not listen anywhere, exiting.` when every address was skipped.
+pub fn listen_all(
+    list: &[crate::config::BindAddr],
+    port: u16,
+) -> Result<Vec<std::net::TcpListener>, String> {
+    let mut out = Vec::new();
+    for b in list {
+        let fail = |reason: String| {
+            format!(
+                "Could not create server TCP listening socket {}:{port}: {reason}",
+                b.addr
+            )
+        };
+        let addr = b.socket_addr(port).map_err(fail)?;
+        match crate::bind_with_retry(|| listen_one(addr)) {
+            Ok(l) => out.push(l),
+            Err(e) if b.optional && skippable(&e) => {
+                tracing::warn!(
+                    "Could not create server TCP listening socket {}:{port}: {e} (optional, skipped)",
+                    b.addr
+                );
+            }
+            Err(e) => return Err(fail(format!("bind: {e}"))),
+        }
+    }
+    if out.is_empty() {
+        return Err("Configured to not listen anywhere, exiting.".into());
+    }
+    Ok(out)
+}
+
+/// Admission of client connections: `maxclients` (Valkey `acceptCommonHandler`), counted over
+/// the connected clients, the ones accepted but not yet registered by their I/O thread, and,
+/// in cluster mode, Valkey's estimate of the bus connections, two per known node other than
+/// myself (`getClusterConnectionsCount`). A client past the limit gets
+/// `-ERR max number of clients + cluster connections reached` (cluster mode; `-ERR max number
+/// of clients reached` otherwise) and is closed, as redis-server 7.0 and valkey-server 9.1
+/// answer (`tests/vectors/maxclients.json`).
+#[derive(Debug)]
+pub struct ClientGate {
+    maxclients: AtomicU32,
+    pending: AtomicUsize,
+    rejected: AtomicU64,
+}
+
+impl ClientGate {
+    /// A gate for `maxclients` clients (at least 1).
+    pub fn new(maxclients: u32) -> ClientGate {
+        ClientGate {
+            maxclients: AtomicU32::new(maxclients.max(1)),
+            pending: AtomicUsize::new(0),
+            rejected: AtomicU64::new(0),
+        }
+    }
+
+    /// The limit in force (`maxclients`, after the start-up reduction to the open files limit).
+    pub fn maxclients(&self) -> u32 {
+        self.maxclients.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit (CONFIG SET maxclients); clients connected already stay.
+    pub fn set_maxclients(&self, n: u32) {
+        self.maxclients.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Connections refused so far (INFO `rejected_connections`).
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_rejected(&self) {
+        self.rejected.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Descriptors kept for everything but clients (Valkey `CONFIG_MIN_RESERVED_FDS`).
+const RESERVED_FDS: u64 = 32;
+
+/// Valkey's `adjustOpenFilesLimit`: raises the open files limit to `maxclients` + 32 (up to the
+/// hard limit); when it stays lower, `maxclients` is reduced to fit, with Valkey's log lines.
+/// Returns the `maxclients` to use (at start; CONFIG SET refuses a value that does not fit).
+///
+/// # Errors
+/// When the limit leaves no room for a single client (Valkey's text).
+pub fn adjust_open_files_limit(maxclients: u32) -> Result<u32, String> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let want = u64::from(maxclients) + RESERVED_FDS;
+    let limit = getrlimit(Resource::Nofile);
+    let Some(old) = limit.current else {
+        return Ok(maxclients); // unlimited
+    };
+    if old >= want {
+        return Ok(maxclients);
+    }
+    let best = limit.maximum.map_or(want, |hard| hard.min(want));
+    let raised = best > old
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(best),
+                maximum: limit.maximum,
+            },
+        )
+        .is_ok();
+    let now = if raised { best } else { old };
+    if now >= want {
+        tracing::info!(
+            "Increased maximum number of open files to {now} (it was originally set to {old})."
+        );
+        return Ok(maxclients);
+    }
+    if now <= RESERVED_FDS {
+        return Err(format!(
+            "Your current 'ulimit -n' of {now} is not enough for the server to start. Please \
+             increase your open file limit to at least {}. Exiting.",
+            RESERVED_FDS + 1
+        ));
+    }
+    // `now - 32` is below `maxclients`, a u32.
+    let reduced = u32::try_from(now - RESERVED_FDS).unwrap_or(maxclients);
+    tracing::warn!(
+        "You requested maxclients of {maxclients} requiring at least {want} max file descriptors."
+    );
+    if !raised {
+        tracing::warn!(
+            "Server can't set maximum open files to {want} because the hard limit is {}.",
+            limit
+                .maximum
+                .map_or("unlimited".to_string(), |h| h.to_string())
+        );
+    }
+    tracing::warn!(
+        "Current maximum open files is {now}. maxclients has been reduced to {reduced} to \
+         compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+    );
+    Ok(reduced)
+}
+
+/// Valkey's estimate of the sockets the cluster bus takes: two per known node besides myself
+/// (`getClusterConnectionsCount`; INFO `cluster_connections`).
+pub fn cluster_connections(state: &crate::server::State) -> usize {
+    state
+        .cluster
+        .as_ref()
+        .map_or(0, |c| c.node.topology().len().saturating_sub(1) * 2)
+}
+
+/// The reply to a client past `maxclients`.
+fn refusal_text(cluster: bool) -> &'static [u8] {
+    if cluster {
+        b"-ERR max number of clients + cluster connections reached\r\n"
+    } else {
+        b"-ERR max number of clients reached\r\n"
+    }
+}
+
+/// Best effort, as Valkey's: the reply is written once, errors ignored, and the connection
+/// dropped.
+fn refuse(shared: &Shared, mut s: std::net::TcpStream) {
+    use std::io::Write as _;
+    let _ = s.write_all(refusal_text(shared.config.cluster_enabled));
+    shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `accept` errors, logged at most once a second with the number of repeats (at the file
+/// descriptor limit every accepted-then-refused client is one).
+struct AcceptErrors {
+    last_logged: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    fn note(&mut self, e: &std::io::Error) {
+        let now = std::time::Instant::now();
+        match self.last_logged {
+            Some(t) if now.duration_since(t) < Duration::from_secs(1) => self.suppressed += 1,
+            _ => {
+                if self.suppressed > 0 {
+                    tracing::warn!(
+                        "accept failed: {e} (and {} more times in the last second)",
+                        self.suppressed
+                    );
+                } else {
+                    tracing::warn!("accept failed: {e}");
+                }
+                self.last_logged = Some(now);
+                self.suppressed = 0;
+            }
+        }
+    }
+
+    /// After a good accept: the repeats of the last burst, if any were not reported.
+    fn flush(&mut self) {
+        if self.suppressed > 0 {
+            tracing::warn!(
+                "accept failed {} more times before the last success",
+                self.suppressed
+            );
+            self.suppressed = 0;
+        }
+    }
+}
+
+/// Runs the blocking accept loop on `listener`, handing connections round-robin to `io` and
+/// refusing those past `maxclients` ([`ClientGate`]).
+///
+/// At the open files limit `accept` fails with `EMFILE` and the connection would wait in the
+/// backlog, its client hanging: one spare descriptor (`/dev/null`) is kept open and given up
+/// for a moment to accept that client and answer it the `maxclients` refusal.
+pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec<IoHandle>) {
     let mut next = 0usize;
-    for stream in listener.incoming() {
-        match stream {
-            Ok(s) => {
+    let mut spare = std::fs::File::open("/dev/null").ok();
+    let mut errors = AcceptErrors {
+        last_logged: None,
+        suppressed: 0,
+    };
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                errors.flush();
+                let gate = &shared.clients;
+                let connected = shared.stats.snapshot().0 as usize;
+                let bus = if shared.config.cluster_enabled {
+                    cluster_connections(&shared.state.lock())
+                } else {
+                    0
+                };
+                let pending = gate.pending.load(Ordering::Relaxed);
+                if connected + pending + bus >= gate.maxclients() as usize {
+                    refuse(&shared, s);
+                    continue;
+                }
                 let _ = s.set_nodelay(true);
+                gate.pending.fetch_add(1, Ordering::Relaxed);
                 io[next % io.len()].send(ToIo::Accepted(s));
                 next = next.wrapping_add(1);
             }
+            Err(e) if matches!(e.raw_os_error(), Some(EMFILE) | Some(ENFILE)) => {
+                errors.note(&e);
+                drop(spare.take());
+                if let Ok((s, _)) = listener.accept() {
+                    refuse(&shared, s);
+                }
+                spare = std::fs::File::open("/dev/null").ok();
+                if spare.is_none() {
+                    // Nothing could be freed: wait for descriptors to come back.
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
             Err(e) => {
-                tracing::warn!("accept failed: {e}");
+                errors.note(&e);
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
     }
 }
+
+/// `EMFILE` / `ENFILE` (Linux): the process / the system is out of file descriptors.
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
 
 struct IoThread {
     index: usize,
@@ -143,7 +440,7 @@ impl IoThread {
     fn new(index: usize, shared: Arc<Shared>, poll: Poll, rx: Receiver<ToIo>) -> IoThread {
         let limits = Limits {
             max_bulk_len: shared.config.proto_max_bulk_len,
-            max_multibulk: 1024 * 1024 * 1024,
+            unauthenticated: false,
         };
         IoThread {
             index,
@@ -284,6 +581,15 @@ impl IoThread {
     }
 
     fn add_conn(&mut self, s: std::net::TcpStream) {
+        // Counted by the gate until its client is (or is not) created below.
+        struct Pending<'a>(&'a ClientGate);
+        impl Drop for Pending<'_> {
+            fn drop(&mut self) {
+                self.0.pending.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        let shared = Arc::clone(&self.shared);
+        let _pending = Pending(&shared.clients);
         if s.set_nonblocking(true).is_err() {
             return;
         }
@@ -309,6 +615,8 @@ impl IoThread {
             rbuf: Vec::with_capacity(READ_CHUNK),
             out: Out::new(),
             args: Vec::with_capacity(8),
+            inline: Vec::new(),
+            settled: 0,
             client,
             close_after_flush: false,
             want_write: false,
@@ -359,12 +667,18 @@ impl IoThread {
         if execute_buffer(&self.shared, c, self.limits) {
             self.paused.push(token);
         }
-        if c.rbuf.len() > self.shared.config.client_query_buffer_limit {
-            c.out.error(
-                "ERR Protocol error: client query buffer limit exceeded, closing connection",
+        if c.rbuf.len() - c.settled.min(c.rbuf.len()) > self.shared.config.client_query_buffer_limit
+        {
+            // Valkey and Redis 7.0 close such a client without a reply
+            // (tests/vectors/resp-cases.json, `qbuf-*`) and log it.
+            tracing::warn!(
+                client = c.client.id,
+                addr = ?c.client.addr,
+                qbuf = c.rbuf.len() - c.settled,
+                "closing client that reached max query buffer length"
             );
-            c.close_after_flush = true;
-            c.rbuf.clear();
+            self.close(token);
+            return;
         }
         if !c.out.buf.is_empty() || c.close_after_flush {
             self.to_write.push(token);
@@ -437,11 +751,21 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     // One clock read per batch (what one read brought, at most READ_CHUNK bytes), taken once
     // the lock is held so a wait for the lock does not age it.
     let mut now = 0;
+    c.settled = 0;
     loop {
-        match parse_request(&c.rbuf[pos..], &mut c.args, limits) {
-            Parsed::Command { consumed } => {
+        let limits = Limits {
+            unauthenticated: !c.client.authed,
+            ..limits
+        };
+        match parse_request(&c.rbuf[pos..], &mut c.args, &mut c.inline, limits) {
+            Parsed::Command { consumed, inline } => {
                 if !c.args.is_empty() {
-                    let args = crate::client::Args::new(&c.rbuf[pos..], &c.args);
+                    let from = if inline {
+                        &c.inline[..]
+                    } else {
+                        &c.rbuf[pos..]
+                    };
+                    let args = crate::client::Args::new(from, &c.args);
                     let state = guard.get_or_insert_with(|| {
                         let locked = shared.state.lock();
                         now = crate::server::unix_ms();
@@ -473,11 +797,13 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                 }
                 pos += consumed;
             }
-            Parsed::Incomplete => break,
+            Parsed::Incomplete { settled } => {
+                c.settled = settled;
+                break;
+            }
             Parsed::Error(e) => {
-                c.out.buf.extend_from_slice(b"-ERR ");
-                c.out.buf.extend_from_slice(e.as_bytes());
-                c.out.buf.extend_from_slice(b"\r\n");
+                tracing::debug!(client = c.client.id, "protocol error: {e:?}");
+                e.write_reply(&mut c.out.buf);
                 c.close_after_flush = true;
                 pos = c.rbuf.len();
                 break;

@@ -8,27 +8,52 @@
 //!   ("Sorry, the cluster configuration file ... is already used by a different Redis
 //!   Cluster node ...") and exits 1. The lock is advisory (`flock`), released by the kernel
 //!   when the process dies, so a kill -9 leaves no stale lock.
-//! * Writes ([`NodesConfFile::write`]): every snapshot of the node's config carries a
-//!   generation taken under the state lock (so generations follow the order of the
-//!   snapshots); a write whose generation is not newer than the last one written is skipped,
-//!   so a late write of an old snapshot never overwrites a newer one already on disk.
+//! * Writes ([`NodesConfFile::write_persist`], [`NodesConfFile::write_current`]): one writer,
+//!   ordered by the engine's persist sequence. Every `Output::Persist { seq, .. }` the node
+//!   emits is a snapshot of version `seq`; a snapshot of the current config taken under the
+//!   state lock (a CLUSTER command that must be on disk before its reply, the start-up save,
+//!   SAVECONFIG) is at least as new as the latest Persist queued, `ClusterNode::persist_seq`,
+//!   and ranks just above it. A write whose version is older than the one on disk is skipped
+//!   (what is on disk covers it; the host still acknowledges it), so the file never goes back
+//!   to an older snapshot, whatever order the I/O thread and the bus thread reach the file in.
+//!   (The versions were once generations drawn when a snapshot was *polled*, not when it was
+//!   *made*: a Persist drained after a newer acknowledged write overwrote it, issue 16 item 12.)
+//! * Each write is atomic ([`write_atomically`]): a temporary `.<name>.tmp-<pid>` in the same
+//!   directory, fsync, rename, fsync of the directory. A crash can leave temporary files of
+//!   earlier processes behind; [`NodesConfFile::open`] removes them once it holds the lock.
 //! * Redis's rules on failure: CLUSTER SAVECONFIG replies `ERR error saving the cluster node
 //!   config: <reason>`; any other failed save of a config change is fatal ("Fatal: can't
 //!   update cluster config file.", exit 1), see [`fatal_save_failure`].
 
+use crate::config::SaveBehavior;
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The order of nodes.conf snapshots: the engine's persist sequence, and within one sequence
+/// number a snapshot of the current config (taken later, under the state lock) above the
+/// queued `Persist` of that number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Version {
+    /// `Persist { seq }`, or `ClusterNode::persist_seq` when the current config was taken.
+    seq: u64,
+    /// A current-config snapshot (not a queued Persist).
+    current: bool,
+}
 
 /// The locked nodes.conf of this process.
 pub struct NodesConfFile {
     path: PathBuf,
     /// Held (locked) for the process lifetime.
     _lock: File,
-    next_gen: AtomicU64,
-    /// (generation, contents) of the last snapshot on disk.
-    written: Mutex<(u64, Vec<u8>)>,
+    /// Version and contents of the last snapshot on disk.
+    written: Mutex<(Version, Vec<u8>)>,
+    /// `cluster-config-save-behavior best-effort` (else `sync`).
+    best_effort: AtomicBool,
+    /// Last time a best-effort failure was logged (one line a second).
+    last_failure_log: Mutex<Option<std::time::Instant>>,
 }
 
 /// Redis's text when another process holds the config file (`clusterLockConfig`).
@@ -99,56 +124,197 @@ impl NodesConfFile {
                 return Err(format!("Impossible to lock {}: {e}", lock_path.display()))
             }
         }
+        remove_stale_temporaries(path);
         Ok(NodesConfFile {
             path: path.to_path_buf(),
             _lock: lock,
-            next_gen: AtomicU64::new(1),
-            written: Mutex::new((0, Vec::new())),
+            written: Mutex::new((
+                Version {
+                    seq: 0,
+                    current: false,
+                },
+                Vec::new(),
+            )),
+            best_effort: AtomicBool::new(false),
+            last_failure_log: Mutex::new(None),
         })
     }
 
-    /// The config file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// `cluster-config-save-behavior` in force.
+    pub fn save_behavior(&self) -> SaveBehavior {
+        if self.best_effort.load(Ordering::Relaxed) {
+            SaveBehavior::BestEffort
+        } else {
+            SaveBehavior::Sync
+        }
     }
 
-    /// A new generation for a snapshot. Call it under the state lock, when the snapshot is
-    /// taken, so generations follow the order of the snapshots.
-    pub fn next_generation(&self) -> u64 {
-        self.next_gen.fetch_add(1, Ordering::Relaxed)
+    /// Sets `cluster-config-save-behavior` (start-up and CONFIG SET).
+    pub fn set_save_behavior(&self, b: SaveBehavior) {
+        self.best_effort
+            .store(b == SaveBehavior::BestEffort, Ordering::Relaxed);
     }
 
-    /// Whether `contents` is what the file holds now (the last snapshot written).
-    pub fn is_current(&self, contents: &[u8]) -> bool {
-        self.written.lock().1 == contents
+    /// A config change could not be saved (not SAVECONFIG, which replies the error). `sync`:
+    /// [`fatal_save_failure`], the process exits. `best-effort` (Valkey 9.1): the failure is
+    /// logged (at most once a second) and the caller goes on as if the change were on disk:
+    /// the node acknowledges it and sends what waited for it; a crash before the next good
+    /// save loses it.
+    pub fn save_failed(&self, err: &std::io::Error) {
+        if !self.best_effort.load(Ordering::Relaxed) {
+            fatal_save_failure(&self.path, err);
+        }
+        let mut last = self.last_failure_log.lock();
+        let now = std::time::Instant::now();
+        if last.is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_secs(1)) {
+            *last = Some(now);
+            tracing::warn!(
+                file = %self.path.display(),
+                "Could not save the cluster config file (cluster-config-save-behavior best-effort, going on): {err}"
+            );
+        }
     }
 
-    /// Writes the snapshot `contents` of generation `generation` atomically with fsync (see
-    /// [`crate::cluster::write_atomically`]) unless a newer generation is on disk already or
-    /// the file holds these bytes. `force` writes even identical bytes (SAVECONFIG).
+    /// Writes the contents of the node's `Output::Persist { seq, contents }` unless the file
+    /// holds a snapshot at least as new already (then nothing is written: the caller still
+    /// acknowledges `seq`, the file covers it).
     ///
     /// # Errors
     /// The I/O error; the file is then unchanged.
-    pub fn write(&self, generation: u64, contents: &[u8], force: bool) -> std::io::Result<()> {
+    pub fn write_persist(&self, seq: u64, contents: &[u8]) -> std::io::Result<()> {
+        self.write(
+            Version {
+                seq,
+                current: false,
+            },
+            contents,
+            false,
+        )
+    }
+
+    /// Writes a snapshot of the current config, taken under the state lock while the node's
+    /// latest queued Persist was `persist_seq` (`ClusterNode::persist_seq`). Identical bytes
+    /// are not written again unless `force` (SAVECONFIG).
+    ///
+    /// # Errors
+    /// The I/O error; the file is then unchanged.
+    pub fn write_current(
+        &self,
+        persist_seq: u64,
+        contents: &[u8],
+        force: bool,
+    ) -> std::io::Result<()> {
+        self.write(
+            Version {
+                seq: persist_seq,
+                current: true,
+            },
+            contents,
+            force,
+        )
+    }
+
+    fn write(&self, version: Version, contents: &[u8], force: bool) -> std::io::Result<()> {
         let mut w = self.written.lock();
-        if generation <= w.0 || (!force && w.1 == contents) {
-            w.0 = w.0.max(generation);
+        // Two current snapshots of one sequence number are both taken under the state lock,
+        // and written under it: the later one is the newer.
+        let newer = version > w.0 || (version == w.0 && version.current);
+        if !newer {
             return Ok(());
         }
-        crate::cluster::write_atomically(&self.path, contents)?;
-        *w = (generation, contents.to_vec());
+        if !force && w.1 == contents {
+            w.0 = version;
+            return Ok(());
+        }
+        write_atomically(&self.path, contents)?;
+        *w = (version, contents.to_vec());
         Ok(())
     }
 }
 
+/// The name of this process's temporary file for `path` (`.<name>.tmp-<pid>`, beside it).
+fn temporary_path(path: &Path) -> PathBuf {
+    let (dir, name) = dir_and_name(path);
+    dir.join(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+fn dir_and_name(path: &Path) -> (&Path, String) {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "nodes.conf".into());
+    (dir, name)
+}
+
+/// Removes the temporary files of `path` that crashed processes left behind
+/// (`.<name>.tmp-<pid>`). Call it only while holding the config lock: no live process writes
+/// them then. Failures are logged, never fatal.
+fn remove_stale_temporaries(path: &Path) {
+    let (dir, name) = dir_and_name(path);
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => {
+                tracing::info!(file = %entry.path().display(), "removed a temporary config file left by a crash")
+            }
+            Err(e) => {
+                tracing::warn!(file = %entry.path().display(), "can't remove a stale temporary config file: {e}")
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename
+/// over the target, fsync of the directory (so the rename itself is durable).
+///
+/// # Errors
+/// Any I/O error; the target is then unchanged.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (dir, _) = dir_and_name(path);
+    let tmp = temporary_path(path);
+    let written = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
 /// A config change could not be saved: like Redis's `clusterSaveConfigOrDie`, log and exit 1
 /// (the change must never be acknowledged or acted on without being on disk).
+///
+/// The exit happens whatever becomes of the message: on a full disk the log file and stderr
+/// may both refuse it, and `eprintln!` panics then (which would end only the calling thread
+/// and leave the process running), so the message goes out through writes whose errors are
+/// ignored, inside `catch_unwind`.
 pub fn fatal_save_failure(path: &Path, err: &std::io::Error) -> ! {
-    tracing::error!(file = %path.display(), "Fatal: can't update cluster config file: {err}");
-    eprintln!(
-        "ferrocluster-server: Fatal: can't update cluster config file {}: {err}",
-        path.display()
-    );
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracing::error!(file = %path.display(), "Fatal: can't update cluster config file: {err}");
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "ferrocluster-server: Fatal: can't update cluster config file {}: {err}",
+            path.display()
+        );
+    }));
     std::process::exit(1)
 }
 
@@ -183,16 +349,48 @@ mod tests {
     }
 
     #[test]
-    fn old_generation_never_overwrites_a_newer_one() {
-        let d = tmpdir("gen");
+    fn an_older_snapshot_never_overwrites_a_newer_one() {
+        let d = tmpdir("order");
         let path = d.join("nodes.conf");
         let f = NodesConfFile::open(&path).unwrap();
-        let old = f.next_generation();
-        let new = f.next_generation();
-        f.write(new, b"new", false).unwrap();
-        f.write(old, b"old", false).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert!(f.is_current(b"new"));
+        // The command path wrote the current config after Persist 3 was queued; the bus thread
+        // reaches Persists 2 and 3 only afterwards (the order of issue 16 item 12).
+        f.write_current(3, b"current at 3", false).unwrap();
+        f.write_persist(2, b"persist 2").unwrap();
+        f.write_persist(3, b"persist 3").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"current at 3");
+        // A later Persist is newer than any snapshot taken before it was made.
+        f.write_persist(4, b"persist 4").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"persist 4");
+        // A current snapshot at the same sequence number was taken after it.
+        f.write_current(4, b"current at 4", false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4");
+        f.write_current(4, b"current at 4, later", false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4, later");
+        f.write_current(3, b"stale", true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4, later");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_at_open() {
+        let d = tmpdir("stale");
+        let path = d.join("nodes.conf");
+        for name in [
+            ".nodes.conf.tmp-1",
+            ".nodes.conf.tmp-99999",
+            ".nodes.conf.tmp-x",
+            "other",
+        ] {
+            std::fs::write(d.join(name), b"x").unwrap();
+        }
+        let _f = NodesConfFile::open(&path).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".nodes.conf.tmp-x", "nodes.conf.lock", "other"]);
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -203,9 +401,9 @@ mod tests {
         let f = NodesConfFile::open(&path).unwrap();
         // A directory in the way of the rename makes the write fail.
         std::fs::create_dir_all(path.join("x")).unwrap();
-        let g = f.next_generation();
-        assert!(f.write(g, b"x", true).is_err());
-        assert!(!f.is_current(b"x"));
+        assert!(f.write_current(1, b"x", true).is_err());
+        assert!(f.write_persist(2, b"x").is_err());
+        assert!(!temporary_path(&path).exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -627,8 +627,8 @@ fn replica_session(
     gen: u64,
     generation: &AtomicU64,
 ) -> std::io::Result<()> {
-    let addr = format!("{}:{}", primary.host, primary.port);
-    let stream = TcpStream::connect(&addr)?;
+    // A (host, port) pair: an IPv6 host (`::1`) cannot be written as `host:port` text.
+    let stream = TcpStream::connect((primary.host.as_str(), primary.port))?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(Duration::from_millis(500)))?;
     let mut w = stream.try_clone()?;
@@ -676,7 +676,7 @@ fn replica_session(
     let mut sink = Out::new();
     let limits = Limits {
         max_bulk_len: usize::MAX / 2,
-        max_multibulk: usize::MAX / 2,
+        unauthenticated: false,
     };
     {
         let mut st = shared.state.lock();
@@ -793,18 +793,20 @@ fn apply(
 ) -> usize {
     let mut pos = 0;
     let mut ranges = Vec::new();
+    let mut words = Vec::new();
     loop {
-        match parse_request(&buf[pos..], &mut ranges, limits) {
-            Parsed::Command { consumed } => {
+        match parse_request(&buf[pos..], &mut ranges, &mut words, limits) {
+            Parsed::Command { consumed, inline } => {
                 if !ranges.is_empty() {
-                    let args = Args::new(&buf[pos..], &ranges);
+                    let from = if inline { &words[..] } else { &buf[pos..] };
+                    let args = Args::new(from, &ranges);
                     crate::commands::run_replicated(shared, st, ctx, &args, sink);
                 }
                 pos += consumed;
             }
-            Parsed::Incomplete => return pos,
+            Parsed::Incomplete { .. } => return pos,
             Parsed::Error(e) => {
-                tracing::warn!("replication stream is broken: {e}");
+                tracing::warn!("replication stream is broken: {e:?}");
                 return buf.len();
             }
         }

@@ -89,6 +89,12 @@ impl Stats {
     pub fn net_output_bytes(&self, n: usize) {
         self.net_out.fetch_add(n as u64, Ordering::Relaxed);
     }
+    /// CONFIG RESETSTAT: the totals start again from zero (the connected count stays).
+    pub fn reset(&self) {
+        self.total_connections.store(0, Ordering::Relaxed);
+        self.net_in.store(0, Ordering::Relaxed);
+        self.net_out.store(0, Ordering::Relaxed);
+    }
     /// (connected clients, total connections received, net in bytes, net out bytes)
     pub fn snapshot(&self) -> (u64, u64, u64, u64) {
         (
@@ -174,6 +180,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Handles of the I/O threads (set once at start).
     pub io: OnceLock<Vec<IoHandle>>,
+    /// Admission of client connections (`maxclients`).
+    pub clients: crate::net::ClientGate,
     /// Start time (unix ms).
     pub start_ms: u64,
     /// Random 40-hex run id (INFO `run_id`).
@@ -199,6 +207,7 @@ impl Shared {
         let now = unix_ms();
         let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
         let run_id = random_hex(&mut seed_rng);
+        let clients = crate::net::ClientGate::new(config.maxclients);
         Ok(Shared {
             state: Mutex::new(State {
                 kv,
@@ -216,6 +225,7 @@ impl Shared {
             pubsub: RwLock::new(PubSub::default()),
             stats: Stats::default(),
             io: OnceLock::new(),
+            clients,
             start_ms: now,
             run_id,
             next_client_id: AtomicU64::new(1),

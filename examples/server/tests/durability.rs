@@ -6,23 +6,11 @@
 
 mod common;
 
-use common::{test_dir, Client, Procs, BIN};
-use std::process::{Command, Stdio};
+use common::{test_dir, Client, Procs};
 use std::time::Duration;
 
 fn run_to_exit(dir: &std::path::Path, port: u16) -> (Option<i32>, String) {
-    let out = Command::new(BIN)
-        .arg("--port")
-        .arg(port.to_string())
-        .arg("--dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ferrocluster-server");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::run_to_exit(dir, port, &[])
 }
 
 #[test]

@@ -9,6 +9,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod resp_cases;
+
+/// A capture of `tests/vectors/` (JSON), by file name.
+pub fn vector(name: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("can't read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs the server binary with `--port port --dir dir` and `extra` until it exits (a start
+/// that must fail): (exit code, stderr).
+pub fn run_to_exit(dir: &Path, port: u16, extra: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ferrocluster-server");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// The server binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
 
@@ -22,6 +52,27 @@ pub struct Procs {
 impl Procs {
     /// Starts a node on `port` with its own directory under `base`, plus `extra` flags.
     pub fn start(&mut self, base: &Path, port: u16, extra: &[&str]) -> PathBuf {
+        self.start_inner(base, port, None, extra)
+    }
+
+    /// Like [`Procs::start`], with a config file as the first argument.
+    pub fn start_with_file(
+        &mut self,
+        base: &Path,
+        port: u16,
+        file: &Path,
+        extra: &[&str],
+    ) -> PathBuf {
+        self.start_inner(base, port, Some(file), extra)
+    }
+
+    fn start_inner(
+        &mut self,
+        base: &Path,
+        port: u16,
+        file: Option<&Path>,
+        extra: &[&str],
+    ) -> PathBuf {
         let dir = base.join(format!("node-{port}"));
         std::fs::create_dir_all(&dir).expect("create node dir");
         // The default bus port (port + 10000) lies in Linux's ephemeral range, where an
@@ -30,6 +81,7 @@ impl Procs {
         for attempt in 0..3 {
             let log = std::fs::File::create(dir.join("stderr.log")).expect("create log");
             let mut child = Command::new(BIN)
+                .args(file)
                 .arg("--port")
                 .arg(port.to_string())
                 .arg("--dir")
@@ -42,7 +94,10 @@ impl Procs {
                 .expect("spawn ferrocluster-server");
             let end = Instant::now() + Duration::from_secs(15);
             while Instant::now() < end {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // A node may listen on IPv6 only (`--bind ::1`).
+                if TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    || TcpStream::connect(("::1", port)).is_ok()
+                {
                     self.children.push((port, Some(child)));
                     return dir;
                 }
@@ -143,7 +198,12 @@ pub struct Client {
 
 impl Client {
     pub fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Client::connect_to("127.0.0.1", port)
+    }
+
+    /// Connects to `host` (`127.0.0.1`, `::1`, ...).
+    pub fn connect_to(host: &str, port: u16) -> Client {
+        let stream = TcpStream::connect((host, port)).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");

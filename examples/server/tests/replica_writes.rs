@@ -1,0 +1,282 @@
+//! A replica refuses writes from normal clients (ports 23600-23605, bus ports +10000; issue 16
+//! item 2): every write-flagged command of our own `COMMAND` reply, sent to a replica with
+//! valid arguments, is refused (`-READONLY You can't write against a read only replica.` for
+//! a keyless write, `-MOVED` to the primary for a keyed one) and the replica's data stays
+//! identical to its primary's; the replies of `tests/vectors/replica-writes.json` (captured
+//! from Redis 7.0 and Valkey 9.1 by `tests/vectors/capture_replica.py`) are matched byte for
+//! byte, ports aside.
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use common::{bulk_text, test_dir, wait_until, Client, Procs};
+use redis_protocol::resp2::decode::decode;
+use redis_protocol::resp2::types::OwnedFrame;
+use std::time::Duration;
+
+const READONLY: &str = "-READONLY You can't write against a read only replica.\r\n";
+
+fn myid(port: u16) -> String {
+    bulk_text(&Client::connect(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// `from` MEETs `to` and waits until it knows it; returns `to`'s ID.
+fn meet(from: u16, to: u16) -> String {
+    assert_eq!(
+        Client::connect(from).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &to.to_string()]),
+        "+OK\r\n"
+    );
+    let id = myid(to);
+    wait_until(Duration::from_secs(15), "the MEET completes", || {
+        bulk_text(&Client::connect(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
+    });
+    id
+}
+
+/// Primary (all slots, a few keys) on `PRIMARY` and its synced replica on `REPLICA`.
+fn primary_and_replica<const PRIMARY: u16, const REPLICA: u16>(procs: &mut Procs, name: &str) {
+    let dir = test_dir(name);
+    procs.start(&dir, PRIMARY, &["--cluster-node-timeout", "2000"]);
+    procs.start(&dir, REPLICA, &["--cluster-node-timeout", "2000"]);
+    let mut p = Client::connect(PRIMARY);
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    let mut r = Client::connect(REPLICA);
+    let pid = meet(REPLICA, PRIMARY);
+    assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
+    for port in [PRIMARY, REPLICA] {
+        wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+            bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+    }
+    for (k, v) in [("k", "v"), ("n", "10"), ("{t}a", "1"), ("{t}b", "2")] {
+        assert_eq!(p.cmd_s(&["SET", k, v]), "+OK\r\n");
+    }
+    assert_eq!(p.cmd_s(&["EXPIRE", "n", "1000"]), ":1\r\n");
+    assert_eq!(p.cmd_s(&["WAIT", "1", "10000"]), ":1\r\n");
+}
+
+/// Every key and value of a node (read with READONLY so a replica answers).
+fn contents(port: u16) -> Vec<(String, String)> {
+    let mut c = Client::connect(port);
+    assert_eq!(c.cmd_s(&["READONLY"]), "+OK\r\n");
+    let keys = frame(&c.cmd(&["KEYS", "*"]));
+    let mut out: Vec<(String, String)> = array(&keys)
+        .iter()
+        .map(|k| {
+            let k = text(k);
+            let v = bulk_text(&c.cmd(&["GET", &k]));
+            (k, v)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn frame(bytes: &[u8]) -> OwnedFrame {
+    let (f, used) = decode(bytes).expect("RESP").expect("complete");
+    assert_eq!(used, bytes.len());
+    f
+}
+
+fn array(f: &OwnedFrame) -> &[OwnedFrame] {
+    match f {
+        OwnedFrame::Array(a) => a,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+fn text(f: &OwnedFrame) -> String {
+    match f {
+        OwnedFrame::BulkString(b) | OwnedFrame::SimpleString(b) => {
+            String::from_utf8_lossy(b).into_owned()
+        }
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+fn int(f: &OwnedFrame) -> i64 {
+    match f {
+        OwnedFrame::Integer(i) => *i,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+/// Valid arguments for each write command of our table (the first key, when there is one,
+/// is at the position COMMAND gives). A write command missing here fails the test: every
+/// write the server knows must be checked.
+fn valid_args(name: &str) -> Option<Vec<&'static str>> {
+    Some(match name {
+        "set" => vec!["k", "new"],
+        "setnx" => vec!["fresh", "1"],
+        "setex" => vec!["k", "100", "new"],
+        "psetex" => vec!["k", "100000", "new"],
+        "getdel" => vec!["k"],
+        "getset" => vec!["k", "new"],
+        "mset" => vec!["{t}a", "x", "{t}b", "y"],
+        "msetnx" => vec!["{t}c", "x", "{t}d", "y"],
+        "del" => vec!["k"],
+        "unlink" => vec!["k"],
+        "incr" | "decr" => vec!["n"],
+        "incrby" | "decrby" => vec!["n", "5"],
+        "append" => vec!["k", "more"],
+        "expire" => vec!["k", "10"],
+        "pexpire" => vec!["k", "10000"],
+        "expireat" => vec!["k", "4000000000"],
+        "pexpireat" => vec!["k", "4000000000000"],
+        "persist" => vec!["n"],
+        "flushdb" | "flushall" => vec![],
+        "swapdb" => vec!["0", "0"],
+        // The payload is not checked before routing and the read-only refusal.
+        "restore" | "restore-asking" => vec!["k", "0", "payload", "REPLACE"],
+        // Nothing listens there: the primary answers IOERR, a replica refuses first.
+        "migrate" => vec!["127.0.0.1", "23699", "k", "0", "1000"],
+        _ => return None,
+    })
+}
+
+#[test]
+fn every_write_command_is_refused_on_a_replica_and_the_data_stays_the_primarys() {
+    const PRIMARY: u16 = 23600;
+    const REPLICA: u16 = 23601;
+    let mut procs = Procs::default();
+    primary_and_replica::<PRIMARY, REPLICA>(&mut procs, "replica-writes");
+    let before = contents(PRIMARY);
+    assert_eq!(contents(REPLICA), before, "in sync before the writes");
+    let table = frame(&Client::connect(REPLICA).cmd(&["COMMAND"]));
+    let mut writes = Vec::new();
+    for entry in array(&table) {
+        let e = array(entry);
+        let name = text(&e[0]);
+        let flags: Vec<String> = array(&e[2]).iter().map(text).collect();
+        if flags.iter().any(|f| f == "write") {
+            writes.push((name, int(&e[3])));
+        }
+    }
+    assert!(writes.len() >= 20, "write commands in COMMAND: {writes:?}");
+    let moved_to_primary = |slot: u16| format!("-MOVED {slot} 127.0.0.1:{PRIMARY}\r\n");
+    for (name, first_key) in &writes {
+        let rest = valid_args(name)
+            .unwrap_or_else(|| panic!("no valid arguments in this test for write command {name}"));
+        let mut argv = vec![name.as_str()];
+        argv.extend(rest.iter().copied());
+        let want = if *first_key > 0 {
+            let key = argv[*first_key as usize];
+            moved_to_primary(ferrocluster_slot::key_hash_slot(key.as_bytes()).get())
+        } else {
+            READONLY.to_string()
+        };
+        let mut c = Client::connect(REPLICA);
+        assert_eq!(c.cmd_s(&argv), want, "{argv:?} on the replica");
+        // READONLY mode serves reads only; a write is still refused.
+        assert_eq!(c.cmd_s(&["READONLY"]), "+OK\r\n");
+        assert_eq!(
+            c.cmd_s(&argv),
+            want,
+            "{argv:?} on the replica after READONLY"
+        );
+        // Inside MULTI the refusal flags the transaction.
+        assert_eq!(c.cmd_s(&["MULTI"]), "+OK\r\n");
+        assert_eq!(c.cmd_s(&argv), want, "{argv:?} queued on the replica");
+        assert_eq!(
+            c.cmd_s(&["EXEC"]),
+            "-EXECABORT Transaction discarded because of previous errors.\r\n"
+        );
+        // The same request on the primary's own connection works (it is a valid one).
+        let on_primary = Client::connect(PRIMARY).cmd_s(&argv);
+        assert!(
+            !on_primary.starts_with("-ERR wrong number") && !on_primary.starts_with("-ERR syntax"),
+            "{argv:?} is not a valid request: {on_primary}"
+        );
+        assert_eq!(
+            Client::connect(PRIMARY).cmd_s(&["WAIT", "1", "10000"]),
+            ":1\r\n"
+        );
+        assert_eq!(
+            contents(REPLICA),
+            contents(PRIMARY),
+            "after {argv:?}: the replica follows its primary only"
+        );
+        // Put the data back for the next command.
+        let mut p = Client::connect(PRIMARY);
+        p.cmd(&["FLUSHALL"]);
+        for (k, v) in &before {
+            assert_eq!(p.cmd_s(&["SET", k, v]), "+OK\r\n");
+        }
+        assert_eq!(p.cmd_s(&["WAIT", "1", "10000"]), ":1\r\n");
+    }
+    assert_eq!(contents(REPLICA), contents(PRIMARY));
+}
+
+/// `"MOVED <slot> <host>:<port>"` -> the same with the port replaced (the captures ran on
+/// other ports).
+fn without_ports(reply: &str) -> String {
+    match reply.strip_prefix("-MOVED ") {
+        Some(rest) => {
+            let head = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
+            format!("-MOVED {head}:PORT")
+        }
+        None => reply.to_string(),
+    }
+}
+
+#[test]
+fn replica_write_replies_match_the_captures() {
+    let doc = common::vector("replica-writes.json");
+    const PRIMARY: u16 = 23603;
+    const REPLICA: u16 = 23604;
+    const NEW: u16 = 23605;
+    let mut procs = Procs::default();
+    primary_and_replica::<PRIMARY, REPLICA>(&mut procs, "replica-vectors");
+    for case in doc["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().unwrap();
+        // Valkey 9.1 and Redis 7.0 agree on every case here, ports aside.
+        let want = &case["expect"]["valkey-9.1"];
+        let redis = &case["expect"]["redis-7.0"];
+        let mut c = Client::connect(REPLICA);
+        for (i, cmd) in case["commands"].as_array().unwrap().iter().enumerate() {
+            let argv: Vec<&str> = cmd
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap())
+                .collect();
+            let got = without_ports(&c.cmd_s(&argv));
+            let expect = without_ports(want["replies"][i].as_str().unwrap());
+            assert_eq!(
+                expect,
+                without_ports(redis["replies"][i].as_str().unwrap()),
+                "{name}"
+            );
+            assert_eq!(got, expect, "case {name}, command {argv:?}");
+        }
+        let sizes: Vec<String> = [PRIMARY, REPLICA]
+            .iter()
+            .map(|&p| Client::connect(p).cmd_s(&["DBSIZE"]))
+            .collect();
+        assert_eq!(sizes[0], sizes[1], "case {name}: DBSIZE primary vs replica");
+    }
+    // MULTI + FLUSHALL queued on an empty primary that then becomes a replica; EXEC.
+    let dir = test_dir("replica-vectors-exec");
+    procs.start(&dir, NEW, &["--cluster-node-timeout", "2000"]);
+    let mut admin = Client::connect(NEW);
+    let pid = meet(NEW, PRIMARY);
+    let mut c = Client::connect(NEW);
+    let want: Vec<&str> = doc["exec_after_becoming_replica"]["valkey-9.1"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(c.cmd_s(&["MULTI"]), want[0]);
+    assert_eq!(c.cmd_s(&["FLUSHALL"]), want[1]);
+    assert_eq!(admin.cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
+    assert_eq!(c.cmd_s(&["EXEC"]), want[2]);
+    assert_eq!(
+        Client::connect(PRIMARY).cmd_s(&["DBSIZE"]),
+        ":4\r\n",
+        "the primary kept its keys"
+    );
+}

@@ -11,7 +11,9 @@ use crate::sniff::TYPE_AUTH_ACK;
 use crate::world::World;
 use ferrocluster_node::{ClusterConfig, ClusterNode, Event};
 use ferrocluster_slot::{Slot, SLOT_COUNT};
-use ferrocluster_topology::NodeId;
+use ferrocluster_topology::{load_nodes_conf, LoadOptions, NodeId};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 use std::collections::BTreeMap;
 
 /// Which host replicates which: `primaries` own all slots in equal contiguous ranges (in
@@ -503,21 +505,7 @@ pub fn random_failover_run(seed: u64, plan: &FailoverPlan) -> Result<FailoverRep
         if w.sim().is_up(h) {
             continue;
         }
-        // Leave it down only if the cluster can do without it: it owns no slot in any
-        // running view, or a running replica that synced in this incarnation follows it.
-        let owns_slots = w.last_id(h).is_some_and(|id| {
-            (0..n).any(|v| {
-                w.node(v)
-                    .and_then(|x| x.topology().node(&id))
-                    .is_some_and(|rec| rec.slot_count() > 0)
-            })
-        });
-        let live_replica = (0..n).any(|r| {
-            w.sim().is_up(r)
-                && w.follows(r) == Some(h)
-                && !matches!(w.link(r), ferrocluster_epoch::ReplLink::Down)
-        });
-        if leave && left_down.is_none() && (!owns_slots || live_replica) {
+        if leave && left_down.is_none() && can_stay_down(&w, h) {
             left_down = Some(h);
             continue;
         }
@@ -551,6 +539,43 @@ pub fn random_failover_run(seed: u64, plan: &FailoverPlan) -> Result<FailoverRep
         acks,
         left_down,
     })
+}
+
+/// Whether the crashed host `h` can stay down without leaving slots unserved for good (the
+/// settle phase of [`random_failover_run`]): it owns no slot — in no running view and not
+/// in its own last durable config, since a take-over it saved and announced just before the
+/// crash may still be on its way to the others — or a running replica that synced in this
+/// incarnation follows it. (Issue 16, seed 104: a replica won, persisted, broadcast its PONG
+/// and crashed before any view showed it; the only other member of its shard, the demoted
+/// old primary, never synced with it, so it can never be elected — in Valkey neither, its
+/// data age counts from `repl_down_since` 0.)
+pub fn can_stay_down(w: &World, h: usize) -> bool {
+    let n = w.sim().hosts();
+    let owns_slots = saved_slot_owner(w.sim(), h)
+        || w.last_id(h).is_some_and(|id| {
+            (0..n).any(|v| {
+                w.node(v)
+                    .and_then(|x| x.topology().node(&id))
+                    .is_some_and(|rec| rec.slot_count() > 0)
+            })
+        });
+    let live_replica = (0..n).any(|r| {
+        w.sim().is_up(r)
+            && w.follows(r) == Some(h)
+            && !matches!(w.link(r), ferrocluster_epoch::ReplLink::Down)
+    });
+    !owns_slots || live_replica
+}
+
+/// Whether host `h`'s last durable nodes.conf makes myself a primary owning slots.
+fn saved_slot_owner(sim: &ClusterSim, h: usize) -> bool {
+    let Some(text) = sim.disk(h).contents() else {
+        return false;
+    };
+    // Loading draws only IDs for records that lack one; nothing of it is kept.
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    load_nodes_conf(text, sim.now(), &mut rng, LoadOptions::default())
+        .is_ok_and(|t| t.myself().is_primary() && t.myself().slot_count() > 0)
 }
 
 fn pair(sim: &mut ClusterSim, n: usize) -> (usize, usize) {

@@ -32,6 +32,30 @@ impl ClusterNode {
         self.finish(now);
     }
 
+    /// The host acted on an [`Event::PauseWrites`]: it accepts no client write any more, and
+    /// `offset` is myself's replication offset after the last write it accepted (bytes, as in
+    /// [`ClusterNode::handle_replication`], which this call also updates). The host MUST call
+    /// it after acting on every `PauseWrites`, with the offset read once the pause holds (a
+    /// multi-threaded host: under the lock its writers take).
+    ///
+    /// A primary serving a manual failover announces its offset with PAUSED (§13.2) only after
+    /// this call: its node may have been told an older offset, and writes the host accepted
+    /// between the MFSTART and the pause move it further, while the replica keeps the first
+    /// PAUSED offset it hears and waits for exactly that one (Valkey, which pauses inside the
+    /// MFSTART handler, announces a final offset at once). The call then PINGs the replica at
+    /// once. Harmless when no manual failover waits for it (a slot migration's pause).
+    pub fn handle_writes_paused(&mut self, offset: u64, now: Millis) {
+        let now = self.clamp(now);
+        self.repl.offset = offset;
+        self.repl_reported = true;
+        self.topo.myself_mut().repl_offset = offset;
+        self.topo.myself_mut().repl_offset_time = Some(now);
+        let mut eout = Vec::new();
+        self.epoch.handle_writes_paused(&self.topo, &mut eout);
+        self.apply_epoch_effects(eout, None, now);
+        self.finish(now);
+    }
+
     /// Myself's replication as last reported by [`ClusterNode::handle_replication`] (the
     /// default — offset 0, link down, never synced — before any report).
     pub fn replication(&self) -> &ReplicationState {

@@ -22,7 +22,8 @@
 //!      then (a host that never acknowledges stalls the node, it never breaks safety);
 //!    * `Event(..)`: log or count it — except the ones that ask the host to act on its data
 //!      set: [`Event::ReplicateFrom`] (start replicating, after [`Event::BecameReplica`]),
-//!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] /
+//!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] (hold client
+//!      writes, then report the final offset with [`ClusterNode::handle_writes_paused`]) /
 //!      [`Event::UnpauseWrites`] (manual failover or a slot migration export),
 //!      [`Event::DeleteSlotKeys`] (slots lost), [`Event::ClusterReset`], and
 //!      [`Event::Migration`] (an atomic slot migration's data plane: connect to the target's

@@ -151,9 +151,10 @@ pub enum Event {
     /// failover (§13.2, 2 × `cluster-manual-failover-timeout`) or an atomic slot migration
     /// export paused writes (slot-migration sheet A.9; Valkey 9.0/9.1 pause every write,
     /// expiry and eviction of the node). Paused writes are held, not rejected. A later
-    /// `PauseWrites` replaces the earlier one (the end is the latest of both purposes). While
-    /// paused, myself's replication offset (reported with
-    /// [`crate::ClusterNode::handle_replication`]) is final.
+    /// `PauseWrites` replaces the earlier one (the end is the latest of both purposes). Once
+    /// the pause holds the host MUST call [`crate::ClusterNode::handle_writes_paused`] with
+    /// its replication offset, which is final while paused: a manual failover's primary
+    /// announces that offset to its replica only then (§13.2).
     PauseWrites {
         /// End of the pause.
         until: Millis,

@@ -533,6 +533,48 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
     );
 }
 
+/// Issue 16 item 1: a burst of 100 acknowledged writes right before CLUSTER FAILOVER. The
+/// primary's node hears of them only on its host's next turn, after the MFSTART may have
+/// arrived (the reference server), and still the replica is promoted with every write.
+#[test]
+fn a_default_manual_failover_right_after_a_burst_of_writes_promotes_and_loses_nothing() {
+    check_seeds(
+        "a_default_manual_failover_right_after_a_burst_of_writes_promotes_and_loses_nothing",
+        SEEDS,
+        |seed| -> Res {
+            let l = Layout::uniform(3, 1);
+            let mut w = world(seed, config(), &l)?;
+            let slot = l.first_slot(0);
+            w.run_for(NT)?;
+            let mut burst = Vec::new();
+            for _ in 0..100 {
+                match w.write(slot)? {
+                    Ok(a) => burst.push(a),
+                    Err(why) => return Err(format!("write refused: {why:?}").into()),
+                }
+            }
+            reply_ok(w.cluster_command(3, &["FAILOVER"])?)?;
+            let done = w.run_until_cond(5_000, |w| agreed_owner(w.sim(), slot) == Some(3))?;
+            let timed_out = w
+                .events()
+                .iter()
+                .any(|(_, _, e)| matches!(e, Event::Epoch(EpochEvent::ManualFailoverTimedOut)));
+            ensure(done && !timed_out, || {
+                format!("no switch within the manual failover timeout (timed out: {timed_out})")
+            })?;
+            let lost: Vec<u64> = burst
+                .iter()
+                .filter(|a| !w.has_write(3, a.id))
+                .map(|a| a.id)
+                .collect();
+            ensure(lost.is_empty(), || {
+                format!("acknowledged writes missing on the new primary: {lost:?}")
+            })?;
+            converge(&mut w, &[0, 1, 2, 3, 4, 5])
+        },
+    );
+}
+
 #[test]
 fn a_forced_manual_failover_replaces_a_dead_primary_before_fail_is_detected() {
     check_seeds(

@@ -508,6 +508,11 @@ impl BusThread {
                 let Some(side) = st.cluster.as_mut() else {
                     return;
                 };
+                // The replication facts first: the bus input of this turn (an MFSTART, an
+                // auth request) is handled with the offset the data has now.
+                if *side.node.replication() != facts {
+                    side.node.handle_replication(facts, now);
+                }
                 for input in inputs {
                     match input {
                         Input::Accepted(mut s, ip, local) => {
@@ -541,9 +546,6 @@ impl BusThread {
                         Input::Bytes(link, b) => side.node.handle_link_bytes(link, &b, now),
                         Input::Link(e) => side.node.handle_link(e, now),
                     }
-                }
-                if *side.node.replication() != facts {
-                    side.node.handle_replication(facts, now);
                 }
                 side.node.handle_timeout(now);
                 while let Some(o) = side.node.poll_output() {
@@ -817,7 +819,21 @@ impl BusThread {
                             self.shared.publish_local(sharded, &channel, &message);
                         }
                         Event::PauseWrites { until } => {
-                            self.shared.state.lock().writes_paused_until = Some(until.0);
+                            // Under the lock the writers take: once it is set no write runs,
+                            // so the offset read here is final; the node announces it
+                            // (manual failover, §13.2) only after hearing it.
+                            let mut st = self.shared.state.lock();
+                            st.writes_paused_until = Some(until.0);
+                            let offset = st.repl.offset;
+                            if let Some(side) = st.cluster.as_mut() {
+                                side.node.handle_writes_paused(offset, now);
+                                while let Some(o) = side.node.poll_output() {
+                                    if let Output::Persist { seq, .. } = &o {
+                                        self.persist_gen.insert(*seq, side.conf.next_generation());
+                                    }
+                                    queue.push_back(o);
+                                }
+                            }
                         }
                         Event::UnpauseWrites => {
                             self.shared.state.lock().writes_paused_until = None;

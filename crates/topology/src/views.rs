@@ -284,10 +284,13 @@ fn shard_entry(
     shard: Option<ShardId>,
     o: &ViewOptions,
 ) -> Reply {
-    // The shard's slots are its primary's: the first member's primary, or itself (Valkey
-    // `clusterNodeGetPrimary(first member)`).
+    // The shard's slots are its primary's: the primary of the first member that is not FAIL,
+    // or that member itself (Valkey 8+ `clusterGetPrimaryFromShard`). After a failover the
+    // first member can be the failed old primary, which owns nothing any more; none but FAIL
+    // members: no slots.
     let owner = members
-        .first()
+        .iter()
+        .find(|n| !n.is_fail())
         .map(|n| n.primary.and_then(|p| topo.node(&p)).unwrap_or(n));
     let mut slots = Vec::new();
     if let Some(p) = owner {
@@ -309,7 +312,9 @@ fn shard_entry(
     Reply::Map(m)
 }
 
-/// CLUSTER SHARDS (§19.3): one map per shard with `slots` (flat start/end pairs) and `nodes`
+/// CLUSTER SHARDS (§19.3): one map per shard with `slots` (flat start/end pairs: the slots
+/// of the primary of the shard's first member that is not FAIL, Valkey 8+
+/// `clusterGetPrimaryFromShard`; empty when every member is FAIL) and `nodes`
 /// (per node: `id`, `port` if non-zero, `tls-port` if non-zero, `ip`, `endpoint`, `hostname`
 /// if set, `role`, `replication-offset`, `health` = `fail` / `loading` (replica with offset 0)
 /// / `online`).

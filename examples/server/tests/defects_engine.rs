@@ -221,3 +221,144 @@ fn manual_failover_under_a_continuous_writer_promotes_and_loses_no_acknowledged_
         || ports.iter().all(|&p| owner_of(p, 0) == Some(replica)),
     );
 }
+
+// ----- item 3: CLUSTER SHARDS after a failover -----
+
+/// A parsed RESP2/RESP3 value (only what CLUSTER SHARDS uses).
+#[derive(Debug, Clone, PartialEq)]
+enum V {
+    Int(i64),
+    Str(String),
+    Arr(Vec<V>),
+    Map(Vec<(V, V)>),
+    Null,
+}
+
+/// Parses the one RESP value at the start of `b`; returns it and the bytes used.
+fn parse(b: &[u8]) -> (V, usize) {
+    let end = b
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .expect("a RESP line");
+    let head = std::str::from_utf8(&b[1..end]).expect("UTF-8 header");
+    let after = end + 2;
+    match b[0] {
+        b':' => (V::Int(head.parse().expect("integer")), after),
+        b'+' => (V::Str(head.to_string()), after),
+        b'_' => (V::Null, after),
+        b'$' | b'=' => {
+            let n: i64 = head.parse().expect("length");
+            if n < 0 {
+                return (V::Null, after);
+            }
+            let s = &b[after..after + n as usize];
+            (
+                V::Str(String::from_utf8_lossy(s).into_owned()),
+                after + n as usize + 2,
+            )
+        }
+        b'*' | b'%' => {
+            let n: usize = head.parse().expect("count");
+            let mut pos = after;
+            let mut items = Vec::new();
+            for _ in 0..n * if b[0] == b'%' { 2 } else { 1 } {
+                let (v, used) = parse(&b[pos..]);
+                items.push(v);
+                pos += used;
+            }
+            if b[0] == b'%' {
+                let mut it = items.into_iter();
+                let mut m = Vec::new();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    m.push((k, v));
+                }
+                (V::Map(m), pos)
+            } else {
+                (V::Arr(items), pos)
+            }
+        }
+        other => panic!("unexpected RESP type {other:?}"),
+    }
+}
+
+/// The value under `key` of a RESP3 map or a RESP2 flat key/value array.
+fn field<'a>(v: &'a V, key: &str) -> Option<&'a V> {
+    let k = V::Str(key.to_string());
+    match v {
+        V::Map(m) => m.iter().find(|(a, _)| *a == k).map(|(_, b)| b),
+        V::Arr(a) => a.chunks(2).find(|p| p[0] == k).map(|p| &p[1]),
+        _ => None,
+    }
+}
+
+/// (slots over all shards, (node id, health) of every listed node) of CLUSTER SHARDS on
+/// `port` in protocol `proto`.
+fn shards(port: u16, proto: u8) -> (usize, Vec<(String, String)>) {
+    let mut c = Client::connect(port);
+    if proto == 3 {
+        let _ = c.cmd(&["HELLO", "3"]);
+    }
+    let (v, _) = parse(&c.cmd(&["CLUSTER", "SHARDS"]));
+    let V::Arr(list) = v else {
+        panic!("CLUSTER SHARDS is not an array: {v:?}")
+    };
+    let mut slots = 0usize;
+    let mut members = Vec::new();
+    for sh in &list {
+        let Some(V::Arr(pairs)) = field(sh, "slots") else {
+            panic!("no slots in {sh:?}")
+        };
+        for p in pairs.chunks(2) {
+            if let [V::Int(a), V::Int(b)] = p {
+                slots += (b - a + 1) as usize;
+            }
+        }
+        let Some(V::Arr(ns)) = field(sh, "nodes") else {
+            panic!("no nodes in {sh:?}")
+        };
+        for n in ns {
+            let s = |k| match field(n, k) {
+                Some(V::Str(s)) => s.clone(),
+                other => panic!("{k}: {other:?}"),
+            };
+            members.push((s("id"), s("health")));
+        }
+    }
+    (slots, members)
+}
+
+#[test]
+fn cluster_shards_after_a_failover_keeps_every_slot_and_lists_the_old_primary_failed() {
+    require_redis_tools();
+    let mut procs = Procs::default();
+    let dir = test_dir("shards-failover");
+    let ports = six_node_cluster(&mut procs, &dir, 23720);
+    let (primary, replica) = shard_of(ports[0], 0);
+    let old = myid(primary);
+    procs.kill(primary);
+    let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != primary).collect();
+    wait_until(Duration::from_secs(20), "the replica takes over", || {
+        alive.iter().all(|&p| owner_of(p, 0) == Some(replica))
+    });
+    wait_until(
+        Duration::from_secs(10),
+        "the old primary is FAIL everywhere",
+        || {
+            alive.iter().all(|&p| {
+                nodes(p)
+                    .iter()
+                    .any(|l| l[0] == old && l[2].contains("fail") && !l[2].contains("fail?"))
+            })
+        },
+    );
+    for &p in &alive {
+        for proto in [2, 3] {
+            let (slots, members) = shards(p, proto);
+            assert_eq!(slots, 16384, "CLUSTER SHARDS on {p} (RESP{proto})");
+            assert!(
+                members.contains(&(old.clone(), "fail".to_string())),
+                "the old primary on {p} (RESP{proto}): {members:?}"
+            );
+        }
+    }
+}

@@ -165,6 +165,55 @@ fn rules_2_to_6_deny_silently_in_order() {
     );
 }
 
+/// Issue 16 item 11 (BUG-07): a replica that missed its primary's configEpoch bump asks with
+/// the old epoch; the vote is denied and the requester is told the owner's configuration
+/// (an UPDATE about the primary, §11.3), so its next attempt can win. Nothing is persisted.
+#[test]
+fn a_stale_slot_claim_is_answered_with_an_update_about_the_owner() {
+    let mut t = setup();
+    t.node_mut(&id('p')).unwrap().config_epoch = ConfigEpoch(4);
+    let s = slots(0..=99);
+    let mut out = Vec::new();
+    let o = Epoch::new().handle_auth_request(
+        &mut t,
+        &EpochConfig::default(),
+        &req('r', 5, false, &s),
+        T0,
+        &mut out,
+    );
+    assert_eq!(o, VoteOutcome::Denied(VoteDenied::StaleSlotClaim));
+    assert_eq!(t.last_vote_epoch, CurrentEpoch(0));
+    assert_eq!(
+        out,
+        vec![
+            EpochEffect::Event(EpochEvent::VoteDenied {
+                to: id('r'),
+                reason: VoteDenied::StaleSlotClaim
+            }),
+            EpochEffect::Send {
+                to: Target::Node(id('r')),
+                message: EpochMessage::Update {
+                    node: id('p'),
+                    config_epoch: ConfigEpoch(4),
+                    slots: Box::new(s.clone()),
+                },
+                after_persist: false
+            }
+        ]
+    );
+    // Other refusals stay silent.
+    let mut out = Vec::new();
+    t.node_mut(&id('p')).unwrap().flags.remove(NodeFlags::FAIL);
+    Epoch::new().handle_auth_request(
+        &mut t,
+        &EpochConfig::default(),
+        &req('r', 5, false, &s),
+        T0,
+        &mut out,
+    );
+    assert!(!out.iter().any(|e| matches!(e, EpochEffect::Send { .. })));
+}
+
 proptest! {
     /// Whatever sequence of requests arrives (requesters, epochs, FORCEACK, times), a voter
     /// grants at most one vote per epoch, and every grant is preceded by a persist.

@@ -137,7 +137,7 @@ pub use ferrocluster_command::{
     lookup, ClientState, ClusterCommand, CommandSpec, Dispatch, ErrorReply, FailoverMode,
     KeyPresence, NoKeys, QueuedCommand, Route, RouteError,
 };
-pub use ferrocluster_gossip::{CommandError, LinkId};
+pub use ferrocluster_gossip::{CommandError, LinkId, NodeAddress};
 pub use ferrocluster_topology::Reply;
 pub use ferrocluster_topology::{Millis, NodeId, Topology};
 pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};

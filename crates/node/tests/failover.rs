@@ -689,3 +689,63 @@ fn auth_request_waits_for_the_bumped_current_epoch_persist() {
         .all(|(_, _, m)| m.full_header().unwrap().current_epoch == epoch.get()));
     assert!(net.run_until(2_000, |n| n.nodes[3].topology().myself().is_primary()));
 }
+
+/// Issue 16 item 14 (BUG-08): after CLUSTER REPLICATE to a new primary, a replica advertises
+/// offset 0 — not the offset it had with the old primary — until the host reports the link
+/// to the new primary up; then the host's offset again.
+#[test]
+fn a_repointed_replica_advertises_offset_zero_until_its_first_sync() {
+    let mut net = cluster_with_replica();
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        268_927,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    net.run_for(NT);
+    let seen = |net: &Net| {
+        let me = id(net, 3);
+        net.nodes[1].topology().node(&me).map(|n| n.repl_offset)
+    };
+    assert_eq!(seen(&net), Some(268_927));
+    let target = id(&net, 1).as_str().to_owned();
+    let out = net.nodes[3].cluster_command_argv(
+        &["CLUSTER", "REPLICATE", &target],
+        &CommandRequest::default(),
+        &common::TestKeys::default(),
+        now,
+    );
+    assert_eq!(out.reply().unwrap().to_resp2(), b"+OK\r\n");
+    let start = net.wire.len();
+    net.drain();
+    assert_eq!(net.nodes[3].topology().myself().repl_offset, 0);
+    // The host still reports the old stream's offset while it re-syncs.
+    let now = net.now;
+    report(&mut net, 3, 268_927, ReplLink::DownSince(now));
+    net.run_for(NT);
+    assert!(net.wire[start..]
+        .iter()
+        .filter(|(_, f, _, m)| *f == 3 && !m.is_light())
+        .all(|(_, _, _, m)| m.full_header().unwrap().offset == 0));
+    assert_eq!(
+        seen(&net),
+        Some(0),
+        "a sibling would rank itself behind the old offset"
+    );
+    // First sync with the new primary done: its offset is advertised.
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        4_096,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    net.run_for(NT);
+    assert_eq!(net.nodes[3].topology().myself().repl_offset, 4_096);
+    assert_eq!(seen(&net), Some(4_096));
+}

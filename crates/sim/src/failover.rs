@@ -385,7 +385,8 @@ pub struct FailoverReport {
 ///    link reset, latency change);
 /// 3. heal, restore the latency, restart every crashed host except, in half the runs, one
 ///    crashed primary that has a replica running (it stays down: its replica must take
-///    over), run `settle_ms`, then check: [`check_epochs_converged`] (everyone agrees on
+///    over), run `settle_ms`, then check [`World::check_no_stale_keys`] and
+///    [`check_epochs_converged`] (everyone agrees on
 ///    every slot's owner and its configEpoch, distinct configEpochs, cluster_state ok).
 ///
 /// The cluster invariants and [`OneVotePerEpoch`] run after every step.
@@ -513,13 +514,15 @@ pub fn random_failover_run(seed: u64, plan: &FailoverPlan) -> Result<FailoverRep
     }
     w.run_for(plan.settle_ms)?;
     let all: Vec<usize> = (0..n).collect();
-    check_epochs_converged(w.sim(), &all).map_err(|m| {
-        setup_violation(
-            w.sim(),
-            "convergence after heal",
-            format!("{m} (left down: {left_down:?})"),
-        )
-    })?;
+    check_epochs_converged(w.sim(), &all)
+        .and_then(|()| w.check_no_stale_keys())
+        .map_err(|m| {
+            setup_violation(
+                w.sim(),
+                "convergence after heal",
+                format!("{m} (left down: {left_down:?})"),
+            )
+        })?;
     let promotions = w
         .events()
         .iter()

@@ -93,11 +93,12 @@ fn owner_in(w: &World, viewers: &[usize], slot: Slot) -> Option<usize> {
     owner.and_then(|o| host_of(w.sim(), &o))
 }
 
-/// Runs until [`check_epochs_converged`] holds for `hosts` (at most 5 × NODE_TIMEOUT); the
-/// last disagreement otherwise.
+/// Runs until [`check_epochs_converged`] holds for `hosts` (at most 5 × NODE_TIMEOUT), then
+/// checks that no primary holds keys of a slot it does not own; the last disagreement
+/// otherwise.
 fn converge(w: &mut World, hosts: &[usize]) -> Res {
     let ok = w.run_until_cond(5 * NT, |w| check_epochs_converged(w.sim(), hosts).is_ok())?;
-    match check_epochs_converged(w.sim(), hosts) {
+    match check_epochs_converged(w.sim(), hosts).and_then(|()| w.check_no_stale_keys()) {
         Ok(()) if ok => Ok(()),
         Ok(()) => Err("converged only after the deadline".into()),
         Err(e) => Err(format!("no convergence within 5 × NODE_TIMEOUT: {e}").into()),
@@ -468,6 +469,73 @@ fn a_replica_that_never_synced_promotes_only_with_validity_factor_zero() {
                 }
             }
             Ok(())
+        },
+    );
+}
+
+/// Issue 16 item 11 (BUG-07): the bus link primary → replica is cut, the primary bumps its
+/// configEpoch (CLUSTER BUMPEPOCH: everyone else learns it, the replica does not), then the
+/// primary dies. The replica's requests claim the old configEpoch and are refused
+/// (`StaleSlotClaim`); a voter's UPDATE tells it the current one, and it is promoted within
+/// two election attempts (auth retry 4 × NODE_TIMEOUT), with every slot served again.
+#[test]
+fn a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected() {
+    check_seeds(
+        "a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected",
+        SEEDS,
+        |seed| -> Res {
+            let l = Layout::uniform(3, 1);
+            let mut w = world(seed, config(), &l)?;
+            w.run_for(NT)?;
+            let p = id(&w, 0);
+            w.sim_mut().block_one_way(0, 3);
+            w.run_for(200)?;
+            let before = epoch_of(&w, 1, &p).unwrap_or(0);
+            match w.cluster_command(0, &["BUMPEPOCH"])? {
+                Some(Reply::Simple(s)) if s.starts_with("BUMPED") => {}
+                other => return Err(format!("BUMPEPOCH: {other:?}").into()),
+            }
+            let bumped = w.run_until_cond(NT, |w| {
+                (1..3).all(|v| epoch_of(w, v, &p).is_some_and(|e| e > before))
+            })?;
+            ensure(bumped, || {
+                "the other primaries never learned the bump".into()
+            })?;
+            ensure(epoch_of(&w, 3, &p) == Some(before), || {
+                "the replica learned the bump: the case is not built".into()
+            })?;
+            w.crash(0);
+            let t0 = w.now();
+            let promoted = w.run_until_cond(12 * NT, |w| {
+                w.node(3)
+                    .is_some_and(|n| n.topology().myself().is_primary())
+            })?;
+            let denied = w.events().iter().any(|(at, _, e)| {
+                *at >= t0
+                    && matches!(
+                        e,
+                        Event::Epoch(EpochEvent::VoteDenied {
+                            reason: ferrocluster_node::epoch::VoteDenied::StaleSlotClaim,
+                            ..
+                        })
+                    )
+            });
+            ensure(promoted, || {
+                format!(
+                    "the replica was not promoted within 12 × NODE_TIMEOUT (stale-claim denials: {denied})"
+                )
+            })?;
+            ensure(denied, || "no vote was refused for the stale claim".into())?;
+            println!(
+                "seed {seed}: promoted {} ms after the crash",
+                w.now().since(t0)
+            );
+            w.sim_mut().heal();
+            let slot = l.first_slot(0);
+            let ok = w.run_until_cond(5 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
+            ensure(ok, || {
+                "the shard's slots are not served by the new primary".into()
+            })
         },
     );
 }

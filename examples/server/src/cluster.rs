@@ -843,11 +843,15 @@ impl BusThread {
                             let mut st = self.shared.state.lock();
                             let n = crate::repl::delete_slot_keys(&mut st, &slots);
                             crate::repl::flush(&self.shared, &mut st);
-                            tracing::info!(
-                                slots = slots.len(),
-                                keys = n,
-                                "deleted the keys of slots myself lost"
-                            );
+                            // The node also sweeps every slot another node owns when a
+                            // replica is promoted: most hold no key.
+                            if n > 0 {
+                                tracing::info!(
+                                    slots = slots.len(),
+                                    keys = n,
+                                    "deleted the keys of slots another node owns"
+                                );
+                            }
                         }
                         Event::Migration(req) => crate::migrate::act(&self.shared, *req),
                         Event::ClusterReset {
@@ -915,9 +919,25 @@ fn log_event(e: &Event) {
         Event::UnpauseWrites => tracing::info!("client writes resumed"),
         Event::DeleteSlotKeys(_) => {}
         Event::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
+        Event::NodeIdCollision { id, mine, peer, .. } => tracing::warn!(
+            node = %id,
+            mine = %format_addr(mine),
+            peer = %format_addr(peer),
+            "another node uses my node ID: its messages are refused (give one of the two its \
+             own nodes.conf, or CLUSTER RESET HARD it)"
+        ),
+        Event::NodesConfWarning(w) => tracing::warn!("{w}"),
         Event::PubSubMessage { .. } => {}
         Event::Migration(r) => tracing::debug!("slot migration request: {r:?}"),
         other => tracing::info!("cluster event: {other:?}"),
+    }
+}
+
+/// `ip:port@bus_port` (`?` for an unknown IP).
+fn format_addr(a: &ferrocluster_node::NodeAddress) -> String {
+    match a.ip {
+        Some(ip) => format!("{}@{}", SocketAddr::new(ip, a.port), a.bus_port),
+        None => format!("?:{}@{}", a.port, a.bus_port),
     }
 }
 

@@ -362,3 +362,216 @@ fn cluster_shards_after_a_failover_keeps_every_slot_and_lists_the_old_primary_fa
         }
     }
 }
+
+// ----- item 4: stale keys on a primary that does not own their slot -----
+
+fn count_in_slot(port: u16, slot: u16) -> i64 {
+    let r = Client::connect(port).cmd_s(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]);
+    r.trim_start_matches(':')
+        .trim_end()
+        .parse()
+        .unwrap_or_else(|_| panic!("COUNTKEYSINSLOT on {port}: {r:?}"))
+}
+
+/// The kind of issue 16 item 4 on real processes: a primary dies holding the keys of a slot,
+/// another node takes the slot over (IMPORTING + SETSLOT NODE, a configEpoch bump), and the
+/// dead primary's replica — whose data still has those keys, its primary never deleted them
+/// — is promoted. It must delete the keys of the slot it does not own (Valkey deletes keys of
+/// slots it lost, and of slots assigned elsewhere at startup).
+#[test]
+fn a_promoted_replica_deletes_the_keys_of_a_slot_its_dead_primary_lost() {
+    require_redis_tools();
+    let mut procs = Procs::default();
+    let dir = test_dir("stale-keys");
+    let ports = six_node_cluster(&mut procs, &dir, 23730);
+    let (primary, replica) = shard_of(ports[0], 0);
+    let (target, _) = shard_of(ports[0], 16383);
+    let mut c = Client::connect(primary);
+    for k in keys_of_slot(0, 50) {
+        assert_eq!(c.cmd_s(&["SET", &k, "v"]), "+OK\r\n");
+    }
+    for k in keys_of_slot(1, 20) {
+        assert_eq!(c.cmd_s(&["SET", &k, "v"]), "+OK\r\n");
+    }
+    wait_until(Duration::from_secs(10), "the replica has the keys", || {
+        count_in_slot(replica, 0) == 50 && count_in_slot(replica, 1) == 20
+    });
+    let (pid, tid) = (myid(primary), myid(target));
+    procs.kill(primary);
+    let mut t = Client::connect(target);
+    assert_eq!(
+        t.cmd_s(&["CLUSTER", "SETSLOT", "0", "IMPORTING", &pid]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        t.cmd_s(&["CLUSTER", "SETSLOT", "0", "NODE", &tid]),
+        "+OK\r\n"
+    );
+    let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != primary).collect();
+    wait_until(
+        Duration::from_secs(20),
+        "the replica promoted, slot 0 the target's everywhere",
+        || {
+            role(replica) == "master"
+                && alive
+                    .iter()
+                    .all(|&p| owner_of(p, 0) == Some(target) && owner_of(p, 1) == Some(replica))
+        },
+    );
+    wait_until(
+        Duration::from_secs(5),
+        "the promoted replica drops the keys of slot 0",
+        || count_in_slot(replica, 0) == 0,
+    );
+    // Its own slot keeps its keys.
+    assert_eq!(count_in_slot(replica, 1), 20);
+}
+
+// ----- item 5: nodes.conf written by a newer node -----
+
+/// Starts a node once so it writes its nodes.conf, stops it, and returns (dir, file text).
+fn fresh_conf(
+    procs: &mut Procs,
+    base: &std::path::Path,
+    port: u16,
+) -> (std::path::PathBuf, String) {
+    let dir = procs.start(base, port, &["--cluster-node-timeout", "2000"]);
+    let id = myid(port);
+    procs.kill(port);
+    let conf = std::fs::read_to_string(dir.join("nodes.conf")).expect("nodes.conf written");
+    assert!(conf.contains(&id), "{conf}");
+    (dir, conf)
+}
+
+/// The myself line of a nodes.conf with `f` applied to its address field.
+fn edit_myself_address(conf: &str, f: impl Fn(&str) -> String) -> String {
+    conf.lines()
+        .map(|l| {
+            let mut w: Vec<String> = l.split(' ').map(str::to_string).collect();
+            if w.len() > 2 && w[2].contains("myself") {
+                w[1] = f(&w[1]);
+            }
+            w.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+#[test]
+fn nodes_conf_with_an_unknown_aux_field_loads_and_the_field_is_dropped() {
+    let base = test_dir("conf-future");
+    let mut procs = Procs::default();
+    let (dir, conf) = fresh_conf(&mut procs, &base, 23740);
+    let id = conf.lines().find(|l| l.contains("myself")).unwrap()[..40].to_string();
+    let newer = edit_myself_address(&conf, |a| format!("{a},future-field=xyz"));
+    assert!(newer.contains(",future-field=xyz "), "{newer}");
+    std::fs::write(dir.join("nodes.conf"), &newer).unwrap();
+    procs.start(&base, 23740, &["--cluster-node-timeout", "2000"]);
+    assert_eq!(Client::connect(23740).cmd_s(&["PING"]), "+PONG\r\n");
+    assert_eq!(myid(23740), id, "the saved identity was loaded");
+    let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains("future-field")).collect();
+    assert_eq!(warned.len(), 1, "logged once:\n{log}");
+    assert!(
+        warned[0].contains("line 1") && warned[0].contains("unknown aux field"),
+        "{}",
+        warned[0]
+    );
+    // The field is kept out of the model: the file the node saves at start drops it.
+    wait_until(Duration::from_secs(5), "nodes.conf rewritten", || {
+        let now = std::fs::read_to_string(dir.join("nodes.conf")).unwrap_or_default();
+        now.contains(&id) && !now.contains("future-field")
+    });
+}
+
+#[test]
+fn nodes_conf_with_a_malformed_known_aux_field_is_refused_with_line_and_reason() {
+    let base = test_dir("conf-badaux");
+    let mut procs = Procs::default();
+    let (dir, conf) = fresh_conf(&mut procs, &base, 23743);
+    let bad = edit_myself_address(&conf, |a| {
+        a.split(',')
+            .map(|f| {
+                if f.starts_with("shard-id=") {
+                    "shard-id=xyz".to_string()
+                } else {
+                    f.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    assert!(bad.contains("shard-id=xyz"), "{bad}");
+    std::fs::write(dir.join("nodes.conf"), &bad).unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(["--port", "23743", "--dir"])
+        .arg(&dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run ferrocluster-server");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("line 1") && stderr.contains("\"xyz\""),
+        "line and reason: {stderr}"
+    );
+}
+
+// ----- item 6: two nodes with one node ID -----
+
+/// A user copies a node's nodes.conf into a second node's directory: both start with one
+/// node ID. A MEET between them is refused and logged on both sides with both addresses;
+/// neither shows myself at the other's address.
+#[test]
+fn a_copied_nodes_conf_gives_two_nodes_one_id_and_they_refuse_each_other() {
+    let base = test_dir("conf-copied");
+    let mut procs = Procs::default();
+    let (_, conf) = fresh_conf(&mut procs, &base, 23744);
+    let twin_dir = base.join("node-23745");
+    std::fs::create_dir_all(&twin_dir).unwrap();
+    std::fs::write(twin_dir.join("nodes.conf"), &conf).unwrap();
+    let flags = ["--cluster-node-timeout", "2000"];
+    let a_dir = procs.start(&base, 23744, &flags);
+    procs.start(&base, 23745, &flags);
+    let id = myid(23744);
+    assert_eq!(myid(23745), id, "the copy carries the same identity");
+    assert_eq!(
+        Client::connect(23744).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", "23745"]),
+        "+OK\r\n"
+    );
+    let logged = |dir: &std::path::Path| {
+        std::fs::read_to_string(dir.join("stderr.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("another node uses my node ID"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    wait_until(
+        Duration::from_secs(10),
+        "both sides report the collision",
+        || !logged(&a_dir).is_empty() && !logged(&twin_dir).is_empty(),
+    );
+    assert!(
+        logged(&twin_dir)[0].contains("127.0.0.1:23744@33744"),
+        "{:?}",
+        logged(&twin_dir)
+    );
+    assert!(
+        logged(&a_dir)[0].contains("23745@33745"),
+        "{:?}",
+        logged(&a_dir)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    for port in [23744, 23745] {
+        let lines = nodes(port);
+        assert_eq!(lines.len(), 1, "node {port} keeps only myself: {lines:?}");
+        assert!(lines[0][2].contains("myself"));
+        assert_eq!(
+            port_of(&lines[0][1]),
+            port,
+            "node {port}: myself moved: {lines:?}"
+        );
+    }
+}

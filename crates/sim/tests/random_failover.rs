@@ -7,9 +7,10 @@
 //! configEpoch, no two slot owners share a configEpoch, and cluster_state is ok (§10–§12).
 //!
 //! Seed count: FERROCLUSTER_SIM_FAILOVER_SEEDS (default 100; the 12-host variant runs an
-//! eighth of it); one seed: FERROCLUSTER_SIM_SEED.
+//! eighth of it), from FERROCLUSTER_SIM_FIRST_SEED (default 0); one seed:
+//! FERROCLUSTER_SIM_SEED.
 
-use ferrocluster_sim::seed::{check_seeds, seed_count_from, FAILOVER_SEEDS_ENV};
+use ferrocluster_sim::seed::{check_seeds, seed_count_from, seed_range, FAILOVER_SEEDS_ENV};
 use ferrocluster_sim::{random_failover_run, FailoverPlan, Violation};
 
 /// Default number of seeds: sized so the test takes well under a minute in a debug build.
@@ -26,7 +27,7 @@ fn random_faults_with_failovers_converge_and_never_double_vote() {
     let mut faults = [0u64; 8];
     check_seeds(
         "random_faults_with_failovers_converge_and_never_double_vote",
-        0..count,
+        seed_range(count),
         |seed| {
             let r = random_failover_run(seed, &plan)?;
             runs += 1;
@@ -63,7 +64,7 @@ fn random_faults_with_two_replicas_per_primary_converge_and_never_double_vote() 
     let mut promotions = 0u64;
     check_seeds(
         "random_faults_with_two_replicas_per_primary_converge_and_never_double_vote",
-        0..count.max(1),
+        seed_range(count.max(1)),
         |seed| {
             promotions += random_failover_run(seed, &plan)?.promotions;
             Ok::<(), Violation>(())

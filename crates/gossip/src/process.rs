@@ -227,19 +227,7 @@ impl Gossip {
                     None => {}
                 }
             }
-            let pong = build_ping(
-                topo,
-                &self.links,
-                &self.blacklist,
-                cfg,
-                self.state_byte,
-                PingKind::Pong,
-                reply_to.as_ref(),
-                ext_override,
-                self.pfail_count,
-                now,
-                rng,
-            );
+            let pong = self.pong(topo, cfg, reply_to.as_ref(), ext_override, now, rng);
             out.push(GossipEffect::Send {
                 link: link_id,
                 message: pong,
@@ -339,6 +327,32 @@ impl Gossip {
         sender.map(Received::Claims)
     }
 
+    /// The PONG that answers a PING or MEET (§8 step 5), addressed to `to` when the sender is
+    /// known (its extension set); `ext_override` forces the extensions (a MEET with EXT_DATA).
+    fn pong<R: RngCore + ?Sized>(
+        &self,
+        topo: &Topology,
+        cfg: &GossipConfig,
+        to: Option<&NodeId>,
+        ext_override: bool,
+        now: Millis,
+        rng: &mut R,
+    ) -> Message {
+        build_ping(
+            topo,
+            &self.links,
+            &self.blacklist,
+            cfg,
+            self.state_byte,
+            PingKind::Pong,
+            to,
+            ext_override,
+            self.pfail_count,
+            now,
+            rng,
+        )
+    }
+
     /// A message whose sender ID is myself's (another node has my ID): nothing of it is
     /// applied — no address, epoch, offset, role, slot or gossip — so a peer can never move
     /// myself. Valkey would resolve the sender to myself and could rewrite myself's address
@@ -379,19 +393,7 @@ impl Gossip {
             });
         }
         if matches!(msg.body, Body::Ping(_) | Body::Meet(_)) {
-            let pong = build_ping(
-                topo,
-                &self.links,
-                &self.blacklist,
-                cfg,
-                self.state_byte,
-                PingKind::Pong,
-                None,
-                false,
-                self.pfail_count,
-                now,
-                rng,
-            );
+            let pong = self.pong(topo, cfg, None, false, now, rng);
             out.push(GossipEffect::Send {
                 link: link.id,
                 message: pong,

@@ -447,6 +447,7 @@ fn a_replica_that_never_synced_promotes_only_with_validity_factor_zero() {
                     w.run_until_cond(10 * NT, |w| agreed_owner(w.sim(), slot) == Some(3))?;
                 if factor == 0 {
                     ensure(promoted, || "factor 0: no promotion".into())?;
+                    converge(&mut w, &[1, 2, 3, 4, 5])?;
                 } else {
                     ensure(!promoted, || {
                         "a never-synced replica promoted with the default validity factor".into()
@@ -535,7 +536,8 @@ fn a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected() {
             let ok = w.run_until_cond(5 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
             ensure(ok, || {
                 "the shard's slots are not served by the new primary".into()
-            })
+            })?;
+            converge(&mut w, &[1, 2, 3, 4, 5])
         },
     );
 }
@@ -670,7 +672,7 @@ fn a_forced_manual_failover_replaces_a_dead_primary_before_fail_is_detected() {
             })?;
             let conv = w.run_until_cond(5 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
             ensure(conv, || "no convergence".into())?;
-            Ok(())
+            converge(&mut w, &[1, 2, 3, 4, 5])
         },
     );
 }
@@ -764,6 +766,7 @@ fn migration(seed: u64, barrier: u32) -> Result<Option<usize>, Box<dyn Error>> {
         ensure(!migrated, || {
             format!("a replica migrated with barrier {barrier} and 2 replicas")
         })?;
+        converge(&mut w, &[0, 2, 3, 4, 5, 6])?;
         return Ok(None);
     }
     ensure(migrated, || "no replica migrated".into())?;
@@ -791,6 +794,7 @@ fn migration(seed: u64, barrier: u32) -> Result<Option<usize>, Box<dyn Error>> {
     ensure(primary_of(&w, stayed) == Some(id0), || {
         "primary 0 lost both replicas".into()
     })?;
+    converge(&mut w, &[0, 2, 3, 4, 5, 6])?;
     Ok(Some(moved[0]))
 }
 

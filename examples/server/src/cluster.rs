@@ -772,9 +772,6 @@ impl BusThread {
                             if let Some(side) = st.cluster.as_mut() {
                                 side.node.handle_writes_paused(offset, now);
                                 while let Some(o) = side.node.poll_output() {
-                                    if let Output::Persist { seq, .. } = &o {
-                                        self.persist_gen.insert(*seq, side.conf.next_generation());
-                                    }
                                     queue.push_back(o);
                                 }
                             }

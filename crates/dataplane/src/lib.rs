@@ -93,6 +93,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod aof;
+pub mod asm;
 mod backlog;
 mod config;
 mod error;
@@ -104,6 +106,10 @@ mod replication;
 mod replid;
 pub mod resp;
 
+pub use asm::{
+    AsmConfig, AsmError, AsmEvent, AsmOutput, AsmPlane, KeyVisitor, SlotSource, SnapshotMode,
+    SnapshotProgress,
+};
 pub use backlog::Backlog;
 pub use config::{OutputBufferLimit, ReplicationConfig};
 pub use error::{CommandError, HostError, StreamError, StreamErrorKind};

@@ -7,7 +7,7 @@
 
 use crate::error::{StreamError, StreamErrorKind};
 
-pub use ferrocluster_topology::{command_bytes, encode_command};
+pub use ferrocluster_topology::{command_bytes, encode_array_len, encode_bulk, encode_command};
 
 /// Limits of [`CommandReader`]. Defaults are Valkey's: `proto-max-bulk-len` 512 MiB, at most
 /// `i32::MAX` arguments, header lines of at most 64 KiB (`PROTO_INLINE_MAX_SIZE`).
@@ -310,6 +310,16 @@ impl LineReader {
             None if self.buf.len() > max + 1 => Err(StreamErrorKind::LineTooLong),
             None => Ok(None),
         }
+    }
+
+    /// Whether no byte waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The first waiting byte.
+    pub(crate) fn first_byte(&self) -> Option<u8> {
+        self.buf.first().copied()
     }
 
     /// Takes what follows the lines read so far.

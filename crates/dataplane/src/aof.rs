@@ -139,7 +139,12 @@ impl<'a> AofWriter<'a> {
         I::IntoIter: Clone,
         T: AsRef<[u8]>,
     {
-        self.batches(b"RPUSH", items, |out, it: T| encode_bulk(out, it.as_ref()), 1)
+        self.batches(
+            b"RPUSH",
+            items,
+            |out, it: T| encode_bulk(out, it.as_ref()),
+            1,
+        )
     }
 
     /// A set's members: `SADD` batches.
@@ -152,7 +157,12 @@ impl<'a> AofWriter<'a> {
         I::IntoIter: Clone,
         T: AsRef<[u8]>,
     {
-        self.batches(b"SADD", members, |out, m: T| encode_bulk(out, m.as_ref()), 1)
+        self.batches(
+            b"SADD",
+            members,
+            |out, m: T| encode_bulk(out, m.as_ref()),
+            1,
+        )
     }
 
     /// A sorted set's members and scores: `ZADD key score member ..` batches, in the

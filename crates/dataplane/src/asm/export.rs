@@ -5,7 +5,9 @@
 use super::{AsmError, AsmEvent, AsmOutput, AsmPlane, Link};
 use crate::aof::{AofValue, AofWriter};
 use crate::resp::{encode_command, CommandReader, Item, LineReader};
-use ferrocluster_migration::{AuthReply, ConnId, JobName, MigrationInput, SnapshotResult, SyncSlots};
+use ferrocluster_migration::{
+    AuthReply, ConnId, JobName, MigrationInput, SnapshotResult, SyncSlots,
+};
 use ferrocluster_slot::{Slot, SlotRange, SlotSet};
 use ferrocluster_topology::Millis;
 use std::collections::VecDeque;
@@ -286,10 +288,11 @@ impl AsmPlane {
 
     /// Source: writes `AUTH [user] <password>` (Valkey `replicationSendAuth` with
     /// `primaryuser` / `primaryauth`); the reply line comes back as
-    /// [`MigrationInput::AuthReply`].
+    /// [`MigrationInput::AuthReply`]. Harmless for an unknown connection (one the data plane
+    /// closed a moment ago: the node hears of it next).
     ///
     /// # Errors
-    /// [`AsmError::UnknownConn`], [`AsmError::WrongSide`]; nothing changed.
+    /// [`AsmError::WrongSide`] for an import link; nothing changed.
     pub fn send_auth(
         &mut self,
         conn: ConnId,
@@ -298,7 +301,11 @@ impl AsmPlane {
         now: Millis,
     ) -> Result<(), AsmError> {
         self.clock(now);
-        let link = self.export_mut(conn)?;
+        let link = match self.export_mut(conn) {
+            Ok(l) => l,
+            Err(AsmError::UnknownConn(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         link.expect.push_back(Expect::Auth);
         let mut b = Vec::new();
         match user {
@@ -311,16 +318,9 @@ impl AsmPlane {
 
     /// Either side: writes the node's `CLUSTER SYNCSLOTS` message (`MigrationRequest::Send`)
     /// in order with the data. On the source an `ESTABLISH`'s reply line comes back as
-    /// [`MigrationInput::EstablishReply`].
-    ///
-    /// # Errors
-    /// [`AsmError::UnknownConn`]; nothing changed.
-    pub fn send_message(
-        &mut self,
-        conn: ConnId,
-        message: &SyncSlots,
-        now: Millis,
-    ) -> Result<(), AsmError> {
+    /// [`MigrationInput::EstablishReply`]. Harmless for an unknown connection (one the data
+    /// plane closed a moment ago: the node hears of it next).
+    pub fn send_message(&mut self, conn: ConnId, message: &SyncSlots, now: Millis) {
         self.clock(now);
         match self.links.get_mut(&conn) {
             Some(Link::Export(e)) => {
@@ -329,21 +329,21 @@ impl AsmPlane {
                 }
             }
             Some(Link::Import(_)) => {}
-            None => return Err(AsmError::UnknownConn(conn)),
+            None => return,
         }
         let mut b = Vec::new();
         message.encode(&mut b);
         self.send(conn, &b);
-        Ok(())
     }
 
     /// Source: the snapshot of `ranges` starts now (`MigrationRequest::StartSnapshot`): from
     /// now on the writes fed for these slots are held (see [`SnapshotMode`]); the content
-    /// follows with [`AsmPlane::snapshot_step`].
+    /// follows with [`AsmPlane::snapshot_step`]. Harmless for an unknown connection (one the
+    /// data plane closed a moment ago: the node hears of it next).
     ///
     /// # Errors
-    /// [`AsmError::UnknownConn`], [`AsmError::WrongSide`]; [`AsmError::SnapshotOrder`] when a
-    /// snapshot was already started on the link. Nothing changed.
+    /// [`AsmError::WrongSide`]; [`AsmError::SnapshotOrder`] when a snapshot was already
+    /// started on the link. Nothing changed.
     pub fn start_snapshot(
         &mut self,
         conn: ConnId,
@@ -352,9 +352,16 @@ impl AsmPlane {
         now: Millis,
     ) -> Result<(), AsmError> {
         self.clock(now);
-        let link = self.export_mut(conn)?;
+        let link = match self.export_mut(conn) {
+            Ok(l) => l,
+            Err(AsmError::UnknownConn(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         if !matches!(link.phase, Phase::Handshake) {
-            return Err(AsmError::SnapshotOrder(conn, "a snapshot was already started"));
+            return Err(AsmError::SnapshotOrder(
+                conn,
+                "a snapshot was already started",
+            ));
         }
         let mut slots = SlotSet::new();
         let mut order = Vec::new();
@@ -412,8 +419,11 @@ impl AsmPlane {
         now: Millis,
     ) -> Result<SnapshotProgress, AsmError> {
         self.clock(now);
-        let (databases, page_keys, step_bytes) =
-            (self.cfg.databases, self.cfg.page_keys.max(1), self.cfg.step_bytes);
+        let (databases, page_keys, step_bytes) = (
+            self.cfg.databases,
+            self.cfg.page_keys.max(1),
+            self.cfg.step_bytes,
+        );
         let link = self.export_mut(conn)?;
         let job = link.job;
         let Phase::Snapshot {
@@ -486,14 +496,18 @@ impl AsmPlane {
 
     /// Source: the snapshot has been relayed (`MigrationRequest::BeginStreaming`): the held
     /// writes go out (after the snapshot, when it is still being written), and later writes
-    /// as they are fed.
+    /// as they are fed. Harmless for an unknown connection.
     ///
     /// # Errors
-    /// [`AsmError::UnknownConn`], [`AsmError::WrongSide`]; [`AsmError::SnapshotOrder`] before
+    /// [`AsmError::WrongSide`]; [`AsmError::SnapshotOrder`] before
     /// [`AsmPlane::start_snapshot`]. Nothing changed.
     pub fn begin_streaming(&mut self, conn: ConnId, now: Millis) -> Result<(), AsmError> {
         self.clock(now);
-        let link = self.export_mut(conn)?;
+        let link = match self.export_mut(conn) {
+            Ok(l) => l,
+            Err(AsmError::UnknownConn(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         match &mut link.phase {
             Phase::Handshake => Err(AsmError::SnapshotOrder(conn, "streaming before a snapshot")),
             Phase::Snapshot {

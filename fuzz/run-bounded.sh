@@ -79,6 +79,30 @@ seed_repl_primary_commands() {
   done
 }
 
+# RDB vectors live in the repository (crates/rdb/tests/vectors, captured by
+# scripts/capture-rdb-vectors.sh from redis-server 7.0 and valkey-server 9.1).
+rdb_vectors=../crates/rdb/tests/vectors
+
+seed_rdb_dump() {
+  # Input = mode byte + bytes. Mode 0: a whole payload; mode 1: the object body (the target
+  # appends a valid footer).
+  local dir=corpus/rdb_dump f n
+  for f in "$rdb_vectors"/dump/*/*.bin; do
+    n="$(basename "$(dirname "$f")")-$(basename "$f" .bin)"
+    { printf '\000'; cat "$f"; } >"$dir/$n"
+    { printf '\001'; head -c -10 "$f"; } >"$dir/$n-body"
+  done
+}
+
+seed_rdb_stream() {
+  # Input = one seed byte (picks the chunk sizes) + the file.
+  local dir=corpus/rdb_stream f i=0
+  for f in "$rdb_vectors"/files/*.rdb "$rdb_vectors"/legacy/*.rdb; do
+    i=$((i + 1))
+    { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/$(basename "$f" .rdb)"
+  done
+}
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

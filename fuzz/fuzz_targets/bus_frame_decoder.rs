@@ -32,21 +32,9 @@ fn drain(dec: &mut FrameDecoder, out: &mut Vec<Outcome>) {
     }
 }
 
-/// A small xorshift: deterministic read sizes from the seed byte.
-fn sizes(seed: u8) -> impl FnMut() -> usize {
-    let mut x = u32::from(seed).wrapping_mul(0x9E37_79B9) | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        let r = x as usize;
-        if r % 4 == 0 {
-            1 + r % 4096
-        } else {
-            1 + r % 64
-        }
-    }
-}
+#[path = "shared/read_sizes.rs"]
+mod read_sizes;
+use read_sizes::sizes;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&seed, stream)) = data.split_first() else {

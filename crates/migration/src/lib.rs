@@ -8,7 +8,9 @@
 //!   failure, and the bounded job log.
 //! * [`legacy`]: the effects of `CLUSTER SETSLOT` on the [`ferrocluster_topology::Topology`]
 //!   and the SETSLOT/ASM mutual exclusion.
-//! * [`dump`]: our versioned, checksummed DUMP/RESTORE payload format.
+//!
+//! DUMP/RESTORE payloads (the data of legacy migration and of the ASM snapshot) are the
+//! RDB format of the `ferrocluster-rdb` crate.
 //!
 //! # Host loop
 //!
@@ -67,7 +69,6 @@
 mod args;
 mod commands;
 mod config;
-pub mod dump;
 mod error;
 mod events;
 mod export;

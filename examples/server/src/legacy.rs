@@ -3,15 +3,16 @@
 //! `REPLACE`, `AUTH`, `AUTH2`, timeout), with a cached connection per target like
 //! redis-server's (facts sheet C.7). `CLUSTER SETSLOT` goes through the node (cluster.rs).
 //!
-//! Payloads are ours (`ferrocluster_migration::dump`: value bytes, optional TTL, version,
-//! CRC-64), not RDB: DUMP/RESTORE work between our nodes, not with redis-server.
+//! Payloads are RDB DUMP payloads (`ferrocluster_rdb::dump`: the value as an RDB object,
+//! RDB version 10, CRC-64), so DUMP/RESTORE/MIGRATE work with redis-server 7.0 and
+//! valkey-server 9.1 in both directions (for strings: the only values this server stores).
 
 use crate::client::{Args, ClientCtx};
 use crate::commands::{parse_i64, NOT_INT, SYNTAX};
 use crate::resp::Out;
 use crate::server::{State, Value};
 use ferrocluster_kvstore::KeyExpiry;
-use ferrocluster_node::migration::dump;
+use ferrocluster_rdb::{dump, Encoder};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -57,17 +58,25 @@ impl MigrateCache {
     }
 }
 
-/// `DUMP key`: our payload of the value (no TTL, like redis-server's), or nil.
+/// `ERR Bad data format`: the footer was right, the object is not one we can store.
+pub const BAD_DATA: &str = "ERR Bad data format";
+
+/// `DUMP key`: the RDB payload of the value (no TTL, like redis-server's), or nil.
 pub fn dump_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out, now: u64) {
     match state.kv.get(db, args.get(1), now).ok().flatten() {
-        Some(v) => out.bulk(&dump::encode(v, None)),
+        Some(v) => match dump::encode(v) {
+            Ok(p) => out.bulk(&p),
+            Err(e) => out.error(&format!("ERR {e}")),
+        },
         None => out.null(),
     }
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]` (and
 /// `RESTORE-ASKING`, which only differs in routing). IDLETIME and FREQ are checked and
-/// ignored (we keep no LRU/LFU data). A TTL of 0 uses the TTL inside the payload, if any.
+/// ignored (we keep no LRU/LFU data). A TTL of 0 means no expiry. The payload is checked as
+/// `verifyDumpPayload` does (`DUMP payload version or checksum are wrong`), then decoded
+/// (`Bad data format`, also for values other than strings).
 pub fn restore_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out, now: u64) {
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq) = (None::<i64>, None::<i64>);
@@ -110,24 +119,23 @@ pub fn restore_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out,
     if !replace && matches!(state.kv.exists(db, key, now), Ok(true)) {
         return out.error(BUSYKEY);
     }
-    let Ok(d) = dump::decode(args.get(3)) else {
-        return out.error(BAD_PAYLOAD);
+    let value: Value = match dump::decode_value(args.get(3)) {
+        Ok(v) => v,
+        Err(e) if e.is_bad_data() => return out.error(BAD_DATA),
+        Err(_) => return out.error(BAD_PAYLOAD),
     };
-    let at = if ttl > 0 {
-        Some(if absttl {
+    let at = (ttl > 0).then(|| {
+        if absttl {
             ttl as u64
         } else {
             now.saturating_add(ttl as u64)
-        })
-    } else {
-        d.ttl_ms.map(|t| now.saturating_add(t))
-    };
+        }
+    });
     if at.is_some_and(|t| t <= now) {
         // Already expired (redis-server's checkAlreadyExpired): the key is removed instead.
         let _ = state.kv.remove(db, key, now);
         return out.ok();
     }
-    let value: Value = d.value.as_slice().into();
     let _ = state.kv.insert_with_expiry(db, key, value, at, now);
     out.ok();
 }
@@ -312,6 +320,8 @@ pub fn migrate_cmd(
             b"RESTORE"
         };
         let mut sent: Vec<&[u8]> = Vec::with_capacity(present.len());
+        let mut enc = Encoder::default();
+        let mut payload = Vec::new();
         for &k in &present {
             let Some(v) = state.kv.get(db, k, now).ok().flatten() else {
                 continue;
@@ -321,7 +331,10 @@ pub fn migrate_cmd(
                 Ok(KeyExpiry::At(t)) => (t - now).max(1),
                 _ => 0,
             };
-            let payload = dump::encode(v, None);
+            payload.clear();
+            if let Err(e) = dump::encode_into(&mut enc, v, &mut payload) {
+                return out.error(&format!("ERR {e}"));
+            }
             let ttl = ttl.to_string();
             if m.replace {
                 push_cmd(

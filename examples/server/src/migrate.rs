@@ -22,11 +22,11 @@ use crate::client::{Args, ClientCtx, Delivery};
 use crate::resp::{parse_request, Limits, Out, Parsed};
 use crate::server::{unix_ms, Shared, State};
 use crossbeam_channel::{Receiver, Sender};
-use ferrocluster_node::migration::dump;
 use ferrocluster_node::{
     AuthReply, ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis, Origin,
     SnapshotResult, SyncSlots,
 };
+use ferrocluster_rdb::{dump, Encoder};
 use ferrocluster_slot::{Slot, SlotRange, SlotSet};
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
@@ -605,7 +605,8 @@ fn read_loop(
 
 /// Serializes one page (at most [`SNAPSHOT_PAGE_KEYS`]) of the keys of one slot of `db` as
 /// RESTORE commands into `buf`, from `cursor` (0 at the start of the slot); returns the keys
-/// written and the cursor of the next page (0: the slot is done).
+/// written and the cursor of the next page (0: the slot is done). Payloads are RDB DUMP
+/// payloads (`enc`, reused across pages); the expiry travels as the ABSTTL argument.
 fn snapshot_page(
     state: &State,
     db: usize,
@@ -613,12 +614,18 @@ fn snapshot_page(
     cursor: u64,
     now: u64,
     buf: &mut Vec<u8>,
+    enc: &mut Encoder,
 ) -> (usize, u64) {
     let mut written = 0;
+    let mut payload = Vec::new();
     let next = state
         .kv
         .slot_page(db, slot, cursor, SNAPSHOT_PAGE_KEYS, now, |k, v, at| {
-            let payload = dump::encode(v, at.map(|t| t.saturating_sub(now).max(1)));
+            payload.clear();
+            if dump::encode_into(enc, v, &mut payload).is_err() {
+                // A string always encodes; nothing else is stored.
+                return;
+            }
             match at {
                 Some(t) => {
                     let t = t.to_string();
@@ -673,6 +680,7 @@ fn snapshot(
     lower_priority();
     let databases = shared.state.lock().kv.databases();
     let mut keys = 0usize;
+    let mut enc = Encoder::default();
     for db in 0..databases {
         let mut selected = false;
         for r in &ranges {
@@ -695,7 +703,7 @@ fn snapshot(
                     // One page per lock hold: client writes wait at most one page.
                     let (n, next) = {
                         let st = shared.state.lock();
-                        let r = snapshot_page(&st, db, slot, cursor, unix_ms(), &mut buf);
+                        let r = snapshot_page(&st, db, slot, cursor, unix_ms(), &mut buf, &mut enc);
                         // Hand the lock to a waiting client thread rather than take it again
                         // at once (parking_lot's unlock is unfair by default).
                         parking_lot::MutexGuard::unlock_fair(st);

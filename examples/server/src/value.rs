@@ -9,6 +9,7 @@
 //! (16-byte key + 16-byte value), stays 32 bytes whatever the value type holds.
 
 use ferrocluster_kvstore::KvValue;
+use ferrocluster_rdb::{EncodeError, ObjectWriter, RdbObject, RdbValue, UnsupportedKind};
 use std::ops::Deref;
 
 /// Values up to this many bytes are stored inline (no heap allocation).
@@ -114,6 +115,25 @@ impl KvValue for Value {
     }
 }
 
+/// The server stores strings only: a value is an RDB string, and any other kind (a hash,
+/// list, set or sorted set from another server's DUMP or RDB) is refused.
+impl RdbValue for Value {
+    fn write_rdb(&self, w: ObjectWriter<'_>) -> Result<(), EncodeError> {
+        w.string(self.as_bytes())
+    }
+
+    fn from_rdb(obj: RdbObject) -> Result<Value, UnsupportedKind> {
+        match obj {
+            RdbObject::String(s) => Ok(Value::from(s)),
+            other => Err(UnsupportedKind { kind: other.kind() }),
+        }
+    }
+
+    fn from_rdb_string(s: &[u8]) -> Result<Value, UnsupportedKind> {
+        Ok(Value::new(s))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +158,27 @@ mod tests {
         assert_eq!(long.heap_size(), 16 + 15);
         assert_eq!(Value::new(b"").as_bytes(), b"");
         assert_eq!(v.type_name(), "string");
+    }
+
+    #[test]
+    fn rdb_values_are_strings() {
+        let v = Value::new(b"a value longer than inline");
+        let p = ferrocluster_rdb::dump::encode(&v).unwrap();
+        assert_eq!(p[0], 0, "RDB_TYPE_STRING");
+        assert_eq!(
+            ferrocluster_rdb::dump::decode_value::<Value>(&p).unwrap(),
+            v
+        );
+        let hash = RdbObject::Hash(vec![(b"f".to_vec(), b"v".to_vec())]);
+        let p = ferrocluster_rdb::dump::encode(&hash).unwrap();
+        assert!(matches!(
+            ferrocluster_rdb::dump::decode_value::<Value>(&p),
+            Err(ferrocluster_rdb::dump::DumpError::Unsupported(
+                UnsupportedKind {
+                    kind: ferrocluster_rdb::ObjectKind::Hash
+                }
+            ))
+        ));
     }
 
     proptest! {

@@ -454,10 +454,16 @@ impl Client {
 
     /// Sends one command and reads its reply.
     pub fn try_cmd(&mut self, args: &[&str]) -> Result<Reply, String> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.try_cmd_bytes(&args)
+    }
+
+    /// [`Client::try_cmd`] with binary arguments (DUMP payloads).
+    pub fn try_cmd_bytes(&mut self, args: &[&[u8]]) -> Result<Reply, String> {
         let mut out = format!("*{}\r\n", args.len()).into_bytes();
         for a in args {
             out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a.as_bytes());
+            out.extend_from_slice(a);
             out.extend_from_slice(b"\r\n");
         }
         self.reader
@@ -465,6 +471,13 @@ impl Client {
             .write_all(&out)
             .map_err(|e| format!("write to {}: {e}", self.port))?;
         self.read_reply()
+    }
+
+    /// [`Client::try_cmd_bytes`] that panics on an I/O error.
+    pub fn cmd_bytes(&mut self, args: &[&[u8]]) -> Reply {
+        let port = self.port;
+        self.try_cmd_bytes(args)
+            .unwrap_or_else(|e| panic!("command on port {port}: {e}"))
     }
 
     /// [`Client::try_cmd`] that panics on an I/O error.

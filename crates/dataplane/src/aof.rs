@@ -291,14 +291,8 @@ impl<'a> AofWriter<'a> {
     }
 }
 
-/// A score's text (`rioWriteBulkDouble`).
+/// A score's text (`rioWriteBulkDouble`: Valkey's `d2string` form, the rdb crate's
+/// [`ferrocluster_rdb::double::format_double`]).
 fn score_text(v: f64) -> String {
-    if v.is_infinite() {
-        return if v < 0.0 { "-inf" } else { "inf" }.to_owned();
-    }
-    const HALF: f64 = (i64::MAX / 2) as f64;
-    if (-HALF..=HALF).contains(&v) && (v as i64) as f64 == v {
-        return (v as i64).to_string();
-    }
-    format!("{v}")
+    ferrocluster_rdb::double::format_double(v)
 }

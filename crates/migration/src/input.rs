@@ -156,9 +156,7 @@ impl Migrations {
             MigrationInput::ImportApplyError { conn } => {
                 self.handle_import_apply_error(topo, conn, now)
             }
-            MigrationInput::ChildProcess { active } => {
-                self.handle_child_process(topo, active, now)
-            }
+            MigrationInput::ChildProcess { active } => self.handle_child_process(topo, active, now),
             MigrationInput::Flush => self.handle_flush(topo, now),
             MigrationInput::FullSync => self.handle_full_sync(topo, now),
             MigrationInput::BeforeLoad => self.handle_before_load(topo, now),

@@ -136,13 +136,24 @@ impl Reply {
 /// `replicationFeedReplicas`, `rioWriteBulkString`): `*<argc>\r\n` then `$<len>\r\n<arg>\r\n`
 /// per argument.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.push(b'*');
-    push_decimal(out, argv.len() as u64);
-    out.extend_from_slice(b"\r\n");
+    encode_array_len(out, argv.len());
     for a in argv {
-        out.push(b'$');
-        push_bulk_body(out, a.as_ref());
+        encode_bulk(out, a.as_ref());
     }
+}
+
+/// Appends `*<n>\r\n`, the header of an array (a command) of `n` items; a writer that
+/// produces the arguments one by one follows it with `n` [`encode_bulk`]s.
+pub fn encode_array_len(out: &mut Vec<u8>, n: usize) {
+    out.push(b'*');
+    push_decimal(out, n as u64);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends one bulk string: `$<len>\r\n<bytes>\r\n`.
+pub fn encode_bulk(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'$');
+    push_bulk_body(out, bytes);
 }
 
 /// The bytes of one command (see [`encode_command`]).

@@ -99,6 +99,7 @@ mod backlog;
 mod config;
 mod error;
 mod info;
+pub mod legacy;
 mod output;
 mod primary;
 mod replica;

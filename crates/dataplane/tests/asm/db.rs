@@ -308,6 +308,13 @@ impl Db {
         Ok(())
     }
 
+    /// Stores `key` (replacing it).
+    #[allow(dead_code)] // the interop tests' (tests/asm_interop)
+    pub fn insert(&mut self, db: u32, key: &[u8], entry: Entry) {
+        self.remove(db, key);
+        self.slot_keys(db, key).push((key.to_vec(), entry));
+    }
+
     /// The keys of database `db` in the facts form of the capture scripts.
     pub fn facts(&self, db: u32) -> BTreeMap<String, Json> {
         let mut out = BTreeMap::new();
@@ -317,6 +324,22 @@ impl Db {
             }
         }
         out
+    }
+}
+
+impl Val {
+    /// A value decoded from a DUMP payload.
+    #[allow(dead_code)] // the interop tests' (tests/asm_interop)
+    pub fn from_object(o: ferrocluster_rdb::RdbObject) -> Val {
+        use ferrocluster_rdb::RdbObject as O;
+        match o {
+            O::String(s) => Val::Str(s),
+            O::List(l) => Val::List(l.into()),
+            O::Set(m) => Val::Set(m),
+            O::SortedSet(z) => Val::ZSet(z),
+            O::Hash(h) => Val::Hash(h.into_iter().map(|(f, v)| (f, v, None)).collect()),
+            O::HashWithExpiry(h) => Val::Hash(h),
+        }
     }
 }
 
@@ -386,6 +409,7 @@ fn entry_facts(e: &Entry) -> Json {
 }
 
 /// The facts of a capture with sorted-set scores in [`canon_score`] form.
+#[allow(dead_code)] // the replay tests' (tests/asm/vectors.rs)
 pub fn canon_facts(keys: &serde_json::Map<String, Json>) -> BTreeMap<String, Json> {
     keys.iter()
         .map(|(k, v)| {

@@ -124,10 +124,10 @@ impl AsmPlane {
                 match parse_i64(&argv[1]).and_then(|n| u32::try_from(n).ok()) {
                     Some(n) if n < databases => link.db = n,
                     _ => {
-                        // Valkey: the SELECT's error reply fails the import.
+                        // Valkey: the SELECT's error reply fails the import; what came
+                        // before it stands.
                         let db = argv[1].clone();
                         self.links.remove(&conn);
-                        self.drop_pending(conn);
                         self.event(AsmEvent::BadSelect { conn, db });
                         self.fact(MigrationInput::ImportApplyError { conn });
                         return;

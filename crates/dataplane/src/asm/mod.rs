@@ -64,6 +64,10 @@
 //!   (apply and feed under the same lock). The crate drops writes to slots not read yet
 //!   (the snapshot will contain them) and holds writes to slots already read.
 //!
+//! A key that expires or is evicted on the source is a write too (the `DEL` / `UNLINK` the
+//! node propagates) and MUST be fed the same way. The target MUST NOT expire or evict keys of
+//! importing slots (`HideSlots`): their deletions come in the stream.
+//!
 //! Either way the crate's part holds: a write is streamed iff the snapshot content cannot
 //! contain it, and the stream keeps the order writes were fed. A write to a key of the slots
 //! fed with `slot: None` is a host error the crate cannot see; `MULTI`/`EXEC` and keyless
@@ -362,10 +366,11 @@ impl AsmPlane {
         }
     }
 
-    /// Closes a link the peer broke the protocol on.
+    /// Closes a link the peer broke the protocol on. What the peer sent before the bad bytes
+    /// stands (Valkey runs the commands it read before the protocol error): the outputs
+    /// already queued for the link stay.
     fn protocol_close(&mut self, conn: ConnId, e: AsmEvent) {
         self.links.remove(&conn);
-        self.drop_pending(conn);
         self.event(e);
         self.out.push_back(AsmOutput::Close { conn });
         self.fact(MigrationInput::LinkClosed { conn });

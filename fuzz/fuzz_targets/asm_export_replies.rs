@@ -2,8 +2,8 @@
 //! (ferrocluster-dataplane `AsmPlane::handle_bytes` on an export link): the target's AUTH and
 //! ESTABLISH reply lines, then its SYNCSLOTS messages.
 //!
-//! Input: one mode byte (bit 0: AUTH is sent first), one seed byte (picks the read sizes, 1
-//! to 256 bytes), then the bytes the "target" sends. Properties: no panic; the outcome (the
+//! Input: one mode byte (bit 0: AUTH is sent first), one seed byte (picks the read sizes:
+//! `shared/read_sizes.rs`), then the bytes the "target" sends. Properties: no panic; the outcome (the
 //! facts for the node, the messages, the close) is the same whether the replies arrive in
 //! pieces or all at once; the AUTH reply comes before the ESTABLISH reply, each at most once;
 //! only `CLUSTER SYNCSLOTS` messages reach the node, after the ESTABLISH reply; nothing
@@ -14,6 +14,10 @@ use ferrocluster_dataplane::{AsmConfig, AsmOutput, AsmPlane, ConnId, Millis};
 use ferrocluster_migration::{JobName, MigrationInput, SyncSlots};
 use ferrocluster_slot::{Slot, SlotRange};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "shared/read_sizes.rs"]
+mod read_sizes;
+use read_sizes::sizes;
 
 const CONN: ConnId = ConnId(5);
 
@@ -56,7 +60,7 @@ fn drain(a: &mut AsmPlane, o: &mut Outcome) {
     }
 }
 
-fn run(data: &[u8], auth: bool, sizes: Option<u8>) -> Outcome {
+fn run(data: &[u8], auth: bool, pieces: Option<u8>) -> Outcome {
     let now = Millis(1_000);
     let mut a = AsmPlane::new(AsmConfig::default(), now);
     let job = JobName::from_bytes(&[b'j'; 40]).unwrap();
@@ -77,17 +81,13 @@ fn run(data: &[u8], auth: bool, sizes: Option<u8>) -> Outcome {
     );
     drain(&mut a, &mut o);
     o.facts.clear();
-    match sizes {
+    match pieces {
         None => a.handle_bytes(CONN, data, now),
         Some(seed) => {
-            let mut x = u32::from(seed) | 1;
+            let mut next = sizes(seed);
             let mut at = 0;
             while at < data.len() {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                let n = 1 + (x % 256) as usize;
-                let end = (at + n).min(data.len());
+                let end = (at + next()).min(data.len());
                 a.handle_bytes(CONN, &data[at..end], now);
                 drain(&mut a, &mut o);
                 at = end;

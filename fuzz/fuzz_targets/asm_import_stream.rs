@@ -2,7 +2,7 @@
 //! (ferrocluster-dataplane `AsmPlane::handle_bytes` on an import link): the source's snapshot,
 //! its streamed writes and its SYNCSLOTS messages.
 //!
-//! Input: one seed byte (picks the read sizes, 1 to 256 bytes), then the bytes the "source"
+//! Input: one seed byte (picks the read sizes: `shared/read_sizes.rs`), then the bytes the "source"
 //! sends after ESTABLISH. Properties: no panic; the outcome (applies with their databases,
 //! SYNCSLOTS messages, the protocol error that closes the link) is the same whether the
 //! stream arrives in pieces or all at once; every apply's database is below the configured
@@ -13,6 +13,10 @@ use ferrocluster_dataplane::{AsmConfig, AsmOutput, AsmPlane, ConnId, Millis};
 use ferrocluster_migration::{JobName, MigrationInput};
 use ferrocluster_slot::{Slot, SlotSet};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "shared/read_sizes.rs"]
+mod read_sizes;
+use read_sizes::sizes;
 
 const CONN: ConnId = ConnId(3);
 const DATABASES: u32 = 4;
@@ -50,7 +54,7 @@ fn drain(a: &mut AsmPlane, o: &mut Outcome) {
     }
 }
 
-fn run(data: &[u8], sizes: Option<u8>) -> Outcome {
+fn run(data: &[u8], pieces: Option<u8>) -> Outcome {
     let now = Millis(1_000);
     let cfg = AsmConfig {
         databases: DATABASES,
@@ -62,17 +66,13 @@ fn run(data: &[u8], sizes: Option<u8>) -> Outcome {
     let job = JobName::from_bytes(&[b'a'; 40]).unwrap();
     a.accept_import(job, CONN, slots, &[], now).unwrap();
     let mut o = Outcome::default();
-    match sizes {
+    match pieces {
         None => a.handle_bytes(CONN, data, now),
         Some(seed) => {
-            let mut x = u32::from(seed) | 1;
+            let mut next = sizes(seed);
             let mut at = 0;
             while at < data.len() {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                let n = 1 + (x % 256) as usize;
-                let end = (at + n).min(data.len());
+                let end = (at + next()).min(data.len());
                 a.handle_bytes(CONN, &data[at..end], now);
                 drain(&mut a, &mut o);
                 at = end;

@@ -112,6 +112,7 @@
 pub mod aof;
 pub mod asm;
 mod backlog;
+mod clock;
 mod config;
 mod error;
 mod info;

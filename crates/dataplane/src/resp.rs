@@ -137,6 +137,21 @@ impl CommandReader {
         }
     }
 
+    /// The next whole command's arguments, skipping bare newlines and empty multibulks
+    /// (for streams whose byte count does not matter: a slot migration link).
+    ///
+    /// # Errors
+    /// As [`CommandReader::next_item`].
+    pub fn next_command(&mut self) -> Result<Option<Vec<Vec<u8>>>, StreamError> {
+        loop {
+            match self.next_item()? {
+                Some(Item::Command(c)) => return Ok(Some(c.argv)),
+                Some(Item::Empty(_)) => continue,
+                None => return Ok(None),
+            }
+        }
+    }
+
     fn parse(&self) -> Result<Option<(Item, usize)>, (StreamErrorKind, usize)> {
         let b = &self.buf[self.pos..];
         let Some(&first) = b.first() else {

@@ -4,8 +4,8 @@
 //! pipelines), and the MIGRATE client's own state machine (retry, timeouts, the cache).
 
 use ferrocluster_dataplane::legacy::{
-    restore, MigrateArgs, MigrateAuth, MigrateClient, MigrateConfig, MigrateError, MigrateLink,
-    MigrateOutput, Restore, RestoreError, CACHE_IDLE_MS, CACHE_ITEMS,
+    restore, MigrateArgs, MigrateAuth, MigrateClient, MigrateConfig, MigrateLink, MigrateOutput,
+    Restore, RestoreError, CACHE_IDLE_MS, CACHE_ITEMS,
 };
 use ferrocluster_dataplane::resp::{command_bytes, CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{ConnId, Millis, Reply};
@@ -175,7 +175,7 @@ fn migrate_arguments() {
     let e = |a: &[&str]| p(a).unwrap_err().to_reply();
     assert_eq!(
         e(&["MIGRATE", "h", "1", "k", "0"]),
-        MigrateError::WrongArity.to_reply()
+        Reply::Error("ERR wrong number of arguments for 'migrate' command".into())
     );
     assert_eq!(
         e(&["MIGRATE", "h", "1", "k", "0", "10", "KEYS", "a"]),

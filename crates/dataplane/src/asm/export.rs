@@ -4,7 +4,7 @@
 
 use super::{AsmError, AsmEvent, AsmOutput, AsmPlane, Link};
 use crate::aof::{AofValue, AofWriter};
-use crate::resp::{encode_command, CommandReader, Item, LineReader};
+use crate::resp::{encode_command, CommandReader, LineReader};
 use ferrocluster_migration::{
     AuthReply, ConnId, JobName, MigrationInput, SnapshotResult, SyncSlots,
 };
@@ -255,6 +255,16 @@ impl AsmPlane {
         }
     }
 
+    /// The export link `conn`, or `None` when it is gone (the data plane closed it a moment
+    /// ago and the node hears of it next: a node request for it is harmless).
+    fn live_export(&mut self, conn: ConnId) -> Result<Option<&mut ExportLink>, AsmError> {
+        match self.export_mut(conn) {
+            Ok(l) => Ok(Some(l)),
+            Err(AsmError::UnknownConn(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Source: the connection the node asked for (`MigrationRequest::Connect`) is up as
     /// `conn`; the node hears [`MigrationInput::Connected`].
     ///
@@ -301,10 +311,8 @@ impl AsmPlane {
         now: Millis,
     ) -> Result<(), AsmError> {
         self.clock(now);
-        let link = match self.export_mut(conn) {
-            Ok(l) => l,
-            Err(AsmError::UnknownConn(_)) => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(link) = self.live_export(conn)? else {
+            return Ok(());
         };
         link.expect.push_back(Expect::Auth);
         let mut b = Vec::new();
@@ -352,10 +360,8 @@ impl AsmPlane {
         now: Millis,
     ) -> Result<(), AsmError> {
         self.clock(now);
-        let link = match self.export_mut(conn) {
-            Ok(l) => l,
-            Err(AsmError::UnknownConn(_)) => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(link) = self.live_export(conn)? else {
+            return Ok(());
         };
         if !matches!(link.phase, Phase::Handshake) {
             return Err(AsmError::SnapshotOrder(
@@ -503,10 +509,8 @@ impl AsmPlane {
     /// [`AsmPlane::start_snapshot`]. Nothing changed.
     pub fn begin_streaming(&mut self, conn: ConnId, now: Millis) -> Result<(), AsmError> {
         self.clock(now);
-        let link = match self.export_mut(conn) {
-            Ok(l) => l,
-            Err(AsmError::UnknownConn(_)) => return Ok(()),
-            Err(e) => return Err(e),
+        let Some(link) = self.live_export(conn)? else {
+            return Ok(());
         };
         match &mut link.phase {
             Phase::Handshake => Err(AsmError::SnapshotOrder(conn, "streaming before a snapshot")),
@@ -711,9 +715,8 @@ impl AsmPlane {
             let Some(reader) = link.reader.as_mut() else {
                 return;
             };
-            let argv = match reader.next_item() {
-                Ok(Some(Item::Command(c))) => c.argv,
-                Ok(Some(Item::Empty(_))) => continue,
+            let argv = match reader.next_command() {
+                Ok(Some(argv)) => argv,
                 Ok(None) => return,
                 Err(error) => {
                     self.protocol_close(conn, AsmEvent::Protocol { conn, error });

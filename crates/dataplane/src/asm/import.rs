@@ -4,7 +4,7 @@
 
 use super::export::is_syncslots;
 use super::{AsmError, AsmEvent, AsmOutput, AsmPlane, Link};
-use crate::resp::{parse_i64, CommandReader, Item};
+use crate::resp::{parse_i64, CommandReader};
 use ferrocluster_migration::{ConnId, JobName, MigrationInput};
 use ferrocluster_slot::SlotSet;
 use ferrocluster_topology::Millis;
@@ -105,9 +105,8 @@ impl AsmPlane {
             let Some(Link::Import(link)) = self.links.get_mut(&conn) else {
                 return;
             };
-            let argv = match link.reader.next_item() {
-                Ok(Some(Item::Command(c))) => c.argv,
-                Ok(Some(Item::Empty(_))) => continue,
+            let argv = match link.reader.next_command() {
+                Ok(Some(argv)) => argv,
                 Ok(None) => return,
                 Err(error) => {
                     self.protocol_close(conn, AsmEvent::Protocol { conn, error });

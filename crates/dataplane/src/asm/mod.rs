@@ -312,11 +312,8 @@ impl AsmPlane {
     }
 
     /// Clamps time that goes backwards.
-    fn clock(&mut self, now: Millis) -> Millis {
-        if now > self.now {
-            self.now = now;
-        }
-        self.now
+    pub(super) fn clock(&mut self, now: Millis) -> Millis {
+        crate::clock::advance(&mut self.now, now)
     }
 
     /// The next output, `None` when drained. Drain after every input.

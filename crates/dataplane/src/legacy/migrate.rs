@@ -4,6 +4,7 @@
 //! valkey-server 9.1.2 and redis-server 7.0.15 send are captured in
 //! `tests/vectors/migrate/`).
 
+use crate::error::CommandError;
 use crate::resp::{encode_command, parse_i64, LineReader};
 use ferrocluster_migration::ConnId;
 use ferrocluster_rdb::{dump, EncodeError, Encoder, EncoderConfig, RdbValue};
@@ -76,20 +77,15 @@ pub struct MigrateArgs {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MigrateError {
-    /// `ERR wrong number of arguments for 'migrate' command`.
-    #[error("ERR wrong number of arguments for 'migrate' command")]
-    WrongArity,
-    /// `ERR syntax error`.
-    #[error("ERR syntax error")]
-    Syntax,
+    /// A generic refusal: [`CommandError::WrongArity`] (`migrate`), [`CommandError::Syntax`],
+    /// [`CommandError::NotAnInteger`] (the timeout or the database).
+    #[error(transparent)]
+    Command(#[from] CommandError),
     /// `ERR When using MIGRATE KEYS option, the key argument must be set to the empty string`.
     #[error(
         "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
     )]
     KeysNeedEmptyKey,
-    /// `ERR value is not an integer or out of range` (the timeout or the database).
-    #[error("ERR value is not an integer or out of range")]
-    NotAnInteger,
     /// A value could not be written as a DUMP payload (a host error; the key is skipped by
     /// no server, so the MIGRATE fails).
     #[error("ERR {0}")]
@@ -111,7 +107,7 @@ impl MigrateArgs {
     /// [`MigrateError`] with Valkey's text.
     pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<MigrateArgs, MigrateError> {
         if argv.len() < 6 {
-            return Err(MigrateError::WrongArity);
+            return Err(CommandError::WrongArity("migrate").into());
         }
         let a = |i: usize| argv[i].as_ref();
         let (mut copy, mut replace, mut auth) = (false, false, None);
@@ -126,7 +122,7 @@ impl MigrateArgs {
                 replace = true;
             } else if opt.eq_ignore_ascii_case(b"auth") {
                 if more == 0 {
-                    return Err(MigrateError::Syntax);
+                    return Err(CommandError::Syntax.into());
                 }
                 j += 1;
                 auth = Some(MigrateAuth {
@@ -135,7 +131,7 @@ impl MigrateArgs {
                 });
             } else if opt.eq_ignore_ascii_case(b"auth2") {
                 if more < 2 {
-                    return Err(MigrateError::Syntax);
+                    return Err(CommandError::Syntax.into());
                 }
                 auth = Some(MigrateAuth {
                     user: Some(a(j + 1).to_vec()),
@@ -149,12 +145,12 @@ impl MigrateArgs {
                 keys = (j + 1..argv.len()).map(|i| a(i).to_vec()).collect();
                 break;
             } else {
-                return Err(MigrateError::Syntax);
+                return Err(CommandError::Syntax.into());
             }
             j += 1;
         }
-        let timeout = parse_i64(a(5)).ok_or(MigrateError::NotAnInteger)?;
-        let db = parse_i64(a(4)).ok_or(MigrateError::NotAnInteger)?;
+        let timeout = parse_i64(a(5)).ok_or(CommandError::NotAnInteger)?;
+        let db = parse_i64(a(4)).ok_or(CommandError::NotAnInteger)?;
         Ok(MigrateArgs {
             host: a(1).to_vec(),
             port: a(2).to_vec(),
@@ -301,10 +297,7 @@ impl MigrateClient {
     }
 
     fn clock(&mut self, now: Millis) -> Millis {
-        if now > self.now {
-            self.now = now;
-        }
-        self.now
+        crate::clock::advance(&mut self.now, now)
     }
 
     /// The next output, `None` when drained.

@@ -3,6 +3,7 @@
 //! replies of valkey-server 9.1.2 and redis-server 7.0.15 to every case are captured in
 //! `tests/vectors/migrate/restore-*.json`, which the two agree on byte for byte).
 
+use crate::error::CommandError;
 use crate::resp::parse_i64;
 use ferrocluster_rdb::dump::{self, DumpError};
 use ferrocluster_rdb::RdbValue;
@@ -13,16 +14,12 @@ use ferrocluster_topology::Reply;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RestoreError {
-    /// `ERR wrong number of arguments for '<restore|restore-asking>' command` (fewer than 4
-    /// arguments).
-    #[error("ERR wrong number of arguments for '{0}' command")]
-    WrongArity(&'static str),
-    /// `ERR syntax error`: an unknown option, `IDLETIME`/`FREQ` without a value, or both.
-    #[error("ERR syntax error")]
-    Syntax,
-    /// `ERR value is not an integer or out of range` (the TTL, IDLETIME or FREQ value).
-    #[error("ERR value is not an integer or out of range")]
-    NotAnInteger,
+    /// A generic refusal: [`CommandError::WrongArity`] (`restore` / `restore-asking` with
+    /// fewer than 4 arguments), [`CommandError::Syntax`] (an unknown option,
+    /// `IDLETIME`/`FREQ` without a value, or both), [`CommandError::NotAnInteger`] (the TTL,
+    /// IDLETIME or FREQ value).
+    #[error(transparent)]
+    Command(#[from] CommandError),
     /// `ERR Invalid IDLETIME value, must be >= 0`.
     #[error("ERR Invalid IDLETIME value, must be >= 0")]
     IdleTimeNegative,
@@ -112,7 +109,7 @@ pub fn restore<V: RdbValue, A: AsRef<[u8]>>(
         "restore"
     };
     if argv.len() < 4 {
-        return Err(RestoreError::WrongArity(name));
+        return Err(CommandError::WrongArity(name).into());
     }
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
@@ -125,21 +122,21 @@ pub fn restore<V: RdbValue, A: AsRef<[u8]>>(
         } else if a.eq_ignore_ascii_case(b"absttl") {
             absttl = true;
         } else if a.eq_ignore_ascii_case(b"idletime") && more >= 1 && freq.is_none() {
-            let v = parse_i64(argv[j + 1].as_ref()).ok_or(RestoreError::NotAnInteger)?;
+            let v = parse_i64(argv[j + 1].as_ref()).ok_or(CommandError::NotAnInteger)?;
             if v < 0 {
                 return Err(RestoreError::IdleTimeNegative);
             }
             idle = Some(v);
             j += 1;
         } else if a.eq_ignore_ascii_case(b"freq") && more >= 1 && idle.is_none() {
-            let v = parse_i64(argv[j + 1].as_ref()).ok_or(RestoreError::NotAnInteger)?;
+            let v = parse_i64(argv[j + 1].as_ref()).ok_or(CommandError::NotAnInteger)?;
             if !(0..=255).contains(&v) {
                 return Err(RestoreError::FreqRange);
             }
             freq = Some(v);
             j += 1;
         } else {
-            return Err(RestoreError::Syntax);
+            return Err(CommandError::Syntax.into());
         }
         j += 1;
     }
@@ -147,7 +144,7 @@ pub fn restore<V: RdbValue, A: AsRef<[u8]>>(
     if !replace && exists(key) {
         return Err(RestoreError::BusyKey);
     }
-    let ttl = parse_i64(argv[2].as_ref()).ok_or(RestoreError::NotAnInteger)?;
+    let ttl = parse_i64(argv[2].as_ref()).ok_or(CommandError::NotAnInteger)?;
     if ttl < 0 {
         return Err(RestoreError::TtlNegative);
     }

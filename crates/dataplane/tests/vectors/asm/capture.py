@@ -33,80 +33,16 @@ Output in `<scenario>/`:
     pause (`at_pause`) and as the target has them after the hand-off (`after`): type, value
     (hex), absolute expiry in ms, per db; and the server version.
 """
-import json, os, shutil, socket, subprocess, sys, threading, time
+import json, os, shutil, subprocess, sys, time
 
 import redis
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from capturelib import Proxy, wait_for, wait_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASE = 27001
 PASSWORD = "asm-secret"
-
-
-def wait_port(port, t=10):
-    end = time.time() + t
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"port {port} never opened")
-
-
-def wait_for(pred, t=30, what="condition"):
-    end = time.time() + t
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} never held")
-
-
-class Proxy:
-    """Forwards connections on `listen` to `target`, logging each direction of each one."""
-
-    def __init__(self, listen, target):
-        self.listen, self.target = listen, target
-        self.conns = []  # [bytearray c2u, bytearray u2c]
-        self.lock = threading.Lock()
-        self.srv = socket.socket()
-        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.srv.bind(("127.0.0.1", listen))
-        self.srv.listen(16)
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            u = socket.create_connection(("127.0.0.1", self.target))
-            logs = [bytearray(), bytearray()]
-            with self.lock:
-                self.conns.append(logs)
-            for src, dst, log in ((c, u, logs[0]), (u, c, logs[1])):
-                threading.Thread(target=self.pump, args=(src, dst, log), daemon=True).start()
-
-    def pump(self, src, dst, log):
-        while True:
-            try:
-                b = src.recv(65536)
-            except OSError:
-                b = b""
-            if not b:
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                return
-            with self.lock:
-                log.extend(b)
-            try:
-                dst.sendall(b)
-            except OSError:
-                pass
 
 
 def value_of(r, key):
@@ -317,13 +253,8 @@ def run(scenario, base):
         # The migration connection: the one whose first bytes (after AUTH) are SYNCSLOTS.
         n = 0
         for proxy in proxies:
-            with proxy.lock:
-                conns = [(bytes(x), bytes(y)) for x, y in proxy.conns]
-            for s2t, t2s in conns:
-                if b"SYNCSLOTS" in s2t[:400] and b"ESTABLISH" in s2t[:400]:
-                    n += 1
-                    open(os.path.join(outdir, f"conn{n}.s2t.bin"), "wb").write(s2t)
-                    open(os.path.join(outdir, f"conn{n}.t2s.bin"), "wb").write(t2s)
+            n += proxy.save(outdir, "conn", keep=lambda s2t: b"SYNCSLOTS" in s2t[:400]
+                            and b"ESTABLISH" in s2t[:400])
         facts["connections"] = n
         with open(os.path.join(outdir, "facts.json"), "w") as f:
             json.dump(facts, f, indent=1, sort_keys=True, default=str)
@@ -333,7 +264,7 @@ def run(scenario, base):
             p.terminate()
             p.wait()
         for x in proxies:
-            x.srv.close()
+            x.close()
 
 
 if __name__ == "__main__":

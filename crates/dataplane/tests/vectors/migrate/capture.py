@@ -23,83 +23,16 @@ Run inside a network namespace (it listens on 127.0.0.1 ports 27401-27499 and 37
    and the source's MIGRATE connection to the target (the `RESTORE-ASKING` pipelines), and
    `facts.json`.
 """
-import json, os, shutil, socket, subprocess, sys, threading, time
+import json, os, shutil, socket, subprocess, sys, time
 
 import redis
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from capturelib import Proxy, wait_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAVORS = [("valkey-9.1", "valkey-server"), ("redis-7.0", "redis-server")]
 PASSWORD = "mig-secret"
-
-
-def wait_port(port, t=10):
-    end = time.time() + t
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"port {port} never opened")
-
-
-class Proxy:
-    """Forwards connections on `listen` to `target`, logging both directions of each."""
-
-    def __init__(self, listen, target):
-        self.target = target
-        self.conns = []
-        self.lock = threading.Lock()
-        self.srv = socket.socket()
-        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.srv.bind(("127.0.0.1", listen))
-        self.srv.listen(16)
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            u = socket.create_connection(("127.0.0.1", self.target))
-            logs = [bytearray(), bytearray()]
-            with self.lock:
-                self.conns.append(logs)
-            for src, dst, log in ((c, u, logs[0]), (u, c, logs[1])):
-                threading.Thread(target=self.pump, args=(src, dst, log), daemon=True).start()
-
-    def pump(self, src, dst, log):
-        while True:
-            try:
-                b = src.recv(65536)
-            except OSError:
-                b = b""
-            if not b:
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                return
-            with self.lock:
-                log.extend(b)
-            try:
-                dst.sendall(b)
-            except OSError:
-                pass
-
-    def save(self, outdir, prefix, keep=lambda c2s: True):
-        with self.lock:
-            conns = [(bytes(a), bytes(b)) for a, b in self.conns]
-        n = 0
-        for a, b in conns:
-            if not keep(a):
-                continue
-            n += 1
-            open(os.path.join(outdir, f"{prefix}{n}.s2t.bin"), "wb").write(a)
-            open(os.path.join(outdir, f"{prefix}{n}.t2s.bin"), "wb").write(b)
-        return n
 
 
 def start(binary, port, d, extra=()):
@@ -209,7 +142,7 @@ def standalone(flavor, binary, base):
             p.terminate()
             p.wait()
         for x in proxies:
-            x.srv.close()
+            x.close()
 
 
 def crc64(data):
@@ -364,7 +297,7 @@ def reshard(base):
                                   for s in (0, 1)}
         for p in proxies:
             with p.lock:
-                p.conns.clear()
+                p.conns.clear()  # only what the reshard does
         out = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{ports[0] + 10}",
                               "--cluster-from", a_id, "--cluster-to", b_id,
                               "--cluster-slots", "2", "--cluster-yes"],
@@ -386,7 +319,7 @@ def reshard(base):
             p.terminate()
             p.wait()
         for x in proxies:
-            x.srv.close()
+            x.close()
 
 
 if __name__ == "__main__":

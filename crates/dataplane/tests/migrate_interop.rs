@@ -264,11 +264,10 @@ fn our_migrate_into_real_servers() {
 
 /// A listener that answers AUTH and SELECT with `+OK` and RESTORE with our checks, storing
 /// what it restored; it serves one connection.
-fn restore_listener() -> (
-    u16,
-    Arc<Mutex<BTreeMap<(u32, Vec<u8>), (RdbObject, Option<i64>)>>>,
-    std::thread::JoinHandle<Vec<Vec<Vec<u8>>>>,
-) {
+/// What the listener restored: (db, key) to value and expiry.
+type Restored = Arc<Mutex<BTreeMap<(u32, Vec<u8>), (RdbObject, Option<i64>)>>>;
+
+fn restore_listener() -> (u16, Restored, std::thread::JoinHandle<Vec<Vec<Vec<u8>>>>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let store = Arc::new(Mutex::new(BTreeMap::new()));

@@ -237,6 +237,9 @@ fn mirror(me: NodeId, other: NodeId, a: NodeId) -> Topology {
     t
 }
 
+/// What a target does when its import takes the slots over.
+type Takeover = Box<dyn FnMut(&[Slot])>;
+
 /// One host of ours on a real socket: the engine, the data plane, the keyspace.
 struct Host {
     topo: Topology,
@@ -248,7 +251,7 @@ struct Host {
     client: Option<CommandReader>,
     rng: rand_chacha::ChaCha8Rng,
     /// Called on TakeOwnership (the import's take-over).
-    on_takeover: Box<dyn FnMut(&[Slot])>,
+    on_takeover: Takeover,
     snapshot: bool,
     /// A point-in-time snapshot reads this copy (taken at StartSnapshot); a slot-atomic one
     /// the live keyspace under its lock.
@@ -263,7 +266,7 @@ impl Host {
         auth: bool,
         db: Arc<Mutex<Db>>,
         mode: SnapshotMode,
-        on_takeover: Box<dyn FnMut(&[Slot])>,
+        on_takeover: Takeover,
     ) -> Host {
         let now = unix_ms();
         Host {

@@ -444,12 +444,11 @@ fn same_restore(ours: &[Vec<u8>], theirs: &[Vec<u8>], what: &str) {
     );
     assert_eq!(ours[..3], theirs[..3], "{what}");
     assert_eq!(ours[4..], theirs[4..], "{what}");
-    let decode = |p: &[u8]| match ferrocluster_rdb::dump::decode(p).unwrap().object {
-        RdbObject::Set(mut m) => {
-            m.sort();
-            RdbObject::Set(m)
-        }
-        other => other,
+    let decode = |p: &[u8]| {
+        ferrocluster_rdb::dump::decode(p)
+            .unwrap()
+            .object
+            .normalized()
     };
     assert_eq!(
         decode(&ours[3]),

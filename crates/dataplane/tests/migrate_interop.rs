@@ -85,25 +85,6 @@ fn values(now: i64) -> Vec<(Vec<u8>, RdbObject, Option<i64>)> {
     ]
 }
 
-/// An object with its collections in one order, for comparing what a server stored.
-fn canon(o: RdbObject) -> RdbObject {
-    match o {
-        RdbObject::Set(mut m) => {
-            m.sort();
-            RdbObject::Set(m)
-        }
-        RdbObject::Hash(mut h) => {
-            h.sort();
-            RdbObject::Hash(h)
-        }
-        RdbObject::SortedSet(mut z) => {
-            z.sort_by(|a, b| a.0.cmp(&b.0));
-            RdbObject::SortedSet(z)
-        }
-        other => other,
-    }
-}
-
 /// Runs a MIGRATE of our client over real sockets until its `Done`.
 fn run(
     c: &mut MigrateClient,
@@ -220,7 +201,7 @@ fn our_migrate_into_real_servers() {
         for (k, v, at) in &vals {
             let dump: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut conn).unwrap();
             let got = ferrocluster_rdb::dump::decode(&dump).unwrap().object;
-            assert_eq!(canon(got), canon(v.clone()), "{bin} {k:?}");
+            assert_eq!(got.normalized(), v.normalized(), "{bin} {k:?}");
             let pexpiretime: i64 = redis::cmd("PEXPIRETIME").arg(k).query(&mut conn).unwrap();
             match at {
                 None => assert_eq!(pexpiretime, -1, "{bin} {k:?}"),
@@ -378,7 +359,7 @@ fn real_migrate_into_our_restore() {
         assert_eq!(m.len(), vals.len(), "{bin}");
         for (k, v, at) in &vals {
             let (got, exp) = &m[&(3, k.clone())];
-            assert_eq!(canon(got.clone()), canon(v.clone()), "{bin} {k:?}");
+            assert_eq!(got.normalized(), v.normalized(), "{bin} {k:?}");
             match (at, exp) {
                 (None, None) => {}
                 (Some(a), Some(e)) => assert!((a - e).abs() < 2_000, "{bin} {k:?}"),

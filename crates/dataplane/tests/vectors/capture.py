@@ -19,12 +19,12 @@ Every proxied connection is written to <flavor>-<framing>/conn<N>.<dir>.bin, wit
 primary's and replica's INFO replication after each step and each server's version. The
 primary's own RDB (SAVE) is kept as dump.rdb for tests that need a real RDB from that server.
 """
-import json, os, shutil, subprocess, sys, time
+import os, shutil, subprocess, sys, time
 
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capturelib import Proxy, wait_for, wait_port  # noqa: E402
+from capturelib import Proxy, stop, wait_for, wait_port, write_facts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAVORS = [("redis-7.0", "redis-server"), ("valkey-9.1", "valkey-server")]
@@ -89,14 +89,11 @@ def run(flavor, binary, diskless, base):
         shutil.copy(work + "/p/dump.rdb", os.path.join(outdir, "dump.rdb"))
         facts["primary_sync_stats"] = {k: v for k, v in p.info("stats").items() if k.startswith("sync_")}
     finally:
-        for proc in (repl, prim):
-            proc.terminate()
-            proc.wait()
+        stop([repl, prim])
         time.sleep(0.3)
         proxy.save(outdir, "conn", names=("r2p", "p2r"))
         proxy.close()
-    with open(os.path.join(outdir, "facts.json"), "w") as f:
-        json.dump(facts, f, indent=1, sort_keys=True, default=str)
+    write_facts(outdir, facts)
     print(f"{flavor} {framing}: {proxy.n} connections captured in {outdir}")
 
 

@@ -1,10 +1,11 @@
-"""What the capture scripts share: waiting for a port or a condition, and a logging TCP proxy.
+"""What the capture scripts share: waiting for a port or a condition, a logging TCP proxy,
+writing the facts and stopping what was started.
 
 `Proxy(listen, target)` forwards every connection made to 127.0.0.1:`listen` to
 127.0.0.1:`target` and keeps both directions of each in memory (`conns`: a list of
 `[client_to_server, server_to_client]` bytearrays, in accept order); `save` writes them out.
 """
-import os, socket, threading, time
+import json, os, socket, threading, time
 
 
 def wait_port(port, t=10):
@@ -95,3 +96,18 @@ class Proxy:
 
     def close(self):
         self.srv.close()
+
+
+def write_facts(outdir, facts):
+    """`facts.json` in `outdir`, sorted and indented."""
+    with open(os.path.join(outdir, "facts.json"), "w") as f:
+        json.dump(facts, f, indent=1, sort_keys=True, default=str)
+
+
+def stop(procs, proxies=()):
+    """Terminates the server processes (and waits for them), then closes the proxies."""
+    for p in procs:
+        p.terminate()
+        p.wait()
+    for x in proxies:
+        x.close()

@@ -33,12 +33,12 @@ Output in `<scenario>/`:
     pause (`at_pause`) and as the target has them after the hand-off (`after`): type, value
     (hex), absolute expiry in ms, per db; and the server version.
 """
-import json, os, shutil, subprocess, sys, time
+import os, shutil, subprocess, sys, time
 
 import redis
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from capturelib import Proxy, wait_for, wait_port  # noqa: E402
+from capturelib import Proxy, stop, wait_for, wait_port, write_facts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASE = 27001
@@ -256,15 +256,10 @@ def run(scenario, base):
             n += proxy.save(outdir, "conn", keep=lambda s2t: b"SYNCSLOTS" in s2t[:400]
                             and b"ESTABLISH" in s2t[:400])
         facts["connections"] = n
-        with open(os.path.join(outdir, "facts.json"), "w") as f:
-            json.dump(facts, f, indent=1, sort_keys=True, default=str)
+        write_facts(outdir, facts)
         print(f"{scenario}: {n} migration connection(s) captured in {outdir}")
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait()
-        for x in proxies:
-            x.close()
+        stop(procs, proxies)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import json, os, shutil, socket, subprocess, sys, time
 import redis
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from capturelib import Proxy, wait_port  # noqa: E402
+from capturelib import Proxy, stop, wait_port, write_facts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAVORS = [("valkey-9.1", "valkey-server"), ("redis-7.0", "redis-server")]
@@ -134,15 +134,10 @@ def standalone(flavor, binary, base):
         n = proxies[0].save(outdir, "conn")
         m = proxies[1].save(outdir, "auth")
         facts["connections"] = {"plain": n, "auth": m}
-        with open(os.path.join(outdir, "facts.json"), "w") as f:
-            json.dump(facts, f, indent=1, sort_keys=True, default=str)
+        write_facts(outdir, facts)
         print(f"standalone {flavor}: {n}+{m} connections")
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait()
-        for x in proxies:
-            x.close()
+        stop(procs, proxies)
 
 
 def crc64(data):
@@ -311,15 +306,10 @@ def reshard(base):
         for i, p in enumerate(proxies):
             n += p.save(outdir, f"node{i}-conn")
         facts["connections"] = n
-        with open(os.path.join(outdir, "facts.json"), "w") as f:
-            json.dump(facts, f, indent=1, sort_keys=True, default=str)
+        write_facts(outdir, facts)
         print(f"reshard: {n} connections, exit {out.returncode}")
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait()
-        for x in proxies:
-            x.close()
+        stop(procs, proxies)
 
 
 if __name__ == "__main__":

@@ -100,7 +100,16 @@ impl Epoch {
         if s == *topo.myself_id() || !topo.contains(&s) {
             return;
         }
-        self.handle_role(topo, &s, msg.role, msg.config_epoch, prior, out);
+        if let Some(p) = self.handle_role(topo, &s, msg.role, msg.config_epoch, prior, out) {
+            // A failover occurred in the sender's shard: the header is now a replica's, its
+            // myslots and configEpoch are P's (§3), so they are applied as P's own claim —
+            // as an UPDATE about P would be. Valkey leaves the slots bound to the demoted
+            // sender until P's claim arrives, which never happens when P died right after
+            // its promotion; the shard's next election then gives its winner no slots and
+            // the slots stay with a replica (issue 16, found at seed 5225 of the 12-host
+            // random failover run).
+            self.apply_slot_claims(topo, cfg, &p, msg.config_epoch, msg.slots, out);
+        }
         if msg.role == ClaimedRole::Primary {
             let differs = topo.node(&s).is_some_and(|n| n.slots() != msg.slots);
             if prior.was_replica || differs {
@@ -129,6 +138,8 @@ impl Epoch {
     ///   sync unless X is in my shard).
     ///
     /// Never changes myself's own role or epoch from a remote claim naming myself as P.
+    /// Returns P when it was made a primary because a failover occurred in the sender's shard
+    /// ([`Epoch::handle_ping_claims`] then applies the header's slots as P's claim).
     pub fn handle_role(
         &mut self,
         topo: &mut Topology,
@@ -137,10 +148,10 @@ impl Epoch {
         hdr_config_epoch: ConfigEpoch,
         prior: PriorRole,
         out: &mut Vec<EpochEffect>,
-    ) {
+    ) -> Option<NodeId> {
         let me = *topo.myself_id();
         if *sender == me || !topo.contains(sender) {
-            return;
+            return None;
         }
         let p = match role {
             ClaimedRole::Primary => {
@@ -148,10 +159,11 @@ impl Epoch {
                     out.push(EpochEffect::Save);
                     out.push(EpochEffect::UpdateState);
                 }
-                return;
+                return None;
             }
             ClaimedRole::ReplicaOf(p) => p.filter(|p| topo.contains(p) && p != sender),
         };
+        let mut promoted = None;
         if prior.was_primary {
             match p {
                 Some(p) if same_shard(topo, &p, sender) => {
@@ -163,6 +175,7 @@ impl Epoch {
                         if let Some(pn) = topo.node_mut(&p) {
                             pn.config_epoch = hdr_config_epoch;
                         }
+                        promoted = Some(p);
                     }
                 }
                 _ => self.remove_node_slots(topo, sender),
@@ -174,9 +187,9 @@ impl Epoch {
             out.push(EpochEffect::Save);
             out.push(EpochEffect::UpdateState);
         }
-        let Some(p) = p else { return };
+        let Some(p) = p else { return promoted };
         if topo.node(sender).and_then(|n| n.primary) == Some(p) {
-            return;
+            return promoted;
         }
         attach_replica(topo, sender, &p);
         // Sub-replica: my primary now replicates X (not myself) → follow X.
@@ -199,6 +212,7 @@ impl Epoch {
             topo.set_shard_id(sender, shard);
         }
         out.push(EpochEffect::Save);
+        promoted
     }
 
     /// Unbinds every slot of `id` (Valkey `clusterDelNodeSlots`).

@@ -531,6 +531,12 @@ struct HostSnapshot {
     known: BTreeSet<NodeId>,
     pfail: BTreeSet<NodeId>,
     fail: BTreeSet<NodeId>,
+    /// Myself was a voting primary.
+    voting: bool,
+    /// `cluster_size` (voting primaries).
+    size: usize,
+    /// The failure reports about each PFAIL node: reporter -> time.
+    reports: BTreeMap<NodeId, BTreeMap<NodeId, Millis>>,
 }
 
 impl ClusterInvariants {
@@ -685,20 +691,50 @@ impl Invariant<ClusterNode> for ClusterInvariants {
                 {
                     continue;
                 }
-                let (have, need) = fail_quorum(topo, id, now, timeout);
+                // One step can deliver several frames: myself's vote, the cluster size and
+                // the reports may change after the mark (a PING's gossip marks FAIL, an UPDATE
+                // in the same delivery then takes myself's slots). The mark is sound if the
+                // quorum held with the values of the step's start or end.
+                let validity = timeout.saturating_mul(2);
+                let valid = |r: &BTreeMap<NodeId, Millis>| -> BTreeSet<NodeId> {
+                    r.iter()
+                        .filter(|(_, t)| now.since(**t) <= validity)
+                        .map(|(n, _)| *n)
+                        .collect()
+                };
+                let mut reporters = topo
+                    .node(id)
+                    .map(|n| valid(&n.failure_reports))
+                    .unwrap_or_default();
+                if let Some(r) = p.reports.get(id) {
+                    reporters.extend(valid(r));
+                }
+                let me = topo.myself().is_voting_primary() || p.voting;
+                let have = reporters.len() + usize::from(me);
+                let need = topo.cluster_size().min(p.size) / 2 + 1;
                 if have < need {
+                    let (now_have, now_need) = fail_quorum(topo, id, now, timeout);
                     return Err(format!(
                         "{id} became FAIL without a FAIL message and with {have} of {need} \
-                         votes (valid reports + self), §9.3"
+                         votes (valid reports + self over the step; {now_have} of {now_need} at \
+                         its end), §9.3"
                     ));
                 }
             }
         }
+        let reports = topo
+            .nodes()
+            .filter(|n| n.is_pfail())
+            .map(|n| (*n.id(), n.failure_reports.clone()))
+            .collect();
         self.seen[host] = Some(HostSnapshot {
             slots,
             known,
             pfail,
             fail,
+            voting: topo.myself().is_voting_primary(),
+            size: topo.cluster_size(),
+            reports,
         });
         Ok(())
     }

@@ -151,3 +151,29 @@ fn a_primary_crashed_before_its_take_over_was_heard_cannot_stay_down() {
         },
     );
 }
+
+/// Found by the 10,000-seed run of issue 16: at seed 3645 a primary received, in one
+/// delivery, a PING whose gossip completed the FAIL quorum about a replica (its own vote
+/// counted) and then an UPDATE that took its slots. The invariant re-counted the quorum at
+/// the end of the step, when myself no longer voted, and reported a FAIL without quorum; it
+/// now counts the step's start and end values.
+#[test]
+fn seed_3645_a_fail_marked_just_before_myself_is_demoted_in_the_same_delivery_is_sound() {
+    random_failover_run(3645, &FailoverPlan::default()).unwrap_or_else(|v| panic!("{v}"));
+}
+
+/// Found by the 10,000-seed run of issue 16 (4 primaries × 2 replicas, seed 5225): a replica
+/// was promoted and died before its claim reached its sibling, which learned of the failover
+/// only from the demoted old primary's header and then won the next election — with no slots,
+/// because they stayed bound to the demoted node in its view. The header's slots now go to
+/// the new primary at once (`Epoch::handle_ping_claims`).
+#[test]
+fn seed_5225_a_failover_heard_only_from_the_demoted_primary_moves_its_slots() {
+    let plan = FailoverPlan {
+        primaries: 4,
+        replicas_per_primary: 2,
+        max_down: 3,
+        ..FailoverPlan::default()
+    };
+    random_failover_run(5225, &plan).unwrap_or_else(|v| panic!("{v}"));
+}

@@ -409,6 +409,45 @@ fn role_switch_failover_in_the_senders_shard() {
     assert_eq!(b.slot_count(), 10);
 }
 
+/// Issue 16 (seed 5225 of the 12-host random failover run): the demoted old primary b says it
+/// replicates c with c's configEpoch and slots; c died right after its promotion, so c's own
+/// claim never comes. The header's slots are applied as c's claim: c owns them, b none, and
+/// myself — a replica of b — follows c, so an election it wins takes the slots.
+#[test]
+fn a_demoted_primarys_header_gives_its_slots_to_the_new_primary() {
+    let mut t = topo('a', 1, &slots(100..=110));
+    add_primary(&mut t, 'b', 'b', 3, &slots(0..=9));
+    add_replica(&mut t, 'c', 'b', 0);
+    make_me_replica_of_b(&mut t);
+    let mut e = Epoch::new();
+    let mut out = Vec::new();
+    let claim = PingClaims {
+        sender: id('b'),
+        role: ClaimedRole::ReplicaOf(Some(id('c'))),
+        config_epoch: ConfigEpoch(7),
+        slots: &slots(0..=9),
+    };
+    let prior = PriorRole::of(&t, &id('b'));
+    e.handle_ping_claims(&mut t, &cfg(), &claim, prior, &mut out);
+    let c = t.node(&id('c')).unwrap();
+    assert!(c.is_primary());
+    assert_eq!(c.config_epoch, ConfigEpoch(7));
+    assert_eq!(c.slot_count(), 10);
+    let b = t.node(&id('b')).unwrap();
+    assert!(b.is_replica() && b.slot_count() == 0);
+    assert_eq!(t.myself().primary, Some(id('c')));
+    assert!(out.contains(&EpochEffect::Persist));
+}
+
+/// The model of [`a_demoted_primarys_header_gives_its_slots_to_the_new_primary`]: myself (a
+/// primary 'a' owning 100..=110 so far) becomes a slotless replica of b.
+fn make_me_replica_of_b(t: &mut Topology) {
+    for s in 100..=110 {
+        t.set_slot_owner(slot(s), None).unwrap();
+    }
+    make_me_replica(t, 'b');
+}
+
 #[test]
 fn role_switch_stale_message_does_not_promote() {
     let mut t = topo('a', 1, &slots(100..=110));

@@ -75,7 +75,10 @@ impl Mio {
         while up < links {
             d.wait(Some(Duration::from_millis(100))).unwrap();
             while let Some(i) = d.poll_input() {
-                assert!(matches!(i, BusInput::Link(LinkEvent::Connected(_))), "{i:?}");
+                assert!(
+                    matches!(i, BusInput::Link(LinkEvent::Connected(_))),
+                    "{i:?}"
+                );
                 up += 1;
             }
         }

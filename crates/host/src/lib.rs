@@ -10,6 +10,9 @@
 //! * [`nodesconf::NodesConfFile`]: nodes.conf loaded at start under an exclusive lock, written
 //!   atomically and durably in the engine's persist order, a failed save fatal in Redis's
 //!   words unless `cluster-config-save-behavior best-effort`;
+//! * [`drive::DriveLoop`]: the host loop (wait, one clock read, bus input, `handle_timeout`
+//!   on every turn, outputs acted on in order, `Persist` written and acknowledged) over a
+//!   node the host keeps behind its own lock ([`drive::Host`]);
 //! * [`listen`]: the `bind` list and Valkey's listening sockets, for the client port too;
 //! * [`clock`]: the one clock read.
 //!
@@ -28,9 +31,12 @@
 
 pub mod bus;
 pub mod clock;
+pub mod drive;
 pub mod listen;
 pub mod nodesconf;
 
 pub use bus::{Accepted, BusDriver, BusInput, SendBuffer};
+pub use drive::{DriveLoop, Host};
 pub use listen::BindAddr;
+pub use mio::Waker;
 pub use nodesconf::{NodesConfFile, OpenError, SaveBehavior};

@@ -155,8 +155,6 @@ struct Link {
     /// Outbound and not connected yet.
     connecting: bool,
     out: SendQueue,
-    /// Registered with the poll.
-    registered: bool,
 }
 
 #[derive(Debug)]
@@ -508,9 +506,7 @@ impl BusDriver {
 
     fn drop_link(&mut self, id: LinkId) {
         if let Some(mut l) = self.links.remove(&id) {
-            if l.registered {
-                let _ = self.poll.registry().deregister(&mut l.stream);
-            }
+            let _ = self.poll.registry().deregister(&mut l.stream);
             self.figures_changed.push(id);
         }
     }
@@ -566,7 +562,6 @@ impl BusDriver {
                 stream,
                 connecting: false,
                 out: SendQueue::default(),
-                registered: true,
             },
         );
         true
@@ -626,7 +621,6 @@ impl BusDriver {
                 stream,
                 connecting: true,
                 out: SendQueue::default(),
-                registered: true,
             },
         );
     }

@@ -5,23 +5,27 @@
 //!    (`ClusterNode::poll_timeout`, at most [`MAX_WAIT`] ahead), bus input, or a wake-up from
 //!    another thread ([`DriveLoop::waker`]: a client command gave the node an input);
 //! 2. read the clock, once ([`crate::clock::now`]): every input of the turn gets that value;
-//! 3. with the node: [`Host::before_turn`] (the host's facts, e.g. its replication state),
-//!    the bus input in the order it happened ([`BusDriver::feed`]), then
+//! 3. take the host's lock ([`Host::lock`]) and, holding it: [`Host::before_turn`] (the
+//!    host's facts, e.g. its replication state), `cluster-link-sendbuf-limit` from the node's
+//!    config to the bus, the bus input in the order it happened ([`BusDriver::feed`]), then
 //!    `handle_timeout(now)` — on *every* turn, so timers never starve under steady input (an
-//!    early call is harmless to the node) — and the outputs drained;
-//! 4. act on the outputs in order, outside the node's lock: bus outputs on the bus; a
-//!    `Persist` written by [`NodesConfFile::persist`] and acknowledged at once (what waited
-//!    for it, transmits and replies, comes out of the node then and is acted on after it);
-//!    everything else handed to [`Host::act`]. Until the node has no output left.
+//!    early call is harmless to the node);
+//! 4. act on the node's outputs one by one, in order, until it has none, still holding the
+//!    lock: bus outputs on the bus (non-blocking); a `Persist` written by
+//!    [`NodesConfFile::persist`] and acknowledged (what waited for it, transmits and replies,
+//!    comes out next); everything else handed to [`Host::act`]. A client therefore never
+//!    sees a configuration that is not on disk yet, nor a new state (a role change, lost
+//!    slots) before the host acted on it: Valkey, single-threaded, applies a change, acts on
+//!    it and saves nodes.conf in `clusterBeforeSleep` before it serves a client again.
 //!
-//! The loop owns the bus and the file; the node stays the host's, behind its own lock
-//! ([`Host::with_node`]), so client threads can route and run commands on it meanwhile.
+//! The node stays the host's, behind its own lock, so client threads can route and run
+//! commands on it between turns.
 
 use crate::bus::BusDriver;
 use crate::clock;
 use crate::nodesconf::NodesConfFile;
 use ferrocluster_node::{ClusterNode, Millis, Output};
-use std::collections::VecDeque;
+use std::ops::DerefMut;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,22 +35,30 @@ pub const MAX_WAIT: Duration = Duration::from_millis(100);
 
 /// What the drive loop needs from the host.
 pub trait Host {
-    /// Runs `f` on the node, under the host's lock. Called a few times per turn, never
-    /// nested, never while the loop does I/O.
-    fn with_node<R>(&self, f: impl FnOnce(&mut ClusterNode) -> R) -> R;
+    /// The host's lock on the node (and whatever it keeps beside it, reachable through the
+    /// guard's own type in [`Host::act`]).
+    type Guard<'a>: DerefMut<Target = ClusterNode>
+    where
+        Self: 'a;
 
-    /// Called with the node at the start of every turn, before the bus input and the
-    /// timeout: report host facts that changed (`ClusterNode::handle_replication`). The
-    /// default does nothing.
-    fn before_turn(&self, node: &mut ClusterNode, now: Millis) {
-        let _ = (node, now);
+    /// Takes the lock. The loop holds it for the input of a turn and while acting on the
+    /// outputs (a nodes.conf write included).
+    fn lock(&self) -> Self::Guard<'_>;
+
+    /// Called at the start of every turn, before the bus input and the timeout: report host
+    /// facts that changed to the node (`ClusterNode::handle_replication`). The default does
+    /// nothing.
+    fn before_turn(&self, guard: &mut Self::Guard<'_>, now: Millis) {
+        let _ = (guard, now);
     }
 
     /// An output that is neither a bus output nor a `Persist`: the host's duty, in order
-    /// (events: role changes, write pauses, slots whose keys go, migration requests, ...).
+    /// (role changes, write pauses, slots whose keys go, messages to deliver, migration
+    /// requests, ...), with the lock held. Give the guard back; an implementation MAY release
+    /// the lock meanwhile (drop the guard, lock again) to call code that takes it itself.
     /// Inputs it gives the node in return (`handle_writes_paused`, `handle_migration`) may
-    /// queue outputs: the loop drains them before it waits again.
-    fn act(&self, out: Output, now: Millis);
+    /// queue outputs: the loop acts on them next.
+    fn act<'a>(&'a self, guard: Self::Guard<'a>, out: Output, now: Millis) -> Self::Guard<'a>;
 }
 
 /// The bus, the nodes.conf file and the host, driven turn by turn (see the module docs).
@@ -64,7 +76,9 @@ impl<H: Host> DriveLoop<H> {
             bus,
             conf,
             host,
-            next: None,
+            // The first turn does not wait: the node's first outputs (its start-up notices,
+            // a first Persist) are acted on at once.
+            next: Some(Millis(0)),
         }
     }
 
@@ -97,44 +111,29 @@ impl<H: Host> DriveLoop<H> {
         let wait = clock::until(self.next, clock::now(), MAX_WAIT);
         self.bus.wait(Some(wait))?;
         let now = clock::now();
-        let Self { bus, host, .. } = self;
-        let mut queue: VecDeque<Output> = host.with_node(|node| {
-            host.before_turn(node, now);
-            bus.feed(node, now);
-            node.handle_timeout(now);
-            drain(node)
-        });
-        loop {
-            while let Some(out) = queue.pop_front() {
-                self.act(out, now, &mut queue);
-            }
-            let (more, next) = self
-                .host
-                .with_node(|node| (drain(node), node.poll_timeout()));
-            self.next = next;
-            if more.is_empty() {
-                return Ok(());
-            }
-            queue = more;
+        let Self {
+            bus, host, conf, ..
+        } = self;
+        let mut g = host.lock();
+        host.before_turn(&mut g, now);
+        bus.set_sendbuf_limit(g.config().link_sendbuf_limit_bytes);
+        bus.feed(&mut g, now);
+        g.handle_timeout(now);
+        while let Some(out) = g.poll_output() {
+            g = match bus.handle_output(out) {
+                None => g,
+                Some(Output::Persist { seq, contents }) => {
+                    // Under the lock; returns only once it is on disk (or best-effort said
+                    // go on).
+                    conf.persist(seq, &contents, now);
+                    g.handle_persisted(seq);
+                    g
+                }
+                Some(other) => host.act(g, other, now),
+            };
         }
-    }
-
-    fn act(&mut self, out: Output, now: Millis, queue: &mut VecDeque<Output>) {
-        let Some(out) = self.bus.handle_output(out) else {
-            return;
-        };
-        match out {
-            Output::Persist { seq, contents } => {
-                // Returns only once it is on disk (or best-effort said go on).
-                self.conf.persist(seq, &contents, now);
-                let released = self.host.with_node(|node| {
-                    node.handle_persisted(seq);
-                    drain(node)
-                });
-                queue.extend(released);
-            }
-            other => self.host.act(other, now),
-        }
+        self.next = g.poll_timeout();
+        Ok(())
     }
 
     /// Turns forever.
@@ -146,8 +145,4 @@ impl<H: Host> DriveLoop<H> {
             self.turn()?;
         }
     }
-}
-
-fn drain(node: &mut ClusterNode) -> VecDeque<Output> {
-    std::iter::from_fn(|| node.poll_output()).collect()
 }

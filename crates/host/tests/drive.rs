@@ -5,7 +5,7 @@ use ferrocluster_host::{clock, BindAddr, BusDriver, DriveLoop, Host, NodesConfFi
 use ferrocluster_node::{ClusterConfig, ClusterNode, Millis, Output};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 struct Shared {
@@ -17,11 +17,13 @@ struct Shared {
 struct TestHost(Arc<Shared>);
 
 impl Host for TestHost {
-    fn with_node<R>(&self, f: impl FnOnce(&mut ClusterNode) -> R) -> R {
-        f(&mut self.0.node.lock().unwrap())
+    type Guard<'a> = MutexGuard<'a, ClusterNode>;
+    fn lock(&self) -> MutexGuard<'_, ClusterNode> {
+        self.0.node.lock().unwrap()
     }
-    fn act(&self, out: Output, _now: Millis) {
+    fn act<'a>(&'a self, g: Self::Guard<'a>, out: Output, _now: Millis) -> Self::Guard<'a> {
         self.0.acted.lock().unwrap().push(format!("{out:?}"));
+        g
     }
 }
 
@@ -59,10 +61,9 @@ fn two_loops_meet_and_persist_what_they_learned() {
     let (a, _pa, wake_a) = start(&da, 1);
     let (b, pb, _wake_b) = start(&db, 2);
     let b_id = *b.0.node.lock().unwrap().myself_id();
-    a.with_node(|n| {
-        n.meet(IpAddr::V4(Ipv4Addr::LOCALHOST), pb, Some(pb), clock::now())
-            .unwrap()
-    });
+    a.lock()
+        .meet(IpAddr::V4(Ipv4Addr::LOCALHOST), pb, Some(pb), clock::now())
+        .unwrap();
     // A command from another thread: wake the loop so it acts on the outputs now.
     wake_a.wake().unwrap();
     for _ in 0..200 {
@@ -92,15 +93,14 @@ fn timers_fire_under_steady_wakeups() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = free.local_addr().unwrap().port();
     drop(free);
-    a.with_node(|n| {
-        n.meet(
+    a.lock()
+        .meet(
             IpAddr::V4(Ipv4Addr::LOCALHOST),
             dead,
             Some(dead),
             clock::now(),
         )
-        .unwrap()
-    });
+        .unwrap();
     assert_eq!(a.0.node.lock().unwrap().topology().len(), 2);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let spam = {

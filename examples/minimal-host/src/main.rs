@@ -21,21 +21,22 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The node and the keys, under one lock.
-struct State {
-    node: ClusterNode,
-    kv: HashMap<Vec<u8>, Vec<u8>>,
-}
+type Kv = HashMap<Vec<u8>, Vec<u8>>;
 
+/// The node and the keys, each under its lock (taken in this order).
 struct Shared {
-    state: Mutex<State>,
+    node: Mutex<ClusterNode>,
+    kv: Mutex<Kv>,
     /// Wakes the drive loop after a client command gave the node an input.
     waker: std::sync::OnceLock<Arc<Waker>>,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn node(&self) -> MutexGuard<'_, ClusterNode> {
+        self.node.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn kv(&self) -> MutexGuard<'_, Kv> {
+        self.kv.lock().unwrap_or_else(|p| p.into_inner())
     }
     fn wake(&self) {
         if let Some(w) = self.waker.get() {
@@ -45,7 +46,7 @@ impl Shared {
 }
 
 /// The keyspace as the CLUSTER executor reads it (COUNTKEYSINSLOT, GETKEYSINSLOT, ...).
-struct Keys<'a>(&'a HashMap<Vec<u8>, Vec<u8>>);
+struct Keys<'a>(&'a Kv);
 
 impl SlotKeys for Keys<'_> {
     fn count_keys_in_slot(&self, _db: usize, slot: Slot) -> u64 {
@@ -64,22 +65,23 @@ impl SlotKeys for Keys<'_> {
 struct Loop(Arc<Shared>);
 
 impl Host for Loop {
-    fn with_node<R>(&self, f: impl FnOnce(&mut ClusterNode) -> R) -> R {
-        f(&mut self.0.lock().node)
+    type Guard<'a> = MutexGuard<'a, ClusterNode>;
+    fn lock(&self) -> Self::Guard<'_> {
+        self.0.node()
     }
-    fn act(&self, out: Output, _now: Millis) {
-        let Output::Event(e) = out else { return };
+    fn act<'a>(&'a self, node: Self::Guard<'a>, out: Output, _now: Millis) -> Self::Guard<'a> {
+        let Output::Event(e) = out else { return node };
         match e {
             // Slots another node took: their keys go (Valkey's dirty slots).
             Event::DeleteSlotKeys(slots) => {
-                let kv = &mut self.0.lock().kv;
-                kv.retain(|k, _| !slots.contains(key_hash_slot(k)));
+                self.0.kv().retain(|k, _| !slots.contains(key_hash_slot(k)));
             }
             Event::ClusterReset {
                 was_replica: true, ..
-            } => self.0.lock().kv.clear(),
+            } => self.0.kv().clear(),
             e => eprintln!("cluster: {e:?}"),
         }
+        node
     }
 }
 
@@ -117,10 +119,8 @@ fn run(port: u16, dir: &std::path::Path) -> Result<(), String> {
     let lo = [BindAddr::required("127.0.0.1")];
     let bus = BusDriver::bind(&lo, bus_port)?;
     let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            node,
-            kv: HashMap::new(),
-        }),
+        node: Mutex::new(node),
+        kv: Mutex::new(HashMap::new()),
         waker: std::sync::OnceLock::new(),
     });
     let drive = DriveLoop::new(bus, Arc::new(conf), Loop(Arc::clone(&shared)));
@@ -180,15 +180,15 @@ fn serve(shared: &Shared, mut conn: TcpStream) {
 fn execute(shared: &Shared, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply {
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_uppercase();
     let now = clock::now();
-    let mut st = shared.lock();
-    let State { node, kv } = &mut *st;
+    let mut node = shared.node();
+    let kv = &mut *shared.kv();
     match name.as_str() {
         "PING" => return Reply::Simple("PONG".into()),
-        "INFO" => return info(node, kv),
+        "INFO" => return info(kv),
         "CLUSTER" => {
             let req = CommandRequest::from_client(client);
             let outcome = node.cluster_command_argv(argv, &req, &Keys(kv), now);
-            drop(st);
+            drop(node);
             shared.wake();
             return match outcome {
                 CommandOutcome::Reply(r) => r,
@@ -213,11 +213,7 @@ fn execute(shared: &Shared, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply
 }
 
 /// GET, SET and DEL on the keyspace (routing already put the keys here).
-fn data_command<A: AsRef<[u8]>>(
-    name: &str,
-    argv: &[A],
-    kv: &mut HashMap<Vec<u8>, Vec<u8>>,
-) -> Reply {
+fn data_command<A: AsRef<[u8]>>(name: &str, argv: &[A], kv: &mut Kv) -> Reply {
     let arg = |i: usize| argv[i].as_ref().to_vec();
     match name {
         "get" => kv
@@ -237,12 +233,11 @@ fn data_command<A: AsRef<[u8]>>(
 }
 
 /// What `redis-cli --cluster` reads of INFO: cluster mode on, the keyspace.
-fn info(node: &ClusterNode, kv: &HashMap<Vec<u8>, Vec<u8>>) -> Reply {
+fn info(kv: &Kv) -> Reply {
     let mut text = String::from("# Server\r\nredis_version:7.0.0\r\n");
     text.push_str("# Cluster\r\ncluster_enabled:1\r\n# Keyspace\r\n");
     if !kv.is_empty() {
         text.push_str(&format!("db0:keys={},expires=0,avg_ttl=0\r\n", kv.len()));
     }
-    let _ = node;
     Reply::Verbatim(text)
 }

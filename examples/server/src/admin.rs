@@ -629,13 +629,13 @@ fn config_set(
                 .set_config(next.cluster.clone(), ferrocluster_node::Millis(now))
                 .map_err(|e| failed(name_of(&|o| o.name.starts_with("cluster-")), e.to_string()))?;
             // Myself's announced values are in nodes.conf: on disk before the reply, as a
-            // CLUSTER command's change is (src/nodesconf.rs orders the writes).
+            // CLUSTER command's change is (`ferrocluster_host::NodesConfFile` orders the writes).
             let contents = side.node.nodes_conf().into_bytes();
             if let Err(e) = side
                 .conf
                 .write_current(side.node.persist_seq(), &contents, false)
             {
-                side.conf.save_failed(&e);
+                side.conf.save_failed(&e, ferrocluster_node::Millis(now));
             }
             side.wake();
         }

@@ -3,39 +3,23 @@
 
 use crate::client::{Args, ClientCtx};
 use crate::config::Config;
-use crate::nodesconf::NodesConfFile;
 use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
 use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply, RoutingConfig};
+use ferrocluster_host::NodesConfFile;
+use ferrocluster_host::{BusDriver, DriveLoop, Host, Waker};
 use ferrocluster_kvstore::KvStore;
 use ferrocluster_node::{
-    ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Event, LinkEvent, LinkId, Millis,
-    NodeError, Output, SlotKeys,
+    ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Event, Millis, NodeError, Output,
+    SlotKeys,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::Reply;
-use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
-use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
-
-const WAKER: Token = Token(1);
-
-/// Bus listener tokens count down from the top (links count up from 2).
-fn listener_token(i: usize) -> Token {
-    Token(usize::MAX - i)
-}
-
-fn listener_index(t: Token) -> Option<usize> {
-    usize::MAX
-        .checked_sub(t.0)
-        .filter(|i| *i < crate::config::BIND_MAX)
-}
 
 /// The node and what the I/O threads need to reach the bus thread.
 pub struct ClusterSide {
@@ -43,11 +27,9 @@ pub struct ClusterSide {
     pub node: ClusterNode,
     /// Wakes the bus thread after a command queued outputs in the node.
     pub waker: Option<Arc<Waker>>,
-    /// Number of open bus links (INFO).
-    pub links_open: usize,
     /// Routing configuration.
     pub routing: RoutingConfig,
-    /// The locked nodes.conf (durable, ordered writes: src/nodesconf.rs).
+    /// The locked nodes.conf (durable, ordered writes: `ferrocluster_host::NodesConfFile`).
     pub conf: Arc<NodesConfFile>,
 }
 
@@ -74,19 +56,14 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
     };
     let path = config.nodes_conf_path();
     // Lock before reading: a second process with the same file must not even load it.
-    let conf = Arc::new(NodesConfFile::open(&path)?);
-    let saved = match std::fs::read(&path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("can't read {}: {e}", path.display())),
-    };
-    let node =
-        ClusterNode::new(cc, Millis(unix_ms()), seed, saved.as_deref()).map_err(|e| match e {
-            NodeError::NodesConf(c) => {
-                format!("unrecoverable error loading {}: {c}", path.display())
-            }
-            other => format!("bad cluster configuration: {other}"),
-        })?;
+    let conf = Arc::new(NodesConfFile::open(&path).map_err(|e| e.to_string())?);
+    let saved = conf.saved();
+    let node = ClusterNode::new(cc, Millis(unix_ms()), seed, saved).map_err(|e| match e {
+        NodeError::NodesConf(c) => {
+            format!("unrecoverable error loading {}: {c}", path.display())
+        }
+        other => format!("bad cluster configuration: {other}"),
+    })?;
     // Redis saves the config at start (a new node's ID must survive a crash right after it).
     conf.write_current(node.persist_seq(), node.nodes_conf().as_bytes(), false)
         .map_err(|e| {
@@ -100,7 +77,6 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
         conf,
         node,
         waker: None,
-        links_open: 0,
         routing: RoutingConfig {
             databases: config.cluster_databases as usize,
             ..RoutingConfig::default()
@@ -303,7 +279,7 @@ pub fn cluster_command(
     let sub = if args.len() > 1 { args.get(1) } else { b"" };
     let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
     if !is_read_only_subcommand(sub) {
-        // The snapshot ranks just above the latest Persist the node queued (src/nodesconf.rs).
+        // The snapshot ranks just above the latest Persist the node queued (`ferrocluster_host::NodesConfFile`).
         let contents = side.node.nodes_conf().into_bytes();
         let seq = side.node.persist_seq();
         if let Err(e) = side.conf.write_current(seq, &contents, saveconfig) {
@@ -313,7 +289,7 @@ pub fn cluster_command(
                 side.wake();
                 return;
             }
-            side.conf.save_failed(&e);
+            side.conf.save_failed(&e, Millis(now));
         }
     }
     match &outcome {
@@ -350,473 +326,198 @@ fn is_read_only_subcommand(sub: &[u8]) -> bool {
         || sub.eq_ignore_ascii_case(b"slot-stats")
 }
 
-struct Link {
-    stream: TcpStream,
-    id: LinkId,
-    connecting: bool,
-    wbuf: Vec<u8>,
-    writable_registered: bool,
-}
-
-/// Starts the bus thread: listener on the bus port, outbound links, timers, persistence.
+/// Starts the bus thread: the kit's drive loop (`ferrocluster_host::DriveLoop`) over the bus
+/// listeners (every `bind` address at the bus port), the node under the state lock and
+/// nodes.conf.
 ///
 /// # Errors
 /// When the bus port cannot be bound or the poller cannot be created.
 pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
     let bus_port = shared.config.bus_port()?;
     // The bus listens on the `bind` addresses too (Valkey `clusterInit`).
-    let poll = Poll::new().map_err(|e| e.to_string())?;
-    let mut listeners = Vec::new();
-    for (i, l) in crate::net::listen_all(&shared.config.bind, bus_port)?
-        .into_iter()
-        .enumerate()
-    {
-        l.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let mut l = TcpListener::from_std(l);
-        poll.registry()
-            .register(&mut l, listener_token(i), Interest::READABLE)
-            .map_err(|e| e.to_string())?;
-        listeners.push(l);
-    }
-    let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(|e| e.to_string())?);
+    let bus = BusDriver::bind(&shared.config.bind, bus_port)?;
+    let conf = {
+        let mut st = shared.state.lock();
+        let Some(side) = st.cluster.as_mut() else {
+            return Ok(());
+        };
+        Arc::clone(&side.conf)
+    };
+    let host = ServerHost {
+        shared: Arc::clone(shared),
+        last_slots: Cell::new(None),
+        waiting_primary: Cell::new(None),
+    };
+    let drive = DriveLoop::new(bus, conf, host);
     if let Some(side) = shared.state.lock().cluster.as_mut() {
-        side.waker = Some(Arc::clone(&waker));
+        side.waker = Some(drive.waker());
     }
-    let shared = Arc::clone(shared);
     std::thread::Builder::new()
         .name("cluster-bus".into())
         .spawn(move || {
-            BusThread {
-                shared,
-                poll,
-                listeners,
-                links: HashMap::new(),
-                by_link: HashMap::new(),
-                next_token: 2,
-                last_role: None,
-                last_slots: None,
-            }
-            .run()
+            let Err(e) = drive.run();
+            tracing::error!("cluster bus stopped: {e}");
         })
         .map_err(|e| e.to_string())?;
     Ok(())
 }
 
-struct BusThread {
+/// The server as the drive loop sees it: the node under the state lock, the data-set duties.
+struct ServerHost {
     shared: Arc<Shared>,
-    poll: Poll,
-    /// One per `bind` address, token [`listener_token`].
-    listeners: Vec<TcpListener>,
-    links: HashMap<usize, Link>,
-    by_link: HashMap<LinkId, usize>,
-    next_token: usize,
-    last_role: Option<Option<(String, u16)>>,
     /// Slots myself served at the last look (for the slot-change log line).
-    last_slots: Option<usize>,
+    last_slots: Cell<Option<usize>>,
+    /// A primary to replicate whose address was not known yet (`ReplicateFrom { ip: None }`).
+    waiting_primary: Cell<Option<ferrocluster_node::NodeId>>,
 }
 
-enum Input {
-    Accepted(TcpStream, IpAddr, Option<IpAddr>),
-    Bytes(LinkId, Vec<u8>),
-    Link(LinkEvent),
+/// The state lock, seen by the drive loop as the node.
+struct ServerGuard<'a>(parking_lot::MutexGuard<'a, State>);
+
+impl std::ops::Deref for ServerGuard<'_> {
+    type Target = ClusterNode;
+    fn deref(&self) -> &ClusterNode {
+        // The bus runs in cluster mode only (spawn_bus_thread), and the node is never removed.
+        &self.0.cluster.as_ref().expect("cluster mode").node
+    }
 }
 
-impl BusThread {
-    fn run(mut self) {
-        let mut events = Events::with_capacity(256);
-        let mut timeout = Duration::from_millis(10);
-        loop {
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != ErrorKind::Interrupted {
-                    tracing::error!("bus poll failed: {e}");
-                }
-                continue;
+impl std::ops::DerefMut for ServerGuard<'_> {
+    fn deref_mut(&mut self) -> &mut ClusterNode {
+        // As in `deref`.
+        &mut self.0.cluster.as_mut().expect("cluster mode").node
+    }
+}
+
+impl Host for ServerHost {
+    type Guard<'a> = ServerGuard<'a>;
+
+    fn lock(&self) -> ServerGuard<'_> {
+        ServerGuard(self.shared.state.lock())
+    }
+
+    fn before_turn(&self, g: &mut ServerGuard<'_>, now: Millis) {
+        let st = &mut *g.0;
+        let facts = st.repl.facts();
+        let Some(side) = st.cluster.as_mut() else {
+            return;
+        };
+        // The replication facts first: the bus input of this turn (an MFSTART, an auth
+        // request) is handled with the offset the data has now.
+        if *side.node.replication() != facts {
+            side.node.handle_replication(facts, now);
+        }
+        self.log_slot_change(side);
+        if let Some(primary) = self.waiting_primary.get() {
+            let topo = side.node.topology();
+            let addr = topo
+                .node(&primary)
+                .and_then(|p| p.ip.map(|ip| (ip, p.port)));
+            if let Some((ip, port)) = addr {
+                self.waiting_primary.set(None);
+                self.replicate_from(st, ip, port);
             }
-            let mut inputs = Vec::new();
-            for ev in events.iter() {
-                match ev.token() {
-                    t if listener_index(t).is_some_and(|i| i < self.listeners.len()) => loop {
-                        let i = listener_index(t).unwrap_or_default();
-                        match self.listeners[i].accept() {
-                            Ok((s, peer)) => {
-                                let local = s.local_addr().ok().map(|a| a.ip());
-                                inputs.push(Input::Accepted(s, peer.ip(), local))
-                            }
-                            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                            Err(e) => {
-                                tracing::warn!("bus accept failed: {e}");
-                                break;
-                            }
-                        }
-                    },
-                    WAKER => {}
-                    t => self.link_event(
-                        t.0,
-                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-                        ev.is_writable(),
-                        &mut inputs,
-                    ),
-                }
-            }
-            let now = Millis(unix_ms());
-            let mut outputs = Vec::new();
-            let next = {
-                let shared = Arc::clone(&self.shared);
-                let mut st = shared.state.lock();
-                let facts = st.repl.facts();
-                let Some(side) = st.cluster.as_mut() else {
-                    return;
-                };
-                // The replication facts first: the bus input of this turn (an MFSTART, an
-                // auth request) is handled with the offset the data has now.
-                if *side.node.replication() != facts {
-                    side.node.handle_replication(facts, now);
-                }
-                for input in inputs {
-                    match input {
-                        Input::Accepted(mut s, ip, local) => {
-                            let link = match local {
-                                Some(local) => side.node.handle_accept_local(ip, local, now),
-                                None => side.node.handle_accept(ip, now),
-                            };
-                            let token = self.next_token;
-                            self.next_token += 1;
-                            if self
-                                .poll
-                                .registry()
-                                .register(&mut s, Token(token), Interest::READABLE)
-                                .is_ok()
-                            {
-                                self.links.insert(
-                                    token,
-                                    Link {
-                                        stream: s,
-                                        id: link,
-                                        connecting: false,
-                                        wbuf: Vec::new(),
-                                        writable_registered: false,
-                                    },
-                                );
-                                self.by_link.insert(link, token);
-                            } else {
-                                side.node.handle_link(LinkEvent::Closed(link), now);
-                            }
-                        }
-                        Input::Bytes(link, b) => side.node.handle_link_bytes(link, &b, now),
-                        Input::Link(e) => side.node.handle_link(e, now),
-                    }
-                }
-                side.node.handle_timeout(now);
-                while let Some(o) = side.node.poll_output() {
-                    outputs.push(o);
-                }
-                side.links_open = self.links.len();
-                let next = side.node.poll_timeout();
-                self.follow_role(&mut st);
-                next
-            };
-            self.act(outputs, now);
-            let now2 = unix_ms();
-            timeout = match next {
-                Some(t) if t.0 > now2 => Duration::from_millis((t.0 - now2).min(100)),
-                Some(_) => Duration::from_millis(1),
-                None => Duration::from_millis(100),
-            };
         }
     }
 
-    /// Follows the node's role: a replica syncs from its primary's data port.
-    fn follow_role(&mut self, st: &mut State) {
-        let Some(side) = st.cluster.as_ref() else {
-            return;
+    fn act<'a>(&'a self, mut g: ServerGuard<'a>, out: Output, now: Millis) -> ServerGuard<'a> {
+        let Output::Event(e) = out else {
+            return g;
         };
+        log_event(&e);
+        match e {
+            Event::PubSubMessage {
+                channel,
+                message,
+                sharded,
+                ..
+            } => {
+                // Delivery needs no state: the pub/sub lock alone.
+                drop(g);
+                self.shared.publish_local(sharded, &channel, &message);
+                return self.lock();
+            }
+            Event::ReplicateFrom {
+                primary, ip, port, ..
+            } => match ip {
+                Some(ip) => {
+                    self.waiting_primary.set(None);
+                    self.replicate_from(&mut g.0, ip, port);
+                }
+                // Primary known by ID only so far: wait for its address.
+                None => self.waiting_primary.set(Some(primary)),
+            },
+            Event::BecamePrimary => {
+                self.waiting_primary.set(None);
+                crate::repl::set_primary(&self.shared, &mut g.0, None);
+            }
+            Event::PauseWrites { until } => {
+                // Under the lock the writers take: once it is set no write runs, so the
+                // offset read here is final; the node announces it (manual failover) only
+                // after hearing it.
+                g.0.writes_paused_until = Some(until.0);
+                let offset = g.0.repl.offset;
+                g.handle_writes_paused(offset, now);
+            }
+            Event::UnpauseWrites => {
+                g.0.writes_paused_until = None;
+                self.shared.wake_io();
+            }
+            Event::DeleteSlotKeys(slots) => {
+                let n = crate::repl::delete_slot_keys(&mut g.0, &slots);
+                crate::repl::flush(&self.shared, &mut g.0);
+                // The node also sweeps every slot another node owns when a replica is
+                // promoted: most hold no key.
+                if n > 0 {
+                    tracing::info!(
+                        slots = slots.len(),
+                        keys = n,
+                        "deleted the keys of slots another node owns"
+                    );
+                }
+            }
+            Event::Migration(req) => {
+                // The data plane takes the state lock itself.
+                drop(g);
+                crate::migrate::act(&self.shared, *req);
+                return self.lock();
+            }
+            Event::ClusterReset {
+                was_replica: true, ..
+            } => {
+                // Valkey empties the data set of a replica that is reset.
+                g.0.kv.flush_all();
+            }
+            _ => {}
+        }
+        g
+    }
+}
+
+impl ServerHost {
+    /// Replicates from the primary's data port.
+    fn replicate_from(&self, st: &mut State, ip: IpAddr, port: u16) {
+        let primary = crate::repl::PrimaryAddr {
+            host: ip.to_string(),
+            port,
+        };
+        crate::repl::set_primary(&self.shared, st, Some(primary));
+    }
+
+    fn log_slot_change(&self, side: &ClusterSide) {
         let topo = side.node.topology();
-        let me = topo.myself();
-        let slots = me.slot_count();
-        if self.last_slots != Some(slots) {
-            if self.last_slots.is_some() || slots > 0 {
+        let slots = topo.myself().slot_count();
+        let last = self.last_slots.get();
+        if last != Some(slots) {
+            if last.is_some() || slots > 0 {
                 tracing::info!(
-                    before = self.last_slots.unwrap_or(0),
+                    before = last.unwrap_or(0),
                     now = slots,
                     assigned_in_cluster = topo.assigned_slot_count(),
                     "slots served by myself changed"
                 );
             }
-            self.last_slots = Some(slots);
-        }
-        let want = if me.is_replica() {
-            me.primary
-                .and_then(|p| topo.node(&p))
-                .and_then(|p| p.ip.map(|ip| (ip.to_string(), p.port)))
-        } else {
-            None
-        };
-        if self.last_role.as_ref() != Some(&want) {
-            if me.is_replica() && want.is_none() {
-                // Primary known by ID only so far: wait for its address.
-                return;
-            }
-            self.last_role = Some(want.clone());
-            let primary = want.map(|(host, port)| crate::repl::PrimaryAddr { host, port });
-            crate::repl::set_primary(&self.shared, st, primary);
-        }
-    }
-
-    fn link_event(
-        &mut self,
-        token: usize,
-        readable: bool,
-        writable: bool,
-        inputs: &mut Vec<Input>,
-    ) {
-        let Some(link) = self.links.get_mut(&token) else {
-            return;
-        };
-        if link.connecting && (writable || readable) {
-            let failed = link.stream.take_error().ok().flatten().is_some()
-                || link.stream.peer_addr().is_err();
-            if failed {
-                if writable || readable {
-                    let id = link.id;
-                    self.drop_link(token);
-                    inputs.push(Input::Link(LinkEvent::ConnectFailed(id)));
-                }
-                return;
-            }
-            link.connecting = false;
-            inputs.push(Input::Link(LinkEvent::Connected(link.id)));
-        }
-        if writable {
-            self.flush(token, inputs);
-        }
-        if readable {
-            let mut closed = false;
-            let mut got = Vec::new();
-            if let Some(link) = self.links.get_mut(&token) {
-                let mut buf = [0u8; 64 * 1024];
-                loop {
-                    match link.stream.read(&mut buf) {
-                        Ok(0) => {
-                            closed = true;
-                            break;
-                        }
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                        Err(_) => {
-                            closed = true;
-                            break;
-                        }
-                    }
-                }
-                if !got.is_empty() {
-                    inputs.push(Input::Bytes(link.id, got));
-                }
-                if closed {
-                    inputs.push(Input::Link(LinkEvent::Closed(link.id)));
-                }
-            }
-            if closed {
-                self.drop_link(token);
-            }
-        }
-    }
-
-    fn flush(&mut self, token: usize, inputs: &mut Vec<Input>) {
-        let Some(link) = self.links.get_mut(&token) else {
-            return;
-        };
-        if link.connecting {
-            return;
-        }
-        while !link.wbuf.is_empty() {
-            match link.stream.write(&link.wbuf) {
-                Ok(n) => {
-                    link.wbuf.drain(..n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    let id = link.id;
-                    self.drop_link(token);
-                    inputs.push(Input::Link(LinkEvent::Closed(id)));
-                    return;
-                }
-            }
-        }
-        let want = !link.wbuf.is_empty();
-        if want != link.writable_registered {
-            link.writable_registered = want;
-            let interest = if want {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            let _ = self
-                .poll
-                .registry()
-                .reregister(&mut link.stream, Token(token), interest);
-        }
-    }
-
-    fn drop_link(&mut self, token: usize) {
-        if let Some(mut l) = self.links.remove(&token) {
-            let _ = self.poll.registry().deregister(&mut l.stream);
-            self.by_link.remove(&l.id);
-        }
-    }
-
-    fn act(&mut self, outputs: Vec<Output>, now: Millis) {
-        let mut queue = std::collections::VecDeque::from(outputs);
-        let mut late_inputs = Vec::new();
-        while let Some(o) = queue.pop_front() {
-            match o {
-                Output::Connect { link, ip, port } => {
-                    let addr = SocketAddr::new(ip, port);
-                    match TcpStream::connect(addr) {
-                        Ok(mut s) => {
-                            let token = self.next_token;
-                            self.next_token += 1;
-                            let _ = s.set_nodelay(true);
-                            if self
-                                .poll
-                                .registry()
-                                .register(
-                                    &mut s,
-                                    Token(token),
-                                    Interest::READABLE | Interest::WRITABLE,
-                                )
-                                .is_ok()
-                            {
-                                self.links.insert(
-                                    token,
-                                    Link {
-                                        stream: s,
-                                        id: link,
-                                        connecting: true,
-                                        wbuf: Vec::new(),
-                                        writable_registered: true,
-                                    },
-                                );
-                                self.by_link.insert(link, token);
-                            } else {
-                                late_inputs.push(LinkEvent::ConnectFailed(link));
-                            }
-                        }
-                        Err(_) => late_inputs.push(LinkEvent::ConnectFailed(link)),
-                    }
-                }
-                Output::Transmit { link, bytes } => {
-                    if let Some(&token) = self.by_link.get(&link) {
-                        if let Some(l) = self.links.get_mut(&token) {
-                            l.wbuf.extend_from_slice(&bytes);
-                        }
-                        let mut ins = Vec::new();
-                        self.flush(token, &mut ins);
-                        for i in ins {
-                            if let Input::Link(e) = i {
-                                late_inputs.push(e);
-                            }
-                        }
-                    }
-                }
-                Output::Close { link } => {
-                    if let Some(token) = self.by_link.get(&link).copied() {
-                        self.drop_link(token);
-                    }
-                }
-                Output::Persist { seq, contents } => {
-                    let conf = self
-                        .shared
-                        .state
-                        .lock()
-                        .cluster
-                        .as_ref()
-                        .map(|side| Arc::clone(&side.conf));
-                    let Some(conf) = conf else {
-                        continue;
-                    };
-                    // Ordered by `seq` (src/nodesconf.rs): skipped when the file holds a newer
-                    // snapshot, which covers this one. A failed write exits (Redis's
-                    // clusterSaveConfigOrDie: held transmits stay held) unless
-                    // cluster-config-save-behavior is best-effort.
-                    if let Err(e) = conf.write_persist(seq, &contents) {
-                        conf.save_failed(&e);
-                    }
-                    let mut st = self.shared.state.lock();
-                    if let Some(side) = st.cluster.as_mut() {
-                        side.node.handle_persisted(seq);
-                        while let Some(o) = side.node.poll_output() {
-                            queue.push_back(o);
-                        }
-                    }
-                }
-                Output::Event(e) => {
-                    log_event(&e);
-                    match e {
-                        Event::PubSubMessage {
-                            channel,
-                            message,
-                            sharded,
-                            ..
-                        } => {
-                            self.shared.publish_local(sharded, &channel, &message);
-                        }
-                        Event::PauseWrites { until } => {
-                            // Under the lock the writers take: once it is set no write runs,
-                            // so the offset read here is final; the node announces it
-                            // (manual failover, §13.2) only after hearing it.
-                            let mut st = self.shared.state.lock();
-                            st.writes_paused_until = Some(until.0);
-                            let offset = st.repl.offset;
-                            if let Some(side) = st.cluster.as_mut() {
-                                side.node.handle_writes_paused(offset, now);
-                                while let Some(o) = side.node.poll_output() {
-                                    queue.push_back(o);
-                                }
-                            }
-                        }
-                        Event::UnpauseWrites => {
-                            self.shared.state.lock().writes_paused_until = None;
-                            self.shared.wake_io();
-                        }
-                        Event::DeleteSlotKeys(slots) => {
-                            let mut st = self.shared.state.lock();
-                            let n = crate::repl::delete_slot_keys(&mut st, &slots);
-                            crate::repl::flush(&self.shared, &mut st);
-                            // The node also sweeps every slot another node owns when a
-                            // replica is promoted: most hold no key.
-                            if n > 0 {
-                                tracing::info!(
-                                    slots = slots.len(),
-                                    keys = n,
-                                    "deleted the keys of slots another node owns"
-                                );
-                            }
-                        }
-                        Event::Migration(req) => crate::migrate::act(&self.shared, *req),
-                        Event::ClusterReset {
-                            was_replica: true, ..
-                        } => {
-                            // Valkey empties the data set of a replica that is reset.
-                            self.shared.state.lock().kv.flush_all();
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        if !late_inputs.is_empty() {
-            let mut st = self.shared.state.lock();
-            if let Some(side) = st.cluster.as_mut() {
-                for e in late_inputs {
-                    side.node.handle_link(e, now);
-                }
-            }
-            drop(st);
-            if let Some(side) = self.shared.state.lock().cluster.as_ref() {
-                side.wake();
-            }
+            self.last_slots.set(Some(slots));
         }
     }
 }

@@ -82,6 +82,7 @@ pub mod seed;
 pub mod sim;
 pub mod sniff;
 pub mod trace;
+pub mod trace_log;
 pub mod world;
 
 pub use cluster::{

@@ -287,6 +287,12 @@ pub struct Sim<E: Engine> {
     auth_frames: Vec<AuthFrame>,
 }
 
+impl<E: Engine> Drop for Sim<E> {
+    fn drop(&mut self) {
+        crate::trace_log::record(self.seed, self.trace.digest(), self.trace.events());
+    }
+}
+
 impl<E: Engine> Sim<E> {
     /// A simulator with `hosts` hosts, each started at [`START_TIME`] through `factory`
     /// with a seed drawn from the run's RNG and no saved nodes.conf.

@@ -88,6 +88,7 @@ pub mod world;
 pub use cluster::{
     check_converged, check_shards_match_slots, cluster_sim, cluster_sim_with, preset_cluster_sim,
     preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt, SimError,
+    SIM_CAPABILITIES,
 };
 pub use disk::Disk;
 pub use engine::{Engine, EngineOutput, LinkEvent};
@@ -105,5 +106,5 @@ pub use sim::{
 };
 pub use trace::TraceHash;
 pub use world::{
-    AckedWrite, AsmConfig, AsmStats, DataConfig, World, WriteRefusal, CONNECT_TIMEOUT_MS, WRONGPASS,
+    AckedWrite, Answer, AsmConfig, AsmStats, DataConfig, World, WriteRefusal, CONNECT_TIMEOUT_MS, WRONGPASS,
 };

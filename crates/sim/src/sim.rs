@@ -1230,9 +1230,11 @@ impl<E: Engine> Sim<E> {
                     );
                 }
                 EngineOutput::Event(ev) => {
-                    self.event_outputs += 1;
-                    self.trace.event(now.0, 8);
-                    self.trace.bytes(format!("{ev:?}").as_bytes());
+                    if let Some(text) = E::trace_text(&ev) {
+                        self.event_outputs += 1;
+                        self.trace.event(now.0, 8);
+                        self.trace.bytes(text.as_bytes());
+                    }
                     if self.record_events {
                         self.recorded.push((now, host, ev.clone()));
                     }

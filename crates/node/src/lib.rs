@@ -73,7 +73,8 @@
 //! ```
 //! use ferrocluster_node::{
 //!     Capabilities, ClientState, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest,
-//!     Dispatch, EmptyKeyspace, LinkEvent, LinkId, Millis, NoKeys, Output, Reply, RequestId,
+//!     Dispatch, EmptyKeyspace, ErrorReply, LinkEvent, LinkId, Millis, NoKeys, Output, Reply,
+//!     RequestId,
 //! };
 //! use std::collections::BTreeMap;
 //! use std::net::{IpAddr, Ipv4Addr};

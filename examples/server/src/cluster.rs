@@ -8,11 +8,11 @@ use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply, RoutingConfig};
+use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply};
 use ferrocluster_kvstore::KvStore;
 use ferrocluster_node::{
-    ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Event, LinkEvent, LinkId, Millis,
-    NodeError, Output, SlotKeys,
+    Capabilities, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, LinkEvent, LinkId,
+    Millis, NodeError, Notice, Output, RequestId, SlotKeys,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::Reply;
@@ -45,10 +45,62 @@ pub struct ClusterSide {
     pub waker: Option<Arc<Waker>>,
     /// Number of open bus links (INFO).
     pub links_open: usize,
-    /// Routing configuration.
-    pub routing: RoutingConfig,
     /// The locked nodes.conf (durable, ordered writes: src/nodesconf.rs).
     pub conf: Arc<NodesConfFile>,
+    /// Replies waiting for their nodes.conf write (`CommandOutcome::Deferred`), by request:
+    /// the bus thread delivers each when the node releases it (`Output::Reply`).
+    pub pending: HashMap<u64, PendingReply>,
+    /// The last request ID handed out.
+    next_request: u64,
+    /// Outputs the node made at construction besides its first Persist (the bus thread acts
+    /// on them first).
+    pub startup: Vec<Output>,
+}
+
+/// Where a deferred reply goes.
+#[derive(Debug, Clone, Copy)]
+pub struct PendingReply {
+    io_thread: usize,
+    token: usize,
+    client_id: u64,
+    resp3: bool,
+    /// CLUSTER SAVECONFIG: a failed write is answered with Valkey's error text.
+    saveconfig: bool,
+}
+
+impl ClusterSide {
+    /// A new request ID for a command whose reply may be deferred.
+    pub fn next_request(&mut self) -> RequestId {
+        self.next_request += 1;
+        RequestId(self.next_request)
+    }
+}
+
+/// The node deferred the reply of request `id` (`CommandOutcome::Deferred`): the client's
+/// output keeps its place (what follows waits behind it), and the bus thread delivers the
+/// reply once the node releases it after its persist. A session without a connection (the
+/// replication stream) gets no reply.
+pub fn defer_reply(
+    side: &mut ClusterSide,
+    client: &mut ClientCtx,
+    out: &Out,
+    id: RequestId,
+    saveconfig: bool,
+) {
+    if client.io_thread == usize::MAX {
+        return;
+    }
+    client.hold_reply(out.buf.len(), id.0);
+    side.pending.insert(
+        id.0,
+        PendingReply {
+            io_thread: client.io_thread,
+            token: client.token,
+            client_id: client.id,
+            resp3: out.resp3(),
+            saveconfig,
+        },
+    );
 }
 
 impl ClusterSide {
@@ -80,31 +132,46 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
         Err(e) if e.kind() == ErrorKind::NotFound => None,
         Err(e) => return Err(format!("can't read {}: {e}", path.display())),
     };
-    let node =
-        ClusterNode::new(cc, Millis(unix_ms()), seed, saved.as_deref()).map_err(|e| match e {
+    // The host replicates (src/repl.rs) and runs the slot migration data plane
+    // (src/migrate.rs); its databases are `cluster-databases`.
+    let caps = Capabilities {
+        replication: true,
+        slot_migration: true,
+        databases: config.cluster_databases.max(1) as usize,
+    };
+    let mut node = ClusterNode::new(cc, caps, Millis(unix_ms()), seed, saved.as_deref())
+        .map_err(|e| match e {
             NodeError::NodesConf(c) => {
                 format!("unrecoverable error loading {}: {c}", path.display())
             }
             other => format!("bad cluster configuration: {other}"),
         })?;
-    // Redis saves the config at start (a new node's ID must survive a crash right after it).
-    conf.write_current(node.persist_seq(), node.nodes_conf().as_bytes(), false)
-        .map_err(|e| {
-            format!(
-                "Fatal: can't update cluster config file {}: {e}",
-                path.display()
-            )
-        })?;
+    // Redis saves the config at start (a new node's ID must survive a crash right after it):
+    // the node's first output is that Persist; it is written before anything is served.
+    let mut startup = Vec::new();
+    while let Some(o) = node.poll_output() {
+        match o {
+            Output::Persist { seq, contents } => {
+                conf.write_persist(seq, &contents).map_err(|e| {
+                    format!(
+                        "Fatal: can't update cluster config file {}: {e}",
+                        path.display()
+                    )
+                })?;
+                node.handle_persisted(seq);
+            }
+            other => startup.push(other),
+        }
+    }
     tracing::info!(id = %node.myself_id(), file = %path.display(), loaded = saved.is_some(), "cluster node ready");
     Ok(ClusterSide {
         conf,
         node,
         waker: None,
         links_open: 0,
-        routing: RoutingConfig {
-            databases: config.cluster_databases as usize,
-            ..RoutingConfig::default()
-        },
+        pending: HashMap::new(),
+        next_request: 0,
+        startup,
     })
 }
 
@@ -134,16 +201,9 @@ pub enum ClusterDispatch {
 }
 
 /// What the command crate's routing reads of the node: the topology, the cluster state and
-/// the routing options (this server's database count).
+/// the routing options (the database count is the node's capability, `cluster-databases`).
 pub fn routing_ctx(side: &ClusterSide) -> ClusterContext<'_, ferrocluster_topology::Topology> {
-    ClusterContext {
-        view: side.node.topology(),
-        state_ok: side.node.cluster_state_ok(),
-        config: RoutingConfig {
-            databases: side.routing.databases,
-            ..side.node.routing_config()
-        },
-    }
+    side.node.cluster_context()
 }
 
 /// Key presence for routing (ASK/TRYAGAIN): a key that is stored but logically expired
@@ -245,9 +305,6 @@ impl SlotKeys for KvKeys<'_> {
     fn db_size(&self, db: usize) -> u64 {
         self.0.dbsize(db).unwrap_or(0)
     }
-    fn databases(&self) -> usize {
-        self.0.databases()
-    }
 }
 
 /// CLUSTER subcommands: parsed by the command crate and executed by the node
@@ -265,22 +322,23 @@ pub fn cluster_command(
         return;
     }
     let _ = shared;
-    let mut req = client
-        .cluster
-        .as_ref()
-        .map(CommandRequest::from_client)
-        .unwrap_or_default();
-    req.db = client.db;
-    // The connection is the node's handle for SYNCSLOTS (slot migration links).
-    req.conn = Some(ferrocluster_node::ConnId(client.id));
-    let syncslots = args.len() > 1 && args.get(1).eq_ignore_ascii_case(b"syncslots");
-    if syncslots && client.io_thread != usize::MAX {
+    let sub = if args.len() > 1 { args.get(1) } else { b"" };
+    if sub.eq_ignore_ascii_case(b"syncslots") && client.io_thread != usize::MAX {
         crate::migrate::note_client_conn(state, client);
     }
     let State { kv, cluster, .. } = state;
     let Some(side) = cluster.as_mut() else {
         return;
     };
+    let mut req = client
+        .cluster
+        .as_ref()
+        .map(|c| CommandRequest::from_client(c, RequestId::default()))
+        .unwrap_or_default();
+    req.id = side.next_request();
+    req.db = client.db;
+    // The connection is the node's handle for SYNCSLOTS (slot migration links).
+    req.conn = Some(ferrocluster_node::ConnId(client.id));
     let keys = KvKeys(kv);
     let mut outcome = with_argv(args, |argv| {
         side.node
@@ -296,58 +354,18 @@ pub fn cluster_command(
                 .cluster_command_argv(argv, &req, &keys, Millis(now))
         });
     }
-    // Durability before the reply (Redis saves nodes.conf, fsynced, inside the command): a
-    // config change this command made (or one still waiting for the bus thread) is written
-    // here, under the state lock, before anyone hears of it. The bus thread's later write of
-    // the same `Persist` finds the bytes on disk and only acknowledges it.
-    let sub = if args.len() > 1 { args.get(1) } else { b"" };
-    let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
-    if !is_read_only_subcommand(sub) {
-        // The snapshot ranks just above the latest Persist the node queued (src/nodesconf.rs).
-        let contents = side.node.nodes_conf().into_bytes();
-        let seq = side.node.persist_seq();
-        if let Err(e) = side.conf.write_current(seq, &contents, saveconfig) {
-            if saveconfig {
-                // Redis: `error saving the cluster node config: <strerror>`.
-                out.error(&format!("ERR error saving the cluster node config: {e}"));
-                side.wake();
-                return;
-            }
-            side.conf.save_failed(&e);
+    match outcome {
+        CommandOutcome::Reply(reply) => write_reply(&reply, out),
+        // The config changed: the reply is written once nodes.conf is durable (the bus
+        // thread writes the Persist, then the node releases the reply).
+        CommandOutcome::Deferred => {
+            let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
+            defer_reply(side, client, out, req.id, saveconfig);
         }
-    }
-    match &outcome {
         CommandOutcome::NoReply => {}
-        o => match o.reply() {
-            Some(reply) => write_reply(reply, out),
-            None => out.error("ERR the node deferred this command"),
-        },
+        CommandOutcome::ReplicateFirst { .. } => out.error("ERR the node deferred this command"),
     }
     side.wake();
-}
-
-/// CLUSTER subcommands that never change the node's saved config (no nodes.conf check).
-fn is_read_only_subcommand(sub: &[u8]) -> bool {
-    const READ_ONLY: [&str; 14] = [
-        "info",
-        "nodes",
-        "slots",
-        "shards",
-        "myid",
-        "myshardid",
-        "keyslot",
-        "countkeysinslot",
-        "getkeysinslot",
-        "links",
-        "count-failure-reports",
-        "replicas",
-        "slaves",
-        "help",
-    ];
-    READ_ONLY
-        .iter()
-        .any(|r| sub.eq_ignore_ascii_case(r.as_bytes()))
-        || sub.eq_ignore_ascii_case(b"slot-stats")
 }
 
 struct Link {
@@ -395,6 +413,7 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
                 next_token: 2,
                 last_role: None,
                 last_slots: None,
+                last_save_error: None,
             }
             .run()
         })
@@ -413,6 +432,9 @@ struct BusThread {
     last_role: Option<Option<(String, u16)>>,
     /// Slots myself served at the last look (for the slot-change log line).
     last_slots: Option<usize>,
+    /// Why the last nodes.conf write failed (best-effort saving goes on; a SAVECONFIG waiting
+    /// for it is answered with the error).
+    last_save_error: Option<String>,
 }
 
 enum Input {
@@ -467,6 +489,8 @@ impl BusThread {
                 let Some(side) = st.cluster.as_mut() else {
                     return;
                 };
+                // What the node asked for at construction, before anything newer.
+                outputs.append(&mut side.startup);
                 // The replication facts first: the bus input of this turn (an MFSTART, an
                 // auth request) is handled with the offset the data has now.
                 if *side.node.replication() != facts {
@@ -736,13 +760,16 @@ impl BusThread {
                     let Some(conf) = conf else {
                         continue;
                     };
-                    // Ordered by `seq` (src/nodesconf.rs): skipped when the file holds a newer
-                    // snapshot, which covers this one. A failed write exits (Redis's
-                    // clusterSaveConfigOrDie: held transmits stay held) unless
+                    // Ordered by `seq` (src/nodesconf.rs). A failed write exits (Redis's
+                    // clusterSaveConfigOrDie: what waits for it stays held) unless
                     // cluster-config-save-behavior is best-effort.
-                    if let Err(e) = conf.write_persist(seq, &contents) {
-                        conf.save_failed(&e);
-                    }
+                    self.last_save_error = match conf.write_persist(seq, &contents) {
+                        Ok(()) => None,
+                        Err(e) => {
+                            conf.save_failed(&e);
+                            Some(e.to_string())
+                        }
+                    };
                     let mut st = self.shared.state.lock();
                     if let Some(side) = st.cluster.as_mut() {
                         side.node.handle_persisted(seq);
@@ -751,59 +778,99 @@ impl BusThread {
                         }
                     }
                 }
-                Output::Event(e) => {
-                    log_event(&e);
-                    match e {
-                        Event::PubSubMessage {
-                            channel,
-                            message,
-                            sharded,
-                            ..
-                        } => {
-                            self.shared.publish_local(sharded, &channel, &message);
+                Output::Reply { to, reply } => {
+                    let pending = self
+                        .shared
+                        .state
+                        .lock()
+                        .cluster
+                        .as_mut()
+                        .and_then(|side| side.pending.remove(&to.0));
+                    let Some(p) = pending else {
+                        continue; // the replication stream's command: no client
+                    };
+                    let reply = match (&self.last_save_error, p.saveconfig) {
+                        // Redis: `error saving the cluster node config: <strerror>`.
+                        (Some(e), true) => ferrocluster_node::Reply::Error(format!(
+                            "ERR error saving the cluster node config: {e}"
+                        )),
+                        _ => reply,
+                    };
+                    let mut bytes = Vec::new();
+                    if p.resp3 {
+                        reply.encode_resp3(&mut bytes);
+                    } else {
+                        reply.encode_resp2(&mut bytes);
+                    }
+                    self.shared.deliver(
+                        p.io_thread,
+                        p.token,
+                        p.client_id,
+                        crate::client::Delivery::Reply { id: to.0, bytes },
+                    );
+                }
+                Output::PubSubMessage {
+                    channel,
+                    message,
+                    sharded,
+                    ..
+                } => {
+                    self.shared.publish_local(sharded, &channel, &message);
+                }
+                // Modules are not supported: nothing receives it.
+                Output::ModuleMessage { .. } => {}
+                Output::PauseWrites { until } => {
+                    tracing::info!(until = until.0, "client writes paused");
+                    // Under the lock the writers take: once it is set no write runs, so the
+                    // offset read here is final; the node announces it (manual failover)
+                    // only after hearing it.
+                    let mut st = self.shared.state.lock();
+                    st.writes_paused_until = Some(until.0);
+                    let offset = st.repl.offset;
+                    if let Some(side) = st.cluster.as_mut() {
+                        side.node.handle_writes_paused(offset, now);
+                        while let Some(o) = side.node.poll_output() {
+                            queue.push_back(o);
                         }
-                        Event::PauseWrites { until } => {
-                            // Under the lock the writers take: once it is set no write runs,
-                            // so the offset read here is final; the node announces it
-                            // (manual failover, §13.2) only after hearing it.
-                            let mut st = self.shared.state.lock();
-                            st.writes_paused_until = Some(until.0);
-                            let offset = st.repl.offset;
-                            if let Some(side) = st.cluster.as_mut() {
-                                side.node.handle_writes_paused(offset, now);
-                                while let Some(o) = side.node.poll_output() {
-                                    queue.push_back(o);
-                                }
-                            }
-                        }
-                        Event::UnpauseWrites => {
-                            self.shared.state.lock().writes_paused_until = None;
-                            self.shared.wake_io();
-                        }
-                        Event::DeleteSlotKeys(slots) => {
-                            let mut st = self.shared.state.lock();
-                            let n = crate::repl::delete_slot_keys(&mut st, &slots);
-                            crate::repl::flush(&self.shared, &mut st);
-                            // The node also sweeps every slot another node owns when a
-                            // replica is promoted: most hold no key.
-                            if n > 0 {
-                                tracing::info!(
-                                    slots = slots.len(),
-                                    keys = n,
-                                    "deleted the keys of slots another node owns"
-                                );
-                            }
-                        }
-                        Event::Migration(req) => crate::migrate::act(&self.shared, *req),
-                        Event::ClusterReset {
-                            was_replica: true, ..
-                        } => {
-                            // Valkey empties the data set of a replica that is reset.
-                            self.shared.state.lock().kv.flush_all();
-                        }
-                        _ => {}
                     }
                 }
+                Output::UnpauseWrites => {
+                    tracing::info!("client writes resumed");
+                    self.shared.state.lock().writes_paused_until = None;
+                    self.shared.wake_io();
+                }
+                Output::DeleteSlotKeys(slots) => {
+                    let mut st = self.shared.state.lock();
+                    let n = crate::repl::delete_slot_keys(&mut st, &slots);
+                    crate::repl::flush(&self.shared, &mut st);
+                    // The node also sweeps every slot another node owns when a replica is
+                    // promoted: most hold no key.
+                    if n > 0 {
+                        tracing::info!(
+                            slots = slots.len(),
+                            keys = n,
+                            "deleted the keys of slots another node owns"
+                        );
+                    }
+                }
+                Output::Migration(req) => {
+                    tracing::debug!("slot migration request: {req:?}");
+                    crate::migrate::act(&self.shared, *req)
+                }
+                Output::ClusterReset { was_replica, .. } => {
+                    if was_replica {
+                        // Valkey empties the data set of a replica that is reset.
+                        self.shared.state.lock().kv.flush_all();
+                    }
+                }
+                Output::ReplicateFrom {
+                    primary, ip, port, ..
+                } => {
+                    // Role changes are followed from the topology (`follow_role`).
+                    tracing::info!(%primary, ?ip, port, "replicating from the new primary")
+                }
+                Output::BecamePrimary => tracing::info!("role change: myself became a primary"),
+                Output::Notice(n) => log_notice(&n),
             }
         }
         if !late_inputs.is_empty() {
@@ -821,56 +888,57 @@ impl BusThread {
     }
 }
 
-fn log_event(e: &Event) {
-    match e {
-        Event::HandshakeCompleted(id) => {
+fn log_notice(n: &Notice) {
+    match n {
+        Notice::HandshakeCompleted(id) => {
             tracing::info!(node = %id, "node joined (handshake completed)")
         }
-        Event::NodeDiscovered(id) => tracing::info!(node = %id, "node discovered through gossip"),
-        Event::NodeDeleted(id) => tracing::info!(node = %id, "node deleted"),
-        Event::NodePfail(id) => tracing::warn!(node = %id, "node marked PFAIL"),
-        Event::NodeFail(id) => tracing::warn!(node = %id, "node marked FAIL"),
-        Event::NodePfailCleared(id) => tracing::info!(node = %id, "PFAIL cleared"),
-        Event::NodeFailCleared(id) => tracing::info!(node = %id, "FAIL cleared"),
-        Event::ClusterStateChanged(ok) => tracing::warn!(
+        Notice::NodeDiscovered(id) => tracing::info!(node = %id, "node discovered through gossip"),
+        Notice::NodeDeleted(id) => tracing::info!(node = %id, "node deleted"),
+        Notice::NodePfail(id) => tracing::warn!(node = %id, "node marked PFAIL"),
+        Notice::NodeFail(id) => tracing::warn!(node = %id, "node marked FAIL"),
+        Notice::NodePfailCleared(id) => tracing::info!(node = %id, "PFAIL cleared"),
+        Notice::NodeFailCleared(id) => tracing::info!(node = %id, "FAIL cleared"),
+        Notice::ClusterStateChanged(ok) => tracing::warn!(
             ok = *ok,
             "cluster state changed to {}",
             if *ok { "ok" } else { "fail" }
         ),
-        Event::ConfigEpochBumped(e) => {
+        Notice::ConfigEpochBumped(e) => {
             tracing::info!(epoch = %e, "configEpoch bumped after a collision")
         }
-        Event::FrameDropped { link, error } => {
+        Notice::FrameDropped { link, error } => {
             tracing::warn!(%link, "bad bus frame dropped: {error}")
         }
-        Event::FramingLost { link, error } => {
+        Notice::FramingLost { link, error } => {
             tracing::warn!(%link, "bus framing lost, link closed: {error}")
         }
-        Event::BecameReplica { primary } => {
+        Notice::BecameReplica { primary } => {
             tracing::info!(%primary, "role change: myself became a replica")
         }
-        Event::BecamePrimary => tracing::info!("role change: myself became a primary"),
-        Event::ReplicateFrom {
-            primary, ip, port, ..
-        } => tracing::info!(%primary, ?ip, port, "replicating from the new primary"),
-        Event::Epoch(e) => tracing::info!("epoch/election: {e:?}"),
-        Event::PauseWrites { until } => {
-            tracing::info!(until = until.0, "manual failover: client writes paused")
-        }
-        Event::UnpauseWrites => tracing::info!("client writes resumed"),
-        Event::DeleteSlotKeys(_) => {}
-        Event::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
-        Event::NodeIdCollision { id, mine, peer, .. } => tracing::warn!(
+        Notice::Epoch(e) => tracing::info!("epoch/election: {e:?}"),
+        Notice::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
+        Notice::NodeIdCollision { id, mine, peer, .. } => tracing::warn!(
             node = %id,
             mine = %format_addr(mine),
             peer = %format_addr(peer),
             "another node uses my node ID: its messages are refused (give one of the two its \
              own nodes.conf, or CLUSTER RESET HARD it)"
         ),
-        Event::NodesConfWarning(w) => tracing::warn!("{w}"),
-        Event::PubSubMessage { .. } => {}
-        Event::Migration(r) => tracing::debug!("slot migration request: {r:?}"),
-        other => tracing::info!("cluster event: {other:?}"),
+        Notice::NodesConfWarning(w) => tracing::warn!("{w}"),
+        Notice::MigrationStateChanged {
+            job,
+            kind,
+            from,
+            to,
+        } => tracing::info!(
+            job = %crate::migrate::job_text(job),
+            kind = ?kind,
+            from = from.as_str(),
+            to = to.as_str(),
+            "slot migration job changed state"
+        ),
+        other => tracing::info!("cluster notice: {other:?}"),
     }
 }
 

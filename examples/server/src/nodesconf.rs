@@ -8,16 +8,11 @@
 //!   ("Sorry, the cluster configuration file ... is already used by a different Redis
 //!   Cluster node ...") and exits 1. The lock is advisory (`flock`), released by the kernel
 //!   when the process dies, so a kill -9 leaves no stale lock.
-//! * Writes ([`NodesConfFile::write_persist`], [`NodesConfFile::write_current`]): one writer,
-//!   ordered by the engine's persist sequence. Every `Output::Persist { seq, .. }` the node
-//!   emits is a snapshot of version `seq`; a snapshot of the current config taken under the
-//!   state lock (a CLUSTER command that must be on disk before its reply, the start-up save,
-//!   SAVECONFIG) is at least as new as the latest Persist queued, `ClusterNode::persist_seq`,
-//!   and ranks just above it. A write whose version is older than the one on disk is skipped
-//!   (what is on disk covers it; the host still acknowledges it), so the file never goes back
-//!   to an older snapshot, whatever order the I/O thread and the bus thread reach the file in.
-//!   (The versions were once generations drawn when a snapshot was *polled*, not when it was
-//!   *made*: a Persist drained after a newer acknowledged write overwrote it, issue 16 item 12.)
+//! * Writes ([`NodesConfFile::write_persist`]): the node's `Output::Persist { seq, .. }`
+//!   outputs, in order (the start-up one before anything is served, then the bus thread's).
+//!   A CLUSTER command's reply waits inside the node until its Persist is acknowledged
+//!   (`Output::Reply`), so nothing else writes the file. A write whose sequence number is not
+//!   above the one on disk is skipped, so the file never goes back to an older snapshot.
 //! * Each write is atomic ([`write_atomically`]): a temporary `.<name>.tmp-<pid>` in the same
 //!   directory, fsync, rename, fsync of the directory. A crash can leave temporary files of
 //!   earlier processes behind; [`NodesConfFile::open`] removes them once it holds the lock.
@@ -32,24 +27,13 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The order of nodes.conf snapshots: the engine's persist sequence, and within one sequence
-/// number a snapshot of the current config (taken later, under the state lock) above the
-/// queued `Persist` of that number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Version {
-    /// `Persist { seq }`, or `ClusterNode::persist_seq` when the current config was taken.
-    seq: u64,
-    /// A current-config snapshot (not a queued Persist).
-    current: bool,
-}
-
 /// The locked nodes.conf of this process.
 pub struct NodesConfFile {
     path: PathBuf,
     /// Held (locked) for the process lifetime.
     _lock: File,
-    /// Version and contents of the last snapshot on disk.
-    written: Mutex<(Version, Vec<u8>)>,
+    /// The sequence number of the last snapshot on disk.
+    written: Mutex<u64>,
     /// `cluster-config-save-behavior best-effort` (else `sync`).
     best_effort: AtomicBool,
     /// Last time a best-effort failure was logged (one line a second).
@@ -128,13 +112,7 @@ impl NodesConfFile {
         Ok(NodesConfFile {
             path: path.to_path_buf(),
             _lock: lock,
-            written: Mutex::new((
-                Version {
-                    seq: 0,
-                    current: false,
-                },
-                Vec::new(),
-            )),
+            written: Mutex::new(0),
             best_effort: AtomicBool::new(false),
             last_failure_log: Mutex::new(None),
         })
@@ -182,52 +160,12 @@ impl NodesConfFile {
     /// # Errors
     /// The I/O error; the file is then unchanged.
     pub fn write_persist(&self, seq: u64, contents: &[u8]) -> std::io::Result<()> {
-        self.write(
-            Version {
-                seq,
-                current: false,
-            },
-            contents,
-            false,
-        )
-    }
-
-    /// Writes a snapshot of the current config, taken under the state lock while the node's
-    /// latest queued Persist was `persist_seq` (`ClusterNode::persist_seq`). Identical bytes
-    /// are not written again unless `force` (SAVECONFIG).
-    ///
-    /// # Errors
-    /// The I/O error; the file is then unchanged.
-    pub fn write_current(
-        &self,
-        persist_seq: u64,
-        contents: &[u8],
-        force: bool,
-    ) -> std::io::Result<()> {
-        self.write(
-            Version {
-                seq: persist_seq,
-                current: true,
-            },
-            contents,
-            force,
-        )
-    }
-
-    fn write(&self, version: Version, contents: &[u8], force: bool) -> std::io::Result<()> {
         let mut w = self.written.lock();
-        // Two current snapshots of one sequence number are both taken under the state lock,
-        // and written under it: the later one is the newer.
-        let newer = version > w.0 || (version == w.0 && version.current);
-        if !newer {
-            return Ok(());
-        }
-        if !force && w.1 == contents {
-            w.0 = version;
+        if seq <= *w {
             return Ok(());
         }
         write_atomically(&self.path, contents)?;
-        *w = (version, contents.to_vec());
+        *w = seq;
         Ok(())
     }
 }
@@ -353,22 +291,12 @@ mod tests {
         let d = tmpdir("order");
         let path = d.join("nodes.conf");
         let f = NodesConfFile::open(&path).unwrap();
-        // The command path wrote the current config after Persist 3 was queued; the bus thread
-        // reaches Persists 2 and 3 only afterwards (the order of issue 16 item 12).
-        f.write_current(3, b"current at 3", false).unwrap();
-        f.write_persist(2, b"persist 2").unwrap();
         f.write_persist(3, b"persist 3").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 3");
-        // A later Persist is newer than any snapshot taken before it was made.
+        f.write_persist(2, b"persist 2").unwrap();
+        f.write_persist(3, b"persist 3 again").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"persist 3");
         f.write_persist(4, b"persist 4").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"persist 4");
-        // A current snapshot at the same sequence number was taken after it.
-        f.write_current(4, b"current at 4", false).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4");
-        f.write_current(4, b"current at 4, later", false).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4, later");
-        f.write_current(3, b"stale", true).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4, later");
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -401,8 +329,8 @@ mod tests {
         let f = NodesConfFile::open(&path).unwrap();
         // A directory in the way of the rename makes the write fail.
         std::fs::create_dir_all(path.join("x")).unwrap();
-        assert!(f.write_current(1, b"x", true).is_err());
-        assert!(f.write_persist(2, b"x").is_err());
+        assert!(f.write_persist(1, b"x").is_err());
+        assert!(f.write_persist(2, b"x").is_err(), "a failed write is not counted as done");
         assert!(!temporary_path(&path).exists());
         let _ = std::fs::remove_dir_all(&d);
     }

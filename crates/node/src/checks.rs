@@ -267,3 +267,139 @@ fn addr_fingerprint(n: &Node) -> u64 {
     n.client_ipv6.hash(&mut h);
     h.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeFlags, ShardId};
+    use rand_chacha::rand_core::SeedableRng;
+
+    fn topo() -> (Topology, NodeId) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let mut t = Topology::fresh(&mut rng, Millis(0));
+        let other = NodeId::random(&mut rng);
+        let mut n = Node::new(other, ShardId::random(&mut rng), Millis(0));
+        n.flags = NodeFlags::PRIMARY;
+        t.add_node(n).unwrap();
+        (t, other)
+    }
+
+    #[test]
+    fn a_vote_before_its_persist_is_acknowledged_is_caught() {
+        let (mut t, _) = topo();
+        let mut c = Checks::new(&t, false);
+        t.last_vote_epoch = CurrentEpoch(4);
+        c.persist_queued(1, &t);
+        c.left(Tag::Vote(4));
+        assert_eq!(
+            c.violation(),
+            Some(&InvariantViolation::VoteNotDurable {
+                epoch: 4,
+                durable: 0
+            })
+        );
+        // After the acknowledgement it is fine.
+        let mut c = Checks::new(&t, false);
+        c.persist_queued(1, &t);
+        c.persisted(1);
+        c.left(Tag::Vote(4));
+        c.left(Tag::AuthRequest(0));
+        assert_eq!(c.violation(), None);
+        // A second vote in the same epoch is not.
+        c.left(Tag::Vote(4));
+        assert!(matches!(
+            c.violation(),
+            Some(InvariantViolation::SecondVote { epoch: 4, .. })
+        ));
+    }
+
+    #[test]
+    fn an_auth_request_before_its_epoch_is_durable_is_caught() {
+        let (mut t, _) = topo();
+        let mut c = Checks::new(&t, false);
+        t.current_epoch = CurrentEpoch(2);
+        c.persist_queued(1, &t);
+        c.left(Tag::AuthRequest(2));
+        assert!(matches!(
+            c.violation(),
+            Some(InvariantViolation::AuthRequestNotDurable { epoch: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn epochs_that_go_down_are_caught_unless_reset() {
+        let (mut t, _) = topo();
+        t.current_epoch = CurrentEpoch(5);
+        let mut c = Checks::new(&t, true);
+        t.current_epoch = CurrentEpoch(3);
+        c.step_end(&t, false, false);
+        assert!(matches!(
+            c.violation(),
+            Some(InvariantViolation::EpochWentDown {
+                which: "currentEpoch",
+                from: 5,
+                to: 3
+            })
+        ));
+        let mut c = Checks::new(&t, true);
+        t.current_epoch = CurrentEpoch(0);
+        c.epochs_reset(&t);
+        c.step_end(&t, true, false);
+        assert_eq!(c.violation(), None);
+    }
+
+    #[test]
+    fn a_slot_of_mine_taken_with_an_equal_config_epoch_is_caught() {
+        let (mut t, other) = topo();
+        let me = *t.myself_id();
+        let s = Slot::new(9).unwrap();
+        t.set_slot_owner(s, Some(me)).unwrap();
+        t.myself_mut().config_epoch = ConfigEpoch(3);
+        t.node_mut(&other).unwrap().config_epoch = ConfigEpoch(3);
+        let mut c = Checks::new(&t, true);
+        t.set_slot_owner(s, Some(other)).unwrap();
+        // By a command of the host's (SETSLOT NODE, DELSLOTS ...) it may.
+        let mut local = c.clone();
+        local.step_end(&t, true, false);
+        assert_eq!(local.violation(), None);
+        c.step_end(&t, false, false);
+        assert!(matches!(
+            c.violation(),
+            Some(InvariantViolation::SlotTakenWithoutHigherEpoch { theirs: 3, mine: 3, .. })
+        ));
+        // With a higher configEpoch it may.
+        let (mut t, other) = topo();
+        t.set_slot_owner(s, Some(*t.myself_id())).unwrap();
+        let mut c = Checks::new(&t, true);
+        t.node_mut(&other).unwrap().config_epoch = ConfigEpoch(1);
+        t.set_slot_owner(s, Some(other)).unwrap();
+        c.step_end(&t, false, false);
+        assert_eq!(c.violation(), None);
+    }
+
+    #[test]
+    fn myself_rewritten_by_a_peer_is_caught() {
+        let (mut t, _) = topo();
+        let mut c = Checks::new(&t, true);
+        t.myself_mut().port = 7777;
+        c.step_end(&t, false, false);
+        assert!(matches!(
+            c.violation(),
+            Some(InvariantViolation::MyselfRewritten(_))
+        ));
+        // Own-IP discovery may set the IP, and a command anything.
+        let (mut t, _) = topo();
+        let mut c = Checks::new(&t, true);
+        t.myself_mut().ip = Some(std::net::IpAddr::from([10, 0, 0, 1]));
+        c.step_end(&t, false, true);
+        t.myself_mut().port = 7001;
+        c.step_end(&t, true, false);
+        assert_eq!(c.violation(), None);
+        t.myself_mut().flags.insert(NodeFlags::PFAIL);
+        c.step_end(&t, true, false);
+        assert!(matches!(
+            c.violation(),
+            Some(InvariantViolation::MyselfRewritten(_))
+        ));
+    }
+}

@@ -546,6 +546,10 @@ fn same_slot_owners(a: &Topology, b: &Topology) -> bool {
 
 /// The cluster invariants, checked after every step on the host that ran:
 ///
+/// 0. **node**: [`ClusterNode::invariants`] (a vote or an auth request never leaves before
+///    its persist is acknowledged; currentEpoch, configEpoch and lastVoteEpoch never go down;
+///    one vote per epoch; myself's slots go to a peer only with a higher configEpoch;
+///    myself's record is never rewritten by a peer).
 /// 1. **topology**: [`Topology::check_invariants`] (one myself; slot-owner table and node slot
 ///    sets agree; marks name known nodes). It runs after every step that changed the node
 ///    table or a node's slot set, and after every command and restart: those are the only
@@ -629,6 +633,10 @@ impl Invariant<ClusterNode> for ClusterInvariants {
         let Some(node) = sim.engine(host) else {
             return Ok(());
         };
+        // 0. the node's own invariants (durable votes and auth requests, epochs that never
+        // go down, one vote per epoch, myself's slots and record; `ClusterNode::invariants`).
+        node.invariants()
+            .map_err(|e| format!("node invariant: {e}"))?;
         let topo = node.topology();
         let now = sim.now();
         let timeout = node.config().node_timeout_ms;

@@ -119,6 +119,11 @@ impl Net {
                 break;
             }
         }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Err(e) = n.invariants() {
+                panic!("node {i}: {e}");
+            }
+        }
     }
 
     fn act(&mut self, i: usize, out: Output) {

@@ -46,6 +46,6 @@ pub use nodes_conf::{
     load_nodes_conf, load_nodes_conf_with_warnings, save_nodes_conf, ConfError, ConfErrorKind,
     ConfWarning, ConfWarningKind, LoadOptions,
 };
-pub use reply::Reply;
+pub use reply::{command_bytes, encode_array_len, encode_bulk, encode_command, Reply};
 pub use time::Millis;
 pub use topology::{Topology, TopologyError};

@@ -52,6 +52,18 @@ pub trait Host {
         let _ = (guard, now);
     }
 
+    /// A `Persist` was written (`Ok`) or failed without ending the process
+    /// ([`NodesConfFile::persist`]), just before the loop acknowledges it: a host answers a
+    /// CLUSTER SAVECONFIG waiting for it with the error. The default does nothing.
+    fn persisted(
+        &self,
+        guard: &mut Self::Guard<'_>,
+        seq: u64,
+        result: Result<(), &std::io::Error>,
+    ) {
+        let _ = (guard, seq, result);
+    }
+
     /// An output that is neither a bus output nor a `Persist`: the host's duty, in order
     /// (role changes, write pauses, slots whose keys go, messages to deliver, migration
     /// requests, ...), with the lock held. Give the guard back; an implementation MAY release
@@ -123,9 +135,10 @@ impl<H: Host> DriveLoop<H> {
             g = match bus.handle_output(out) {
                 None => g,
                 Some(Output::Persist { seq, contents }) => {
-                    // Under the lock; returns only once it is on disk (or best-effort said
-                    // go on).
-                    conf.persist(seq, &contents, now);
+                    // Under the lock; returns only once it is on disk, or the failure lost
+                    // nothing, or best-effort said go on (else the process exits).
+                    let result = conf.persist(seq, &contents, now);
+                    host.persisted(&mut g, seq, result.as_ref().map(|_| ()));
                     g.handle_persisted(seq);
                     g
                 }

@@ -9,14 +9,11 @@
 //!   (`flock`), released by the kernel when the process dies, so a kill -9 leaves no stale
 //!   lock. Only then is the file read ([`NodesConfFile::saved`]): a second process never even
 //!   loads it. Temporary files that crashed processes left behind are removed.
-//! * Writes ([`NodesConfFile::write_persist`], [`NodesConfFile::write_current`]): ordered by
-//!   the engine's persist sequence. Every `Output::Persist { seq, .. }` the node emits is a
-//!   snapshot of version `seq`; a snapshot of the current config taken while the node's latest
-//!   queued Persist was `ClusterNode::persist_seq` (the start-up save, SAVECONFIG) is at
-//!   least as new as that Persist and ranks just above it. A write whose version is older than
-//!   the one on disk is skipped (what is on disk covers it; the caller still acknowledges it),
-//!   so the file never goes back to an older snapshot, whatever order the threads of a host
-//!   reach the file in.
+//! * Writes ([`NodesConfFile::persist`], [`NodesConfFile::write_persist`]): the node's
+//!   `Output::Persist { seq, .. }` snapshots (the start-up save and SAVECONFIG are Persists
+//!   too), ordered by `seq`. A write whose sequence number is not above the one on disk is
+//!   skipped (what is on disk covers it; the caller still acknowledges it), so the file never
+//!   goes back to an older snapshot, whatever order the threads of a host reach it in.
 //! * Each write is atomic ([`write_atomically`]): a temporary `.<name>.tmp-<pid>` in the same
 //!   directory, written, fsynced and closed (the close checked), renamed over the target, then
 //!   the directory fsynced so the rename itself is durable.
@@ -106,17 +103,6 @@ pub enum OpenError {
     },
 }
 
-/// The order of nodes.conf snapshots: the engine's persist sequence, and within one sequence
-/// number a snapshot of the current config (taken later) above the queued `Persist` of that
-/// number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Version {
-    /// `Persist { seq }`, or `ClusterNode::persist_seq` when the current config was taken.
-    seq: u64,
-    /// A current-config snapshot (not a queued Persist).
-    current: bool,
-}
-
 /// The locked nodes.conf of this process. Shareable between threads (`&self` methods).
 #[derive(Debug)]
 pub struct NodesConfFile {
@@ -125,8 +111,8 @@ pub struct NodesConfFile {
     _lock: File,
     /// The contents found at open (`None`: no file).
     saved: Option<Vec<u8>>,
-    /// Version and contents of the last snapshot on disk.
-    written: Mutex<(Version, Vec<u8>)>,
+    /// Sequence number and contents of the last snapshot on disk.
+    written: Mutex<(u64, Vec<u8>)>,
     /// `cluster-config-save-behavior best-effort` (else `sync`).
     best_effort: AtomicBool,
     /// When a best-effort failure was last logged (one line a second).
@@ -229,14 +215,8 @@ impl NodesConfFile {
         Ok(NodesConfFile {
             path: path.to_path_buf(),
             _lock: lock_file,
+            written: Mutex::new((0, saved.clone().unwrap_or_default())),
             saved,
-            written: Mutex::new((
-                Version {
-                    seq: 0,
-                    current: false,
-                },
-                Vec::new(),
-            )),
             best_effort: AtomicBool::new(false),
             last_failure_log: Mutex::new(None),
         })
@@ -269,16 +249,22 @@ impl NodesConfFile {
     }
 
     /// Writes the node's `Output::Persist { seq, contents }` and applies Redis's rule to a
-    /// failure: under [`SaveBehavior::Sync`] the process exits 1 ([`fatal_save_failure`]);
-    /// under [`SaveBehavior::BestEffort`] the failure is logged (at most once a second, `now`
-    /// is the caller's clock read) and this returns as if the write had succeeded. Either way,
-    /// when it returns the caller MUST acknowledge `seq` (`ClusterNode::handle_persisted`):
-    /// what waited for it may go. A crash before the next good best-effort save loses the
-    /// change.
-    pub fn persist(&self, seq: u64, contents: &[u8], now: Millis) {
-        if let Err(e) = self.write_persist(seq, contents) {
+    /// failure that loses a change: under [`SaveBehavior::Sync`] the process exits 1
+    /// ([`fatal_save_failure`]); under [`SaveBehavior::BestEffort`] the failure is logged (at
+    /// most once a second, `now` is the caller's clock read). A failed write of the bytes the
+    /// file holds already (CLUSTER SAVECONFIG with nothing changed) loses nothing and is only
+    /// returned, as Redis's SAVECONFIG replies the error and goes on. When this returns the
+    /// caller MUST acknowledge `seq` (`ClusterNode::handle_persisted`): what waited for it may
+    /// go. The error, if any, is returned for the reply of a SAVECONFIG that waits for it.
+    /// A crash before the next good best-effort save loses the change.
+    pub fn persist(&self, seq: u64, contents: &[u8], now: Millis) -> Result<(), std::io::Error> {
+        let Err(e) = self.write_persist(seq, contents) else {
+            return Ok(());
+        };
+        if lock(&self.written).1 != contents {
             self.save_failed(&e, now);
         }
+        Err(e)
     }
 
     /// A config change could not be saved (not SAVECONFIG, which replies the error):
@@ -300,58 +286,18 @@ impl NodesConfFile {
 
     /// Writes the contents of the node's `Output::Persist { seq, contents }` unless the file
     /// holds a snapshot at least as new already (then nothing is written: the caller still
-    /// acknowledges `seq`, the file covers it).
+    /// acknowledges `seq`, the file covers it). No failure policy: see
+    /// [`NodesConfFile::persist`].
     ///
     /// # Errors
     /// The I/O error; the file is then unchanged.
     pub fn write_persist(&self, seq: u64, contents: &[u8]) -> std::io::Result<()> {
-        self.write(
-            Version {
-                seq,
-                current: false,
-            },
-            contents,
-            false,
-        )
-    }
-
-    /// Writes a snapshot of the current config (`ClusterNode::nodes_conf`), taken while the
-    /// node's latest queued Persist was `persist_seq` (`ClusterNode::persist_seq`): the
-    /// start-up save (Redis saves at start, so a new node's ID survives a crash right after
-    /// it) and CLUSTER SAVECONFIG. Identical bytes are not written again unless `force`
-    /// (SAVECONFIG). Two current snapshots of one sequence number: the later call is the
-    /// newer (the caller takes and writes them in order).
-    ///
-    /// # Errors
-    /// The I/O error; the file is then unchanged.
-    pub fn write_current(
-        &self,
-        persist_seq: u64,
-        contents: &[u8],
-        force: bool,
-    ) -> std::io::Result<()> {
-        self.write(
-            Version {
-                seq: persist_seq,
-                current: true,
-            },
-            contents,
-            force,
-        )
-    }
-
-    fn write(&self, version: Version, contents: &[u8], force: bool) -> std::io::Result<()> {
         let mut w = lock(&self.written);
-        let newer = version > w.0 || (version == w.0 && version.current);
-        if !newer {
-            return Ok(());
-        }
-        if !force && w.1 == contents {
-            w.0 = version;
+        if seq <= w.0 {
             return Ok(());
         }
         write_atomically(&self.path, contents)?;
-        *w = (version, contents.to_vec());
+        *w = (seq, contents.to_vec());
         Ok(())
     }
 }
@@ -520,22 +466,12 @@ mod tests {
         let d = tmpdir("order");
         let path = d.join("nodes.conf");
         let f = NodesConfFile::open(&path).unwrap();
-        // The current config was written after Persist 3 was queued; the Persists 2 and 3
-        // reach the file only afterwards (the order of issue 16 item 12).
-        f.write_current(3, b"current at 3", false).unwrap();
-        f.write_persist(2, b"persist 2").unwrap();
         f.write_persist(3, b"persist 3").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 3");
-        // A later Persist is newer than any snapshot taken before it was made.
+        f.write_persist(2, b"persist 2").unwrap();
+        f.write_persist(3, b"persist 3 again").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"persist 3");
         f.write_persist(4, b"persist 4").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"persist 4");
-        // A current snapshot at the same sequence number was taken after it.
-        f.write_current(4, b"current at 4", false).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4");
-        f.write_current(4, b"current at 4, later", false).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4, later");
-        f.write_current(3, b"stale", true).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"current at 4, later");
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -569,8 +505,9 @@ mod tests {
         f.write_persist(1, b"one").unwrap();
         // A directory in the way of the temporary file makes the write fail.
         std::fs::create_dir_all(temporary_path(&path).join("x")).unwrap();
-        assert!(f.write_current(1, b"x", true).is_err());
         assert!(f.write_persist(2, b"x").is_err());
+        // The same bytes again (SAVECONFIG): returned, never fatal (this is `sync`).
+        assert!(f.persist(2, b"one", Millis(0)).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"one");
         std::fs::remove_dir_all(temporary_path(&path)).unwrap();
         // A failed write did not advance the version: Persist 2 is written now.
@@ -588,8 +525,8 @@ mod tests {
         f.set_save_behavior(SaveBehavior::BestEffort);
         std::fs::create_dir_all(temporary_path(&path).join("x")).unwrap();
         // Under `sync` this would exit the test process.
-        f.persist(1, b"x", Millis(1_000));
-        f.persist(2, b"x", Millis(1_500));
+        assert!(f.persist(1, b"x", Millis(1_000)).is_err());
+        assert!(f.persist(2, b"x", Millis(1_500)).is_err());
         assert!(!path.exists());
         let _ = std::fs::remove_dir_all(&d);
     }

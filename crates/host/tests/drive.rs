@@ -2,8 +2,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use ferrocluster_host::{clock, BindAddr, BusDriver, DriveLoop, Host, NodesConfFile};
-use ferrocluster_node::{ClusterConfig, ClusterNode, Millis, Output};
-use std::net::{IpAddr, Ipv4Addr};
+use ferrocluster_node::{Capabilities, ClusterConfig, ClusterNode, Millis, Output};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -44,7 +43,14 @@ fn start(dir: &std::path::Path, seed: u64) -> (TestHost, u16, Arc<ferrocluster_h
         node_timeout_ms: 500,
         ..ClusterConfig::default()
     };
-    let node = ClusterNode::new(cfg, clock::now(), seed, conf.saved()).unwrap();
+    let node = ClusterNode::new(
+        cfg,
+        Capabilities::default(),
+        clock::now(),
+        seed,
+        conf.saved(),
+    )
+    .unwrap();
     let host = TestHost(Arc::new(Shared {
         node: Mutex::new(node),
         acted: Mutex::new(Vec::new()),
@@ -61,9 +67,7 @@ fn two_loops_meet_and_persist_what_they_learned() {
     let (a, _pa, wake_a) = start(&da, 1);
     let (b, pb, _wake_b) = start(&db, 2);
     let b_id = *b.0.node.lock().unwrap().myself_id();
-    a.lock()
-        .meet(IpAddr::V4(Ipv4Addr::LOCALHOST), pb, Some(pb), clock::now())
-        .unwrap();
+    meet(&mut a.lock(), pb, clock::now());
     // A command from another thread: wake the loop so it acts on the outputs now.
     wake_a.wake().unwrap();
     for _ in 0..200 {
@@ -93,14 +97,7 @@ fn timers_fire_under_steady_wakeups() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = free.local_addr().unwrap().port();
     drop(free);
-    a.lock()
-        .meet(
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            dead,
-            Some(dead),
-            clock::now(),
-        )
-        .unwrap();
+    meet(&mut a.lock(), dead, clock::now());
     assert_eq!(a.0.node.lock().unwrap().topology().len(), 2);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let spam = {
@@ -122,4 +119,23 @@ fn timers_fire_under_steady_wakeups() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     spam.join().unwrap();
     assert!(gone, "the handshake never timed out under steady input");
+}
+
+/// CLUSTER MEET through the executor (the reply may be deferred behind its persist).
+fn meet(n: &mut ClusterNode, port: u16, now: ferrocluster_node::Millis) {
+    let p = port.to_string();
+    let argv = ["CLUSTER", "MEET", "127.0.0.1", p.as_str(), p.as_str()];
+    let out = n.cluster_command_argv(
+        &argv,
+        &ferrocluster_node::CommandRequest::default(),
+        &ferrocluster_node::EmptyKeyspace,
+        now,
+    );
+    assert!(
+        !matches!(
+            out,
+            ferrocluster_node::CommandOutcome::Reply(ferrocluster_node::Reply::Error(_))
+        ),
+        "{out:?}"
+    );
 }

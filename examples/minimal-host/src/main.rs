@@ -11,22 +11,24 @@
 
 use ferrocluster_host::{clock, BindAddr, BusDriver, DriveLoop, Host, NodesConfFile, Waker};
 use ferrocluster_node::{
-    ClientState, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Dispatch, ErrorReply,
-    Event, Millis, Output, Reply, SlotKeys,
+    key_hash_slot, Capabilities, ClientState, ClusterConfig, ClusterNode, CommandOutcome,
+    CommandRequest, Dispatch, ErrorReply, Millis, Output, Reply, RequestId, Slot, SlotKeys,
 };
-use ferrocluster_slot::{key_hash_slot, Slot};
 use redis_protocol::resp2::{decode::decode, types::OwnedFrame};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 type Kv = HashMap<Vec<u8>, Vec<u8>>;
 
-/// The node and the keys, each under its lock (taken in this order).
+/// The node and the keys, each under its lock (taken in this order), and where the replies
+/// that wait for their nodes.conf write go (by connection).
 struct Shared {
     node: Mutex<ClusterNode>,
     kv: Mutex<Kv>,
+    replies: Mutex<HashMap<RequestId, Sender<Reply>>>,
     /// Wakes the drive loop after a client command gave the node an input.
     waker: std::sync::OnceLock<Arc<Waker>>,
 }
@@ -70,16 +72,22 @@ impl Host for Loop {
         self.0.node()
     }
     fn act<'a>(&'a self, node: Self::Guard<'a>, out: Output, _now: Millis) -> Self::Guard<'a> {
-        let Output::Event(e) = out else { return node };
-        match e {
+        match out {
+            // A CLUSTER command's reply, now that its change is on disk.
+            Output::Reply { to, reply } => {
+                if let Some(tx) = self.0.replies.lock().unwrap().get(&to) {
+                    let _ = tx.send(reply);
+                }
+            }
             // Slots another node took: their keys go (Valkey's dirty slots).
-            Event::DeleteSlotKeys(slots) => {
+            Output::DeleteSlotKeys(slots) => {
                 self.0.kv().retain(|k, _| !slots.contains(key_hash_slot(k)));
             }
-            Event::ClusterReset {
-                was_replica: true, ..
-            } => self.0.kv().clear(),
-            e => eprintln!("cluster: {e:?}"),
+            Output::ClusterReset { was_replica, .. } if was_replica => self.0.kv().clear(),
+            Output::Notice(n) => eprintln!("cluster: {n:?}"),
+            // Bus outputs and Persist are the loop's; this host declares no replication, no
+            // slot migration data plane, no modules; PUBLISH is not served.
+            _ => {}
         }
         node
     }
@@ -111,31 +119,44 @@ fn run(port: u16, dir: &std::path::Path) -> Result<(), String> {
         ..ClusterConfig::default()
     };
     let bus_port = config.bus_port();
-    let node = ClusterNode::new(config, now, seed, conf.saved()).map_err(|e| e.to_string())?;
-    // Saved at once, so a new node's ID survives a crash right after the start.
-    let text = node.nodes_conf();
-    conf.write_current(node.persist_seq(), text.as_bytes(), false)
-        .map_err(|e| format!("can't save {}: {e}", conf.path().display()))?;
+    let caps = Capabilities {
+        replication: false,
+        slot_migration: false,
+        databases: 1,
+    };
+    let node =
+        ClusterNode::new(config, caps, now, seed, conf.saved()).map_err(|e| e.to_string())?;
     let lo = [BindAddr::required("127.0.0.1")];
     let bus = BusDriver::bind(&lo, bus_port)?;
     let shared = Arc::new(Shared {
         node: Mutex::new(node),
         kv: Mutex::new(HashMap::new()),
+        replies: Mutex::new(HashMap::new()),
         waker: std::sync::OnceLock::new(),
     });
-    let drive = DriveLoop::new(bus, Arc::new(conf), Loop(Arc::clone(&shared)));
+    let mut drive = DriveLoop::new(bus, Arc::new(conf), Loop(Arc::clone(&shared)));
     let _ = shared.waker.set(drive.waker());
+    // The first turn writes the node's start-up nodes.conf (a new node's ID survives a crash
+    // right after the start) before any client is served.
+    drive.turn().map_err(|e| e.to_string())?;
     std::thread::spawn(move || drive.run());
     let listener = ferrocluster_host::listen::listen_all(&lo, port)?.remove(0);
-    for conn in listener.incoming().flatten() {
+    for (n, conn) in listener.incoming().flatten().enumerate() {
         let shared = Arc::clone(&shared);
-        std::thread::spawn(move || serve(&shared, conn));
+        let (tx, rx) = channel();
+        let id = RequestId(n as u64);
+        shared.replies.lock().unwrap().insert(id, tx);
+        std::thread::spawn(move || {
+            serve(&shared, conn, id, &rx);
+            shared.replies.lock().unwrap().remove(&id);
+        });
     }
     Ok(())
 }
 
-/// One client connection: read requests, answer each in order.
-fn serve(shared: &Shared, mut conn: TcpStream) {
+/// One client connection: read requests, answer each in order (a deferred reply arrives on
+/// `replies` from the drive loop).
+fn serve(shared: &Shared, mut conn: TcpStream, id: RequestId, replies: &Receiver<Reply>) {
     let mut client = ClientState::new(false, false);
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
@@ -169,7 +190,7 @@ fn serve(shared: &Shared, mut conn: TcpStream) {
             if argv.is_empty() {
                 continue;
             }
-            execute(shared, &mut client, &argv).encode_resp2(&mut out);
+            execute(shared, &mut client, &argv, id, replies).encode_resp2(&mut out);
         }
         if conn.write_all(&out).is_err() {
             return;
@@ -177,7 +198,13 @@ fn serve(shared: &Shared, mut conn: TcpStream) {
     }
 }
 
-fn execute(shared: &Shared, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply {
+fn execute(
+    shared: &Shared,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    id: RequestId,
+    replies: &Receiver<Reply>,
+) -> Reply {
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_uppercase();
     let now = clock::now();
     let mut node = shared.node();
@@ -186,13 +213,16 @@ fn execute(shared: &Shared, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply
         "PING" => return Reply::Simple("PONG".into()),
         "INFO" => return info(kv),
         "CLUSTER" => {
-            let req = CommandRequest::from_client(client);
+            let req = CommandRequest::from_client(client, id);
             let outcome = node.cluster_command_argv(argv, &req, &Keys(kv), now);
             drop(node);
             shared.wake();
             return match outcome {
                 CommandOutcome::Reply(r) => r,
-                _ => Reply::Error("ERR this host does not replicate".into()),
+                // The change must reach nodes.conf first: the loop sends the reply after it.
+                CommandOutcome::Deferred => replies.recv().unwrap_or(Reply::Null),
+                // Without replicas (no replication declared) SETSLOT never asks this.
+                CommandOutcome::ReplicateFirst { .. } | CommandOutcome::NoReply => Reply::Null,
             };
         }
         _ => {}

@@ -1,5 +1,6 @@
 //! The cluster side: the `ClusterNode` under the state lock, routing of client requests through
-//! the command crate, the CLUSTER command, and the bus thread that moves bytes, time and files.
+//! the command crate, the CLUSTER command, and the server's part of the host kit's drive loop
+//! (`ferrocluster_host::DriveLoop`): the data-set duties of the node's outputs.
 
 use crate::client::{Args, ClientCtx};
 use crate::config::Config;
@@ -7,17 +8,17 @@ use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply, RoutingConfig};
-use ferrocluster_host::NodesConfFile;
-use ferrocluster_host::{BusDriver, DriveLoop, Host, Waker};
+use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply};
+use ferrocluster_host::{BusDriver, DriveLoop, Host, NodesConfFile, Waker};
 use ferrocluster_kvstore::KvStore;
 use ferrocluster_node::{
-    ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Event, Millis, NodeError, Output,
-    SlotKeys,
+    Capabilities, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Millis, NodeError,
+    Notice, Output, RequestId, SlotKeys,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::Reply;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -27,10 +28,59 @@ pub struct ClusterSide {
     pub node: ClusterNode,
     /// Wakes the bus thread after a command queued outputs in the node.
     pub waker: Option<Arc<Waker>>,
-    /// Routing configuration.
-    pub routing: RoutingConfig,
-    /// The locked nodes.conf (durable, ordered writes: `ferrocluster_host::NodesConfFile`).
+    /// The locked nodes.conf (`ferrocluster_host::NodesConfFile`).
     pub conf: Arc<NodesConfFile>,
+    /// Replies waiting for their nodes.conf write (`CommandOutcome::Deferred`), by request:
+    /// the bus thread delivers each when the node releases it (`Output::Reply`).
+    pub pending: HashMap<u64, PendingReply>,
+    /// The last request ID handed out.
+    next_request: u64,
+}
+
+/// Where a deferred reply goes.
+#[derive(Debug, Clone, Copy)]
+pub struct PendingReply {
+    io_thread: usize,
+    token: usize,
+    client_id: u64,
+    resp3: bool,
+    /// CLUSTER SAVECONFIG: a failed write is answered with Valkey's error text.
+    saveconfig: bool,
+}
+
+impl ClusterSide {
+    /// A new request ID for a command whose reply may be deferred.
+    pub fn next_request(&mut self) -> RequestId {
+        self.next_request += 1;
+        RequestId(self.next_request)
+    }
+}
+
+/// The node deferred the reply of request `id` (`CommandOutcome::Deferred`): the client's
+/// output keeps its place (what follows waits behind it), and the bus thread delivers the
+/// reply once the node releases it after its persist. A session without a connection (the
+/// replication stream) gets no reply.
+pub fn defer_reply(
+    side: &mut ClusterSide,
+    client: &mut ClientCtx,
+    out: &Out,
+    id: RequestId,
+    saveconfig: bool,
+) {
+    if client.io_thread == usize::MAX {
+        return;
+    }
+    client.hold_reply(out.buf.len(), id.0);
+    side.pending.insert(
+        id.0,
+        PendingReply {
+            io_thread: client.io_thread,
+            token: client.token,
+            client_id: client.id,
+            resp3: out.resp3(),
+            saveconfig,
+        },
+    );
 }
 
 impl ClusterSide {
@@ -58,29 +108,29 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
     // Lock before reading: a second process with the same file must not even load it.
     let conf = Arc::new(NodesConfFile::open(&path).map_err(|e| e.to_string())?);
     let saved = conf.saved();
-    let node = ClusterNode::new(cc, Millis(unix_ms()), seed, saved).map_err(|e| match e {
+    // The host replicates (src/repl.rs) and runs the slot migration data plane
+    // (src/migrate.rs); its databases are `cluster-databases`.
+    let caps = Capabilities {
+        replication: true,
+        slot_migration: true,
+        databases: config.cluster_databases.max(1) as usize,
+    };
+    // Redis saves the config at start (a new node's ID must survive a crash right after it):
+    // the node's first output is that Persist, which the drive loop's first turn writes
+    // before the data port opens (`spawn_bus_thread`).
+    let node = ClusterNode::new(cc, caps, Millis(unix_ms()), seed, saved).map_err(|e| match e {
         NodeError::NodesConf(c) => {
             format!("unrecoverable error loading {}: {c}", path.display())
         }
         other => format!("bad cluster configuration: {other}"),
     })?;
-    // Redis saves the config at start (a new node's ID must survive a crash right after it).
-    conf.write_current(node.persist_seq(), node.nodes_conf().as_bytes(), false)
-        .map_err(|e| {
-            format!(
-                "Fatal: can't update cluster config file {}: {e}",
-                path.display()
-            )
-        })?;
     tracing::info!(id = %node.myself_id(), file = %path.display(), loaded = saved.is_some(), "cluster node ready");
     Ok(ClusterSide {
         conf,
         node,
         waker: None,
-        routing: RoutingConfig {
-            databases: config.cluster_databases as usize,
-            ..RoutingConfig::default()
-        },
+        pending: HashMap::new(),
+        next_request: 0,
     })
 }
 
@@ -110,16 +160,9 @@ pub enum ClusterDispatch {
 }
 
 /// What the command crate's routing reads of the node: the topology, the cluster state and
-/// the routing options (this server's database count).
+/// the routing options (the database count is the node's capability, `cluster-databases`).
 pub fn routing_ctx(side: &ClusterSide) -> ClusterContext<'_, ferrocluster_topology::Topology> {
-    ClusterContext {
-        view: side.node.topology(),
-        state_ok: side.node.cluster_state_ok(),
-        config: RoutingConfig {
-            databases: side.routing.databases,
-            ..side.node.routing_config()
-        },
-    }
+    side.node.cluster_context()
 }
 
 /// Key presence for routing (ASK/TRYAGAIN): a key that is stored but logically expired
@@ -181,7 +224,7 @@ pub fn route_request(
 
 /// PUBLISH goes to every node, SPUBLISH to the nodes of my shard, over the bus
 /// (`ClusterNode::publish` / `spublish`); they deliver it to their own subscribers when the
-/// bus thread sees `Event::PubSubMessage`.
+/// bus thread sees `Output::PubSubMessage`.
 pub fn propagate_publish(state: &mut State, shard: bool, channel: &[u8], payload: &[u8]) {
     if let Some(side) = state.cluster.as_mut() {
         let now = Millis(unix_ms());
@@ -221,9 +264,6 @@ impl SlotKeys for KvKeys<'_> {
     fn db_size(&self, db: usize) -> u64 {
         self.0.dbsize(db).unwrap_or(0)
     }
-    fn databases(&self) -> usize {
-        self.0.databases()
-    }
 }
 
 /// CLUSTER subcommands: parsed by the command crate and executed by the node
@@ -241,22 +281,23 @@ pub fn cluster_command(
         return;
     }
     let _ = shared;
-    let mut req = client
-        .cluster
-        .as_ref()
-        .map(CommandRequest::from_client)
-        .unwrap_or_default();
-    req.db = client.db;
-    // The connection is the node's handle for SYNCSLOTS (slot migration links).
-    req.conn = Some(ferrocluster_node::ConnId(client.id));
-    let syncslots = args.len() > 1 && args.get(1).eq_ignore_ascii_case(b"syncslots");
-    if syncslots && client.io_thread != usize::MAX {
+    let sub = if args.len() > 1 { args.get(1) } else { b"" };
+    if sub.eq_ignore_ascii_case(b"syncslots") && client.io_thread != usize::MAX {
         crate::migrate::note_client_conn(state, client);
     }
     let State { kv, cluster, .. } = state;
     let Some(side) = cluster.as_mut() else {
         return;
     };
+    let mut req = client
+        .cluster
+        .as_ref()
+        .map(|c| CommandRequest::from_client(c, RequestId::default()))
+        .unwrap_or_default();
+    req.id = side.next_request();
+    req.db = client.db;
+    // The connection is the node's handle for SYNCSLOTS (slot migration links).
+    req.conn = Some(ferrocluster_node::ConnId(client.id));
     let keys = KvKeys(kv);
     let mut outcome = with_argv(args, |argv| {
         side.node
@@ -272,58 +313,18 @@ pub fn cluster_command(
                 .cluster_command_argv(argv, &req, &keys, Millis(now))
         });
     }
-    // Durability before the reply (Redis saves nodes.conf, fsynced, inside the command): a
-    // config change this command made (or one still waiting for the bus thread) is written
-    // here, under the state lock, before anyone hears of it. The bus thread's later write of
-    // the same `Persist` finds the bytes on disk and only acknowledges it.
-    let sub = if args.len() > 1 { args.get(1) } else { b"" };
-    let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
-    if !is_read_only_subcommand(sub) {
-        // The snapshot ranks just above the latest Persist the node queued (`ferrocluster_host::NodesConfFile`).
-        let contents = side.node.nodes_conf().into_bytes();
-        let seq = side.node.persist_seq();
-        if let Err(e) = side.conf.write_current(seq, &contents, saveconfig) {
-            if saveconfig {
-                // Redis: `error saving the cluster node config: <strerror>`.
-                out.error(&format!("ERR error saving the cluster node config: {e}"));
-                side.wake();
-                return;
-            }
-            side.conf.save_failed(&e, Millis(now));
+    match outcome {
+        CommandOutcome::Reply(reply) => write_reply(&reply, out),
+        // The config changed: the reply is written once nodes.conf is durable (the bus
+        // thread writes the Persist, then the node releases the reply).
+        CommandOutcome::Deferred => {
+            let saveconfig = sub.eq_ignore_ascii_case(b"saveconfig");
+            defer_reply(side, client, out, req.id, saveconfig);
         }
-    }
-    match &outcome {
         CommandOutcome::NoReply => {}
-        o => match o.reply() {
-            Some(reply) => write_reply(reply, out),
-            None => out.error("ERR the node deferred this command"),
-        },
+        CommandOutcome::ReplicateFirst { .. } => out.error("ERR the node deferred this command"),
     }
     side.wake();
-}
-
-/// CLUSTER subcommands that never change the node's saved config (no nodes.conf check).
-fn is_read_only_subcommand(sub: &[u8]) -> bool {
-    const READ_ONLY: [&str; 14] = [
-        "info",
-        "nodes",
-        "slots",
-        "shards",
-        "myid",
-        "myshardid",
-        "keyslot",
-        "countkeysinslot",
-        "getkeysinslot",
-        "links",
-        "count-failure-reports",
-        "replicas",
-        "slaves",
-        "help",
-    ];
-    READ_ONLY
-        .iter()
-        .any(|r| sub.eq_ignore_ascii_case(r.as_bytes()))
-        || sub.eq_ignore_ascii_case(b"slot-stats")
 }
 
 /// Starts the bus thread: the kit's drive loop (`ferrocluster_host::DriveLoop`) over the bus
@@ -347,11 +348,15 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
         shared: Arc::clone(shared),
         last_slots: Cell::new(None),
         waiting_primary: Cell::new(None),
+        last_save_error: RefCell::new(None),
     };
-    let drive = DriveLoop::new(bus, conf, host);
+    let mut drive = DriveLoop::new(bus, conf, host);
     if let Some(side) = shared.state.lock().cluster.as_mut() {
         side.waker = Some(drive.waker());
     }
+    // The first turn here, before the data port opens: the node's start-up Persist is on
+    // disk and its start-up notices are logged before anything is served.
+    drive.turn().map_err(|e| format!("cluster bus: {e}"))?;
     std::thread::Builder::new()
         .name("cluster-bus".into())
         .spawn(move || {
@@ -369,6 +374,8 @@ struct ServerHost {
     last_slots: Cell<Option<usize>>,
     /// A primary to replicate whose address was not known yet (`ReplicateFrom { ip: None }`).
     waiting_primary: Cell<Option<ferrocluster_node::NodeId>>,
+    /// The error of the last nodes.conf write, if it failed (for CLUSTER SAVECONFIG).
+    last_save_error: RefCell<Option<String>>,
 }
 
 /// The state lock, seen by the drive loop as the node.
@@ -420,13 +427,46 @@ impl Host for ServerHost {
         }
     }
 
+    fn persisted(&self, _g: &mut ServerGuard<'_>, _seq: u64, result: Result<(), &std::io::Error>) {
+        // A CLUSTER SAVECONFIG waiting for this write answers its error (Redis: `error saving
+        // the cluster node config: <strerror>`).
+        *self.last_save_error.borrow_mut() = result.err().map(ToString::to_string);
+    }
+
     fn act<'a>(&'a self, mut g: ServerGuard<'a>, out: Output, now: Millis) -> ServerGuard<'a> {
-        let Output::Event(e) = out else {
-            return g;
-        };
-        log_event(&e);
-        match e {
-            Event::PubSubMessage {
+        match out {
+            // The drive loop acts on these itself.
+            Output::Connect { .. }
+            | Output::Transmit { .. }
+            | Output::Close { .. }
+            | Output::Persist { .. } => {}
+            Output::Reply { to, reply } => {
+                let Some(side) = g.0.cluster.as_mut() else {
+                    return g;
+                };
+                let Some(p) = side.pending.remove(&to.0) else {
+                    return g; // the replication stream's command: no client
+                };
+                let reply = match (self.last_save_error.borrow().as_ref(), p.saveconfig) {
+                    (Some(e), true) => {
+                        Reply::Error(format!("ERR error saving the cluster node config: {e}"))
+                    }
+                    _ => reply,
+                };
+                let mut bytes = Vec::new();
+                if p.resp3 {
+                    reply.encode_resp3(&mut bytes);
+                } else {
+                    reply.encode_resp2(&mut bytes);
+                }
+                self.shared.deliver(
+                    p.io_thread,
+                    p.token,
+                    p.client_id,
+                    crate::client::Delivery::Reply { id: to.0, bytes },
+                );
+            }
+            Output::PubSubMessage {
                 channel,
                 message,
                 sharded,
@@ -437,21 +477,28 @@ impl Host for ServerHost {
                 self.shared.publish_local(sharded, &channel, &message);
                 return self.lock();
             }
-            Event::ReplicateFrom {
+            // Modules are not supported: nothing receives it.
+            Output::ModuleMessage { .. } => {}
+            Output::ReplicateFrom {
                 primary, ip, port, ..
-            } => match ip {
-                Some(ip) => {
-                    self.waiting_primary.set(None);
-                    self.replicate_from(&mut g.0, ip, port);
+            } => {
+                tracing::info!(%primary, ?ip, port, "replicating from the new primary");
+                match ip {
+                    Some(ip) => {
+                        self.waiting_primary.set(None);
+                        self.replicate_from(&mut g.0, ip, port);
+                    }
+                    // Primary known by ID only so far: wait for its address.
+                    None => self.waiting_primary.set(Some(primary)),
                 }
-                // Primary known by ID only so far: wait for its address.
-                None => self.waiting_primary.set(Some(primary)),
-            },
-            Event::BecamePrimary => {
+            }
+            Output::BecamePrimary => {
+                tracing::info!("role change: myself became a primary");
                 self.waiting_primary.set(None);
                 crate::repl::set_primary(&self.shared, &mut g.0, None);
             }
-            Event::PauseWrites { until } => {
+            Output::PauseWrites { until } => {
+                tracing::info!(until = until.0, "client writes paused");
                 // Under the lock the writers take: once it is set no write runs, so the
                 // offset read here is final; the node announces it (manual failover) only
                 // after hearing it.
@@ -459,11 +506,12 @@ impl Host for ServerHost {
                 let offset = g.0.repl.offset;
                 g.handle_writes_paused(offset, now);
             }
-            Event::UnpauseWrites => {
+            Output::UnpauseWrites => {
+                tracing::info!("client writes resumed");
                 g.0.writes_paused_until = None;
                 self.shared.wake_io();
             }
-            Event::DeleteSlotKeys(slots) => {
+            Output::DeleteSlotKeys(slots) => {
                 let n = crate::repl::delete_slot_keys(&mut g.0, &slots);
                 crate::repl::flush(&self.shared, &mut g.0);
                 // The node also sweeps every slot another node owns when a replica is
@@ -476,19 +524,20 @@ impl Host for ServerHost {
                     );
                 }
             }
-            Event::Migration(req) => {
+            Output::Migration(req) => {
+                tracing::debug!("slot migration request: {req:?}");
                 // The data plane takes the state lock itself.
                 drop(g);
                 crate::migrate::act(&self.shared, *req);
                 return self.lock();
             }
-            Event::ClusterReset {
-                was_replica: true, ..
-            } => {
-                // Valkey empties the data set of a replica that is reset.
-                g.0.kv.flush_all();
+            Output::ClusterReset { was_replica, .. } => {
+                if was_replica {
+                    // Valkey empties the data set of a replica that is reset.
+                    g.0.kv.flush_all();
+                }
             }
-            _ => {}
+            Output::Notice(n) => log_notice(&n),
         }
         g
     }
@@ -522,56 +571,57 @@ impl ServerHost {
     }
 }
 
-fn log_event(e: &Event) {
-    match e {
-        Event::HandshakeCompleted(id) => {
+fn log_notice(n: &Notice) {
+    match n {
+        Notice::HandshakeCompleted(id) => {
             tracing::info!(node = %id, "node joined (handshake completed)")
         }
-        Event::NodeDiscovered(id) => tracing::info!(node = %id, "node discovered through gossip"),
-        Event::NodeDeleted(id) => tracing::info!(node = %id, "node deleted"),
-        Event::NodePfail(id) => tracing::warn!(node = %id, "node marked PFAIL"),
-        Event::NodeFail(id) => tracing::warn!(node = %id, "node marked FAIL"),
-        Event::NodePfailCleared(id) => tracing::info!(node = %id, "PFAIL cleared"),
-        Event::NodeFailCleared(id) => tracing::info!(node = %id, "FAIL cleared"),
-        Event::ClusterStateChanged(ok) => tracing::warn!(
+        Notice::NodeDiscovered(id) => tracing::info!(node = %id, "node discovered through gossip"),
+        Notice::NodeDeleted(id) => tracing::info!(node = %id, "node deleted"),
+        Notice::NodePfail(id) => tracing::warn!(node = %id, "node marked PFAIL"),
+        Notice::NodeFail(id) => tracing::warn!(node = %id, "node marked FAIL"),
+        Notice::NodePfailCleared(id) => tracing::info!(node = %id, "PFAIL cleared"),
+        Notice::NodeFailCleared(id) => tracing::info!(node = %id, "FAIL cleared"),
+        Notice::ClusterStateChanged(ok) => tracing::warn!(
             ok = *ok,
             "cluster state changed to {}",
             if *ok { "ok" } else { "fail" }
         ),
-        Event::ConfigEpochBumped(e) => {
+        Notice::ConfigEpochBumped(e) => {
             tracing::info!(epoch = %e, "configEpoch bumped after a collision")
         }
-        Event::FrameDropped { link, error } => {
+        Notice::FrameDropped { link, error } => {
             tracing::warn!(%link, "bad bus frame dropped: {error}")
         }
-        Event::FramingLost { link, error } => {
+        Notice::FramingLost { link, error } => {
             tracing::warn!(%link, "bus framing lost, link closed: {error}")
         }
-        Event::BecameReplica { primary } => {
+        Notice::BecameReplica { primary } => {
             tracing::info!(%primary, "role change: myself became a replica")
         }
-        Event::BecamePrimary => tracing::info!("role change: myself became a primary"),
-        Event::ReplicateFrom {
-            primary, ip, port, ..
-        } => tracing::info!(%primary, ?ip, port, "replicating from the new primary"),
-        Event::Epoch(e) => tracing::info!("epoch/election: {e:?}"),
-        Event::PauseWrites { until } => {
-            tracing::info!(until = until.0, "manual failover: client writes paused")
-        }
-        Event::UnpauseWrites => tracing::info!("client writes resumed"),
-        Event::DeleteSlotKeys(_) => {}
-        Event::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
-        Event::NodeIdCollision { id, mine, peer, .. } => tracing::warn!(
+        Notice::Epoch(e) => tracing::info!("epoch/election: {e:?}"),
+        Notice::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
+        Notice::NodeIdCollision { id, mine, peer, .. } => tracing::warn!(
             node = %id,
             mine = %format_addr(mine),
             peer = %format_addr(peer),
             "another node uses my node ID: its messages are refused (give one of the two its \
              own nodes.conf, or CLUSTER RESET HARD it)"
         ),
-        Event::NodesConfWarning(w) => tracing::warn!("{w}"),
-        Event::PubSubMessage { .. } => {}
-        Event::Migration(r) => tracing::debug!("slot migration request: {r:?}"),
-        other => tracing::info!("cluster event: {other:?}"),
+        Notice::NodesConfWarning(w) => tracing::warn!("{w}"),
+        Notice::MigrationStateChanged {
+            job,
+            kind,
+            from,
+            to,
+        } => tracing::info!(
+            job = %crate::migrate::job_text(job),
+            kind = ?kind,
+            from = from.as_str(),
+            to = to.as_str(),
+            "slot migration job changed state"
+        ),
+        other => tracing::info!("cluster notice: {other:?}"),
     }
 }
 

@@ -466,6 +466,7 @@ impl IoThread {
                                     "output buffer limit reached, closing the client"
                                 );
                                 c.out.buf.clear();
+                                c.client.reply_holes.clear();
                                 c.close_after_flush = true;
                             }
                             self.to_write.push(token);
@@ -619,11 +620,14 @@ impl IoThread {
                 continue;
             };
             let mut closed = false;
-            if !c.out.buf.is_empty() {
-                match c.stream.write(&c.out.buf) {
+            // Replies waiting for a nodes.conf write hold back what follows them.
+            let ready = c.client.writable(c.out.buf.len());
+            if ready > 0 {
+                match c.stream.write(&c.out.buf[..ready]) {
                     Ok(n) => {
                         self.shared.stats.net_output_bytes(n);
                         c.out.buf.drain(..n);
+                        c.client.written(n);
                     }
                     Err(e)
                         if e.kind() == ErrorKind::WouldBlock
@@ -631,11 +635,12 @@ impl IoThread {
                     Err(_) => closed = true,
                 }
             }
-            if closed || (c.out.buf.is_empty() && c.close_after_flush) {
+            let flushed = c.out.buf.is_empty() && c.client.reply_holes.is_empty();
+            if closed || (flushed && c.close_after_flush) {
                 self.close(token);
                 continue;
             }
-            let need = !c.out.buf.is_empty();
+            let need = c.client.writable(c.out.buf.len()) > 0;
             if need != c.want_write {
                 c.want_write = need;
                 let interest = if need {

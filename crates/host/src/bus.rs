@@ -298,8 +298,9 @@ impl BusDriver {
         self.links.get(&link).map(|l| l.out.figures())
     }
 
-    /// The links whose send-buffer figures changed since the last call, each once (for a
-    /// host that reports them itself; [`BusDriver::feed`] does not take them).
+    /// The links whose send-buffer figures changed since the last call, each once, (0, 0)
+    /// for a link that is gone (for a host that reports them itself; [`BusDriver::feed`]
+    /// takes and reports them).
     pub fn take_changed_send_buffers(&mut self) -> Vec<(LinkId, SendBuffer)> {
         let mut ids = std::mem::take(&mut self.figures_changed);
         ids.sort_unstable();
@@ -513,8 +514,18 @@ impl BusDriver {
 
     /// Hands what happened since the last call to `node`, in order: accepted connections
     /// (the node picks their link IDs: `handle_accept_local`, which also lets it learn its
-    /// own IP), bytes (`handle_link_bytes`), connect results and closes (`handle_link`).
+    /// own IP), bytes (`handle_link_bytes`), connect results and closes (`handle_link`); then
+    /// the send-buffer figures that changed (`handle_link_send_buffer`) and the limit counter
+    /// (`handle_links_buffer_limit_exceeded`), for CLUSTER LINKS and CLUSTER INFO.
     pub fn feed(&mut self, node: &mut ClusterNode, now: Millis) {
+        self.feed_inputs(node, now);
+        for (link, b) in self.take_changed_send_buffers() {
+            node.handle_link_send_buffer(link, b.allocated, b.used);
+        }
+        node.handle_links_buffer_limit_exceeded(self.limit_exceeded);
+    }
+
+    fn feed_inputs(&mut self, node: &mut ClusterNode, now: Millis) {
         while let Some(input) = self.poll_input() {
             match input {
                 Input::Accepted(a) => {
@@ -542,26 +553,29 @@ impl BusDriver {
     /// socket could not be registered and is closed; the caller reports
     /// `LinkEvent::Closed(link)` to the node.
     pub fn adopt(&mut self, accepted: Accepted, link: LinkId) -> bool {
-        let Accepted { mut stream, .. } = accepted;
+        self.add_link(link, accepted.stream, false)
+    }
+
+    /// Registers `stream` as `link` (replacing a socket the node reused the ID of, which
+    /// would be a node bug). `false`: it could not be registered and is dropped.
+    fn add_link(&mut self, link: LinkId, mut stream: TcpStream, connecting: bool) -> bool {
         self.drop_link(link);
+        let interest = Interest::READABLE | Interest::WRITABLE;
         if self
             .poll
             .registry()
-            .register(
-                &mut stream,
-                link_token(link),
-                Interest::READABLE | Interest::WRITABLE,
-            )
+            .register(&mut stream, link_token(link), interest)
             .is_err()
         {
             return false;
         }
+        let out = SendQueue::default();
         self.links.insert(
             link,
             Link {
                 stream,
-                connecting: false,
-                out: SendQueue::default(),
+                connecting,
+                out,
             },
         );
         true
@@ -590,7 +604,7 @@ impl BusDriver {
     /// Starts a non-blocking connect for `link` (`Output::Connect`). The result is reported
     /// at the next [`BusDriver::feed`].
     pub fn connect(&mut self, link: LinkId, addr: SocketAddr) {
-        let mut stream = match TcpStream::connect(addr) {
+        let stream = match TcpStream::connect(addr) {
             Ok(s) => s,
             Err(_) => {
                 self.inputs
@@ -599,30 +613,10 @@ impl BusDriver {
             }
         };
         let _ = stream.set_nodelay(true);
-        // A link ID the node reuses would be a node bug; the old socket goes.
-        self.drop_link(link);
-        if self
-            .poll
-            .registry()
-            .register(
-                &mut stream,
-                link_token(link),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .is_err()
-        {
+        if !self.add_link(link, stream, true) {
             self.inputs
                 .push_back(Input::Link(LinkEvent::ConnectFailed(link)));
-            return;
         }
-        self.links.insert(
-            link,
-            Link {
-                stream,
-                connecting: true,
-                out: SendQueue::default(),
-            },
-        );
     }
 
     /// Queues `bytes` on `link` and writes what the socket takes now (`Output::Transmit`).

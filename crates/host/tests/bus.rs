@@ -2,6 +2,9 @@
 //! take port 0, the kernel's choice).
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+use common::meet;
+
 use ferrocluster_host::bus::{BusDriver, BusInput};
 use ferrocluster_host::{clock, BindAddr};
 use ferrocluster_node::{Capabilities, ClusterConfig, ClusterNode, LinkEvent, LinkId, Output};
@@ -260,21 +263,96 @@ fn one_busy_link_does_not_hold_up_the_turn() {
     );
 }
 
-/// CLUSTER MEET through the executor (the reply may be deferred behind its persist).
-fn meet(n: &mut ClusterNode, port: u16, now: ferrocluster_node::Millis) {
-    let p = port.to_string();
-    let argv = ["CLUSTER", "MEET", "127.0.0.1", p.as_str(), p.as_str()];
-    let out = n.cluster_command_argv(
-        &argv,
-        &ferrocluster_node::CommandRequest::default(),
-        &ferrocluster_node::EmptyKeyspace,
-        now,
+#[test]
+fn send_buffer_figures_reach_cluster_links_and_cluster_info() {
+    use ferrocluster_node::{CommandOutcome, CommandRequest, EmptyKeyspace, Reply};
+    let mut d = driver();
+    let now = clock::now();
+    let cfg = ClusterConfig {
+        port: port(&d),
+        cluster_port: port(&d),
+        ..ClusterConfig::default()
+    };
+    let mut a = ClusterNode::new(cfg, Capabilities::default(), now, 5, None).unwrap();
+    // A peer that accepts and never reads.
+    let stalled = TcpListener::bind((LO, 0)).unwrap();
+    meet(&mut a, stalled.local_addr().unwrap().port(), now);
+    let mut link = None;
+    let mut peer = None;
+    for _ in 0..200 {
+        d.wait(Some(Duration::from_millis(5))).unwrap();
+        d.feed(&mut a, clock::now());
+        a.handle_timeout(clock::now());
+        while let Some(o) = a.poll_output() {
+            match o {
+                Output::Connect { link: l, .. } => {
+                    link = Some(l);
+                    d.handle_output(o);
+                    peer = Some(stalled.accept().unwrap().0);
+                }
+                Output::Persist { seq, .. } => a.handle_persisted(seq),
+                o => {
+                    d.handle_output(o);
+                }
+            }
+        }
+        if link.is_some_and(|l| d.send_buffer(l).is_some()) {
+            break;
+        }
+    }
+    let link = link.expect("the node connected");
+    let _peer = peer;
+    // A backlog the kernel does not take.
+    while d.send_buffer(link).unwrap().used == 0 {
+        d.transmit(link, vec![0; 1 << 20]);
+    }
+    let want = d.send_buffer(link).unwrap();
+    d.feed(&mut a, clock::now());
+    let cmd = |a: &mut ClusterNode, argv: &[&str]| match a.cluster_command_argv(
+        argv,
+        &CommandRequest::default(),
+        &EmptyKeyspace,
+        clock::now(),
+    ) {
+        CommandOutcome::Reply(r) => r,
+        other => panic!("{other:?}"),
+    };
+    let Reply::Array(rows) = cmd(&mut a, &["CLUSTER", "LINKS"]) else {
+        panic!("not an array");
+    };
+    let field = |row: &Reply, name: &str| match row {
+        Reply::Map(kv) => kv
+            .iter()
+            .find(|(k, _)| *k == Reply::bulk(name))
+            .map(|(_, v)| v.clone()),
+        _ => None,
+    };
+    let to = rows
+        .iter()
+        .find(|r| field(r, "direction") == Some(Reply::bulk("to")))
+        .expect("the outbound link is listed");
+    assert_eq!(field(to, "send-buffer-used"), Some(Reply::uint(want.used)));
+    assert_eq!(
+        field(to, "send-buffer-allocated"),
+        Some(Reply::uint(want.allocated))
     );
+    // `w`: registered for writing while bytes wait (the `r` is the node's link state).
+    let Some(Reply::Bulk(events)) = field(to, "events") else {
+        panic!("no events field");
+    };
+    assert!(events.ends_with(b"w"), "{events:?}");
+    // Over the limit: freed, counted in CLUSTER INFO.
+    d.set_sendbuf_limit(1);
+    d.transmit(link, vec![0]);
+    assert!(d.send_buffer(link).is_none());
+    d.feed(&mut a, clock::now());
+    let info = match cmd(&mut a, &["CLUSTER", "INFO"]) {
+        Reply::Verbatim(t) => t,
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
     assert!(
-        !matches!(
-            out,
-            ferrocluster_node::CommandOutcome::Reply(ferrocluster_node::Reply::Error(_))
-        ),
-        "{out:?}"
+        info.contains("total_cluster_links_buffer_limit_exceeded:1\r\n"),
+        "{info}"
     );
 }

@@ -1,6 +1,9 @@
 //! The drive loop over real sockets and files (run inside a network namespace).
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+use common::meet;
+
 use ferrocluster_host::{clock, BindAddr, BusDriver, DriveLoop, Host, NodesConfFile};
 use ferrocluster_node::{Capabilities, ClusterConfig, ClusterNode, Millis, Output};
 use std::path::PathBuf;
@@ -119,23 +122,4 @@ fn timers_fire_under_steady_wakeups() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     spam.join().unwrap();
     assert!(gone, "the handshake never timed out under steady input");
-}
-
-/// CLUSTER MEET through the executor (the reply may be deferred behind its persist).
-fn meet(n: &mut ClusterNode, port: u16, now: ferrocluster_node::Millis) {
-    let p = port.to_string();
-    let argv = ["CLUSTER", "MEET", "127.0.0.1", p.as_str(), p.as_str()];
-    let out = n.cluster_command_argv(
-        &argv,
-        &ferrocluster_node::CommandRequest::default(),
-        &ferrocluster_node::EmptyKeyspace,
-        now,
-    );
-    assert!(
-        !matches!(
-            out,
-            ferrocluster_node::CommandOutcome::Reply(ferrocluster_node::Reply::Error(_))
-        ),
-        "{out:?}"
-    );
 }

@@ -387,12 +387,13 @@ impl ClusterNode {
             state_ok: self.state.is_ok(),
             messages_sent: self.stats.sent,
             messages_received: self.stats.received,
-            links_buffer_limit_exceeded: 0,
+            links_buffer_limit_exceeded: self.links_buffer_limit_exceeded,
         }
     }
 
     /// CLUSTER LINKS rows (§19.5): per node in table order its outbound link (`to`), then its
-    /// inbound link (`from`). Send buffers are the host's and reported as 0.
+    /// inbound link (`from`). Send buffers are the host's figures
+    /// ([`ClusterNode::handle_link_send_buffer`]).
     fn link_infos(&self) -> Vec<LinkInfo> {
         let mut rows = Vec::new();
         for n in self.topo.nodes().filter(|n| !n.is_myself()) {
@@ -402,15 +403,16 @@ impl ClusterNode {
                 (links.inbound_of(n.id()), LinkDirection::From),
             ];
             for (id, direction) in pairs {
-                if let Some(l) = id.and_then(|id| links.get(id)) {
+                if let Some((id, l)) = id.and_then(|id| links.get(id).map(|l| (id, l))) {
+                    let (allocated, used) = self.send_buffers.get(&id).copied().unwrap_or_default();
                     rows.push(LinkInfo {
                         direction,
                         node: *n.id(),
                         create_time: l.created,
                         readable: l.connected,
-                        writable: false,
-                        send_buffer_allocated: 0,
-                        send_buffer_used: 0,
+                        writable: used > 0,
+                        send_buffer_allocated: allocated,
+                        send_buffer_used: used,
                     });
                 }
             }

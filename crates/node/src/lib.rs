@@ -13,6 +13,11 @@
 //!
 //! # The host loop
 //!
+//! `ferrocluster-host` (`crates/host`) implements this loop once, with the bus sockets and
+//! nodes.conf; `examples/minimal-host/src/main.rs` is a complete cluster node on it in under
+//! 300 lines (a `HashMap` keyspace, RESP through a crate), the example host to read first.
+//! The steps, for a host that drives the node itself:
+//!
 //! 1. Build the node: [`ClusterNode::new`] with a [`ClusterConfig`] (every `cluster-*`
 //!    option, Valkey's defaults), the [`Capabilities`] of the host (replication, the slot
 //!    migration data plane, databases), the current Unix time in ms, a seed of its own

@@ -57,6 +57,11 @@ pub struct ClusterNode {
     pub(crate) next_cron: Millis,
     pub(crate) persist_seq: u64,
     pub(crate) stats: MessageStats,
+    /// The host's send-buffer figures per link, bytes (allocated, used); see
+    /// [`ClusterNode::handle_link_send_buffer`].
+    pub(crate) send_buffers: std::collections::HashMap<LinkId, (u64, u64)>,
+    /// Links the host freed over `cluster-link-sendbuf-limit` (cumulative, from the host).
+    pub(crate) links_buffer_limit_exceeded: u64,
     /// Myself's replication as the host reported it.
     pub(crate) repl: Replication,
     /// End of the manual failover's write pause (epoch layer), if one holds.
@@ -183,6 +188,8 @@ impl ClusterNode {
             next_cron: now,
             persist_seq: 0,
             stats: MessageStats::default(),
+            send_buffers: std::collections::HashMap::new(),
+            links_buffer_limit_exceeded: 0,
             repl: Replication::default(),
             mf_pause: None,
             asm_pause: None,
@@ -238,6 +245,30 @@ impl ClusterNode {
         io.local_ip = local_ip;
         self.links.insert(link, io);
         link
+    }
+
+    /// The host's send-buffer figures of `link`, bytes: CLUSTER LINKS
+    /// `send-buffer-allocated` and `send-buffer-used` (Redis 7.0 `sdsalloc` / `sdslen` of the
+    /// link's buffer), and `w` in its `events` while `used` > 0. A host SHOULD report them
+    /// whenever they change (`ferrocluster-host`'s bus driver does); unreported links show 0,
+    /// Redis 7.0's idle value (Valkey 8+ shows its empty queue's 48 bytes). Figures of a link
+    /// the node does not know are ignored; (0, 0) forgets the link's entry.
+    pub fn handle_link_send_buffer(&mut self, link: LinkId, allocated: u64, used: u64) {
+        if allocated == 0 && used == 0 {
+            self.send_buffers.remove(&link);
+        } else if self.gossip.links.get(link).is_some() {
+            self.send_buffers.insert(link, (allocated, used));
+        }
+    }
+
+    /// The number of links the host freed because their send buffer passed
+    /// `cluster-link-sendbuf-limit` (`ClusterConfig::link_sendbuf_limit_bytes`), since start:
+    /// CLUSTER INFO `total_cluster_links_buffer_limit_exceeded` (Valkey
+    /// `freeClusterLinkOnBufferLimitReached`). The host enforces the limit, reports each
+    /// such link with [`LinkEvent::Closed`], and gives its running total here (a lower value
+    /// than before is ignored).
+    pub fn handle_links_buffer_limit_exceeded(&mut self, total: u64) {
+        self.links_buffer_limit_exceeded = self.links_buffer_limit_exceeded.max(total);
     }
 
     /// The host reports a link event. Events for links the node does not know (never opened,

@@ -162,6 +162,9 @@ pub enum ConfigError {
     /// `cluster-manual-failover-timeout` of 0 ms (its range is 1..INT_MAX).
     #[error("cluster-manual-failover-timeout must be at least 1 ms")]
     ManualFailoverTimeoutZero,
+    /// [`Capabilities::databases`] of 0: a host has at least one database.
+    #[error("the host must have at least one database")]
+    NoDatabases,
 }
 
 impl ClusterConfig {
@@ -293,5 +296,64 @@ impl ClusterConfig {
         } else {
             self.node_timeout_ms / 2
         }
+    }
+}
+
+/// What the host can do beside the bus, declared once at construction
+/// ([`crate::ClusterNode::new`]). The node refuses, with a clear error and no state change,
+/// any command the host could not carry out, instead of starting something that never
+/// completes.
+///
+/// `Default` is a host with one database and neither replication nor a slot migration data
+/// plane (the smallest host: a map behind a socket).
+///
+/// ```
+/// use ferrocluster_node::Capabilities;
+/// let server = Capabilities { replication: true, slot_migration: true, databases: 16 };
+/// assert!(server.validate().is_ok());
+/// assert_eq!(Capabilities::default().databases, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Capabilities {
+    /// The host replicates a primary's data set (PSYNC or its own protocol), acts on
+    /// [`crate::Output::ReplicateFrom`] / [`crate::Output::BecamePrimary`] and reports its
+    /// offset with [`crate::ClusterNode::handle_replication`]. Without it `CLUSTER
+    /// REPLICATE` is refused ([`crate::MSG_NO_REPLICATION`]). (Myself can still be made a
+    /// replica by the cluster — another node taking myself's last slot — as in Valkey; such a
+    /// host then serves no data until CLUSTER RESET.)
+    pub replication: bool,
+    /// The host runs the atomic slot migration data plane (Valkey 9 `CLUSTER
+    /// MIGRATESLOTS`): it acts on [`crate::Output::Migration`] requests (data connections,
+    /// snapshot, stream, hidden slots) and reports back with
+    /// [`crate::ClusterNode::handle_migration`]. Without it `CLUSTER MIGRATESLOTS` and
+    /// `CLUSTER SYNCSLOTS` are refused at once ([`crate::MSG_NO_SLOT_MIGRATION`]) instead of
+    /// starting a job that would time out after `repl-timeout`.
+    pub slot_migration: bool,
+    /// `cluster-databases` (Valkey 9): the number of databases, at least 1. SELECT accepts
+    /// `0..databases` ([`crate::ClusterNode::dispatch_client_command`]); SETSLOT and the
+    /// slot-emptiness checks count keys in every database.
+    pub databases: usize,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities {
+            replication: false,
+            slot_migration: false,
+            databases: 1,
+        }
+    }
+}
+
+impl Capabilities {
+    /// Checks the declaration.
+    ///
+    /// # Errors
+    /// [`ConfigError::NoDatabases`] for `databases == 0`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.databases == 0 {
+            return Err(ConfigError::NoDatabases);
+        }
+        Ok(())
     }
 }

@@ -3,7 +3,8 @@
 //! §19; slot-migration sheet C.2–C.4, D.6; captured replies in `vectors/*/text/`).
 
 use crate::keys::{keys_in_slot_all_dbs, SlotKeys};
-use crate::{ClusterNode, Event, PreferredEndpoint};
+use crate::node::apply_config_to_myself;
+use crate::{ClusterNode, Notice, Output, PreferredEndpoint, RequestId};
 use ferrocluster_command::check::{
     check_forget, check_known_node, check_replicas, check_replicate, check_setslot,
     check_slot_assignments,
@@ -13,6 +14,7 @@ use ferrocluster_command::{
     ParseOptions, SetSlot, SetSlotAction, SlotStatsMetric, SlotStatsQuery, CLUSTER_HELP,
 };
 use ferrocluster_epoch::{FailoverError, SetConfigEpochError};
+use ferrocluster_gossip::ResetKind;
 use ferrocluster_migration::is_migration_subcommand;
 use ferrocluster_migration::legacy::{apply_setslot, check_setslot_allowed, LegacyAction};
 use ferrocluster_slot::{Slot, SlotSet};
@@ -22,6 +24,8 @@ use ferrocluster_topology::{Millis, NodeId, Reply};
 /// Who sent a CLUSTER command and how: the per-connection facts the executor needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct CommandRequest {
+    /// Where a deferred reply goes: [`Output::Reply::to`] (see [`RequestId`]).
+    pub id: RequestId,
     /// The client's selected database (COUNTKEYSINSLOT, GETKEYSINSLOT, RESET, SLOT-STATS).
     pub db: usize,
     /// The client connection uses TLS: views show TLS ports (§19.1).
@@ -47,9 +51,10 @@ pub struct CommandRequest {
 
 impl CommandRequest {
     /// The request facts of a client connection: its database, TLS, IPv6 and whether it is
-    /// the primary's replication link.
-    pub fn from_client(client: &ClientState) -> CommandRequest {
+    /// the primary's replication link; `id` names it for a deferred reply.
+    pub fn from_client(client: &ClientState, id: RequestId) -> CommandRequest {
         CommandRequest {
+            id,
             db: client.db(),
             tls: client.tls(),
             ipv6: client.ipv6(),
@@ -61,12 +66,21 @@ impl CommandRequest {
     }
 }
 
-/// The result of [`ClusterNode::cluster_command`].
+/// The result of [`ClusterNode::cluster_command`]. Exhaustive: every arm is something the
+/// host does (or knowingly does not do).
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum CommandOutcome {
-    /// Send this reply to the client (encode with `Reply::encode_resp2`/`encode_resp3`).
+    /// Send this reply to the client now (encode with `Reply::encode_resp2`/`encode_resp3`):
+    /// the command changed no saved configuration (a query, an error, which changes
+    /// nothing, or a change that is not saved).
     Reply(Reply),
+    /// The command changed the saved configuration: its reply comes later as
+    /// [`Output::Reply`] with [`CommandRequest::id`], behind the [`Output::Persist`] it waits
+    /// for, once the host acknowledged that persist ([`ClusterNode::handle_persisted`]). The
+    /// host keeps the client waiting (and its later replies behind this one, in order), as
+    /// Valkey answers only after `clusterBeforeSleep` saved the config. Nothing is to be
+    /// written now: a host cannot acknowledge the change before it is durable.
+    Deferred,
     /// Valkey 8 SETSLOT on a primary that has replicas (§15, slot-migration sheet C.2):
     /// nothing was applied yet. The host MUST propagate the command to its replicas over
     /// replication, block the client until every eligible replica (online, Valkey ≥ 8)
@@ -89,23 +103,11 @@ impl CommandOutcome {
     pub fn reply(&self) -> Option<&Reply> {
         match self {
             CommandOutcome::Reply(r) => Some(r),
-            CommandOutcome::ReplicateFirst { .. } | CommandOutcome::NoReply => None,
+            CommandOutcome::Deferred
+            | CommandOutcome::ReplicateFirst { .. }
+            | CommandOutcome::NoReply => None,
         }
     }
-}
-
-/// A CLUSTER FAILOVER accepted on a replica (§13.1). The epoch layer runs the failover at
-/// once (MFSTART, FORCE election, TAKEOVER; see [`ClusterNode::epoch`] for its progress);
-/// this record of the request stays readable with [`ClusterNode::manual_failover_request`]
-/// until taken or until myself's role changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ManualFailoverRequest {
-    /// Default, FORCE or TAKEOVER.
-    pub mode: FailoverMode,
-    /// When it was requested (Unix ms).
-    pub requested_at: Millis,
-    /// `mf_end`: requested_at + `cluster-manual-failover-timeout` (§13.1).
-    pub deadline: Millis,
 }
 
 /// A [`ClusterError`] as a protocol-neutral error reply (the exact text, code first).
@@ -118,7 +120,7 @@ type Res = Result<Reply, ClusterError>;
 impl ClusterNode {
     /// The options [`parse_cluster`] needs for this node and keyspace
     /// (`cluster-slot-stats-enabled` from [`SlotKeys::slot_stats_enabled`]).
-    pub fn parse_options(&self, keys: &dyn SlotKeys) -> ParseOptions {
+    pub(crate) fn parse_options(&self, keys: &dyn SlotKeys) -> ParseOptions {
         ParseOptions {
             slot_stats_enabled: keys.slot_stats_enabled(),
         }
@@ -127,9 +129,11 @@ impl ClusterNode {
     /// Parses `CLUSTER <subcommand> ...` and executes it ([`ClusterNode::cluster_command`]);
     /// a parse error becomes its exact error reply. The Valkey 9 atomic slot migration
     /// subcommands (MIGRATESLOTS, GETSLOTMIGRATIONS, CANCELSLOTMIGRATIONS, SYNCSLOTS) go to
-    /// [`ClusterNode::migration_command`] with the origin `req` gives (`from_aof`,
-    /// `from_primary`, else [`CommandRequest::conn`]); a SYNCSLOTS message on a migration
-    /// link gives [`CommandOutcome::NoReply`].
+    /// the slot migration engine with the origin `req` gives (`from_aof`, `from_primary`, else
+    /// [`CommandRequest::conn`]: a SYNCSLOTS message read from a migration connection comes
+    /// here with `conn` set, and gives [`CommandOutcome::NoReply`] where Valkey sends none).
+    /// Without [`crate::Capabilities::slot_migration`], MIGRATESLOTS and SYNCSLOTS are
+    /// refused with [`crate::MSG_NO_SLOT_MIGRATION`].
     pub fn cluster_command_argv<A: AsRef<[u8]>>(
         &mut self,
         argv: &[A],
@@ -145,7 +149,9 @@ impl ClusterNode {
                 .get(1)
                 .is_some_and(|s| is_migration_subcommand(s.as_ref()))
         {
-            return self.exec_migration_command(argv, req, now);
+            let now = self.clamp(now);
+            let out = self.exec_migration_command(argv, req, now);
+            return self.end_command(req.id, out, now);
         }
         match parse_cluster(argv, self.parse_options(keys)) {
             Ok(cmd) => self.cluster_command(&cmd, req, keys, now),
@@ -156,24 +162,34 @@ impl ClusterNode {
     /// Executes one parsed CLUSTER subcommand with Valkey 8's semantics and replies. State
     /// errors are checked in Valkey's order (see each [`ClusterCommand`] variant) and leave the
     /// node unchanged. Changes are followed by the usual outputs: a `Persist` when the config
-    /// changed, PONG broadcasts, [`Event`]s for role changes (the host starts or stops
-    /// replication on [`Event::BecameReplica`] / [`Event::BecamePrimary`]).
+    /// changed, PONG broadcasts, role changes (the host starts or stops replication on
+    /// [`Output::ReplicateFrom`] / [`Output::BecamePrimary`]).
+    ///
+    /// Replies wait for their persist: a subcommand whose change is saved (ADDSLOTS*,
+    /// DELSLOTS*, SETSLOT, FORGET, REPLICATE, RESET, SET-CONFIG-EPOCH, a BUMPEPOCH that
+    /// bumped, FAILOVER TAKEOVER, FLUSHSLOTS, SAVECONFIG, ...) returns
+    /// [`CommandOutcome::Deferred`] and its reply comes as [`Output::Reply`] to `req.id`
+    /// after the host acknowledged that `Persist`; everything else, errors included (which
+    /// change nothing), returns [`CommandOutcome::Reply`] at once. A host that writes
+    /// whatever this returns the moment it returns is therefore correct.
     ///
     /// Notes per subcommand:
     /// * SETSLOT on a primary with replicas first returns
     ///   [`CommandOutcome::ReplicateFirst`] (Valkey 8 replicates SETSLOT before applying it).
     /// * FAILOVER on a replica: the epoch layer checks the preconditions and starts it
-    ///   (§13.1: MFSTART to the primary; FORCE: election at once; TAKEOVER: configEpoch bump
-    ///   and take-over, [`Event::BecamePrimary`]); a [`ManualFailoverRequest`] is recorded and
-    ///   [`Event::ManualFailoverRequested`] emitted.
+    ///   (MFSTART to the primary; FORCE: election at once; TAKEOVER: configEpoch bump and
+    ///   take-over, [`Output::BecamePrimary`]), with [`Notice::ManualFailoverRequested`].
     /// * BUMPEPOCH, SET-CONFIG-EPOCH: the epoch layer (§11.6, §19.6); the new epoch is durable
     ///   before any message carries it.
     /// * RESET also resets the epoch layer (election, manual failover: a paused primary gets
-    ///   [`Event::UnpauseWrites`]).
-    /// * SAVECONFIG queues a `Persist` and replies `+OK` (a host whose write fails replies
+    ///   [`Output::UnpauseWrites`]).
+    /// * SAVECONFIG queues a `Persist` and replies `+OK` once it is acknowledged (a host that
+    ///   survives a failed write answers the waiting request with
     ///   [`ClusterError::SaveConfig`] itself).
-    /// * RESET of a primary holding keys is refused; otherwise [`Event::ClusterReset`] tells
+    /// * RESET of a primary holding keys is refused; otherwise [`Output::ClusterReset`] tells
     ///   the host to drop its data when myself was a replica.
+    /// * REPLICATE is refused with [`crate::MSG_NO_REPLICATION`] without
+    ///   [`crate::Capabilities::replication`].
     pub fn cluster_command(
         &mut self,
         cmd: &ClusterCommand,
@@ -182,11 +198,25 @@ impl ClusterNode {
         now: Millis,
     ) -> CommandOutcome {
         let now = self.clamp(now);
-        let out = self.execute(cmd, req, keys, now);
-        self.finish(now);
+        let out = self
+            .execute(cmd, req, keys, now)
+            .unwrap_or_else(|e| CommandOutcome::Reply(error_reply(&e)));
+        self.end_command(req.id, out, now)
+    }
+
+    /// Ends the step of a command: a reply is held for the step's persist when the command
+    /// saved the configuration ([`CommandOutcome::Deferred`]), else given back now.
+    fn end_command(&mut self, id: RequestId, out: CommandOutcome, now: Millis) -> CommandOutcome {
+        self.step.local();
         match out {
-            Ok(o) => o,
-            Err(e) => CommandOutcome::Reply(error_reply(&e)),
+            CommandOutcome::Reply(reply) => {
+                self.step.reply(id, reply);
+                self.finish_command(now)
+            }
+            other => {
+                self.finish(now);
+                other
+            }
         }
     }
 
@@ -233,7 +263,7 @@ impl ClusterNode {
                 Reply::Simple(reply.to_string())
             }
             C::SaveConfig => {
-                self.save_pending = true;
+                self.step.save();
                 Reply::ok()
             }
             C::FlushSlots => {
@@ -289,7 +319,7 @@ impl ClusterNode {
                         "ERR Invalid node address specified: {ip}:{port}"
                     ))));
                 }
-                self.state_dirty = true;
+                self.step.update_state();
                 Reply::ok()
             }
             C::Forget(arg) => {
@@ -301,12 +331,17 @@ impl ClusterNode {
                     // check_forget ran the same checks as Gossip::forget.
                     let _ =
                         self.gossip
-                            .forget(&mut self.topo, &self.gossip_cfg, &id, now, &mut out);
+                            .forget(&mut self.topo, &self.cfg.gossip, &id, now, &mut out);
                     self.apply_gossip_effects(out, now);
                 }
                 Reply::ok()
             }
             C::Replicate(arg) => {
+                if !self.caps.replication {
+                    return Ok(CommandOutcome::Reply(Reply::Error(
+                        crate::MSG_NO_REPLICATION.to_owned(),
+                    )));
+                }
                 let id = check_replicate(arg, &self.topo, keys.db_size(0) != 0)?;
                 self.become_replica_of(&id, now);
                 self.broadcast_pong(now);
@@ -330,7 +365,7 @@ impl ClusterNode {
                 )?;
                 self.apply_epoch_effects(eout, None, now);
                 // Durable before any message carries the new epoch.
-                self.save_critical = true;
+                self.step.save_before_all_transmits();
                 Reply::ok()
             }
             C::Reset { hard } => {
@@ -352,12 +387,13 @@ impl ClusterNode {
             state_ok: self.state.is_ok(),
             messages_sent: self.stats.sent,
             messages_received: self.stats.received,
-            links_buffer_limit_exceeded: 0,
+            links_buffer_limit_exceeded: self.links_buffer_limit_exceeded,
         }
     }
 
     /// CLUSTER LINKS rows (§19.5): per node in table order its outbound link (`to`), then its
-    /// inbound link (`from`). Send buffers are the host's and reported as 0.
+    /// inbound link (`from`). Send buffers are the host's figures
+    /// ([`ClusterNode::handle_link_send_buffer`]).
     fn link_infos(&self) -> Vec<LinkInfo> {
         let mut rows = Vec::new();
         for n in self.topo.nodes().filter(|n| !n.is_myself()) {
@@ -367,15 +403,16 @@ impl ClusterNode {
                 (links.inbound_of(n.id()), LinkDirection::From),
             ];
             for (id, direction) in pairs {
-                if let Some(l) = id.and_then(|id| links.get(id)) {
+                if let Some((id, l)) = id.and_then(|id| links.get(id).map(|l| (id, l))) {
+                    let (allocated, used) = self.send_buffers.get(&id).copied().unwrap_or_default();
                     rows.push(LinkInfo {
                         direction,
                         node: *n.id(),
                         create_time: l.created,
                         readable: l.connected,
-                        writable: false,
-                        send_buffer_allocated: 0,
-                        send_buffer_used: 0,
+                        writable: used > 0,
+                        send_buffer_allocated: allocated,
+                        send_buffer_used: used,
                     });
                 }
             }
@@ -392,8 +429,8 @@ impl ClusterNode {
             let _ = self.topo.set_slot_owner(s, Some(me));
             self.epoch.clear_not_claiming(s);
         }
-        self.save_pending = true;
-        self.state_dirty = true;
+        self.step.save();
+        self.step.update_state();
     }
 
     /// DELSLOTS / FLUSHSLOTS effects (§15): each slot loses its owner and its importing mark.
@@ -404,15 +441,15 @@ impl ClusterNode {
             let _ = self.topo.set_slot_owner(s, None);
             self.epoch.clear_not_claiming(s);
         }
-        self.save_pending = true;
-        self.state_dirty = true;
+        self.step.save();
+        self.step.update_state();
     }
 
     /// Makes myself a replica of `primary` (Valkey `clusterSetPrimary`): a primary drops its
     /// importing/migrating marks; myself takes the primary's shard ID; a recorded manual
     /// failover is dropped, and the epoch layer's election and manual failover are reset (a
-    /// primary serving one unpauses writes); [`Event::BecameReplica`] and
-    /// [`Event::ReplicateFrom`] (full sync unless myself was already in the primary's shard)
+    /// primary serving one unpauses writes); [`Notice::BecameReplica`] and
+    /// [`Output::ReplicateFrom`] (full sync unless myself was already in the primary's shard)
     /// unless it already replicated `primary`.
     pub(crate) fn become_replica_of(&mut self, primary: &NodeId, now: Millis) {
         let me = *self.topo.myself_id();
@@ -442,7 +479,6 @@ impl ClusterNode {
         }
         // Myself and any replica under it join the primary's shard (Valkey PR #573).
         self.topo.set_shard_id(&me, shard);
-        self.manual_failover = None;
         if self.epoch.manual_failover().end().is_some()
             || self.epoch.election().auth_time().is_some()
         {
@@ -450,8 +486,8 @@ impl ClusterNode {
             self.epoch.reset(&mut eout);
             self.apply_epoch_effects(eout, None, now);
         }
-        self.save_pending = true;
-        self.state_dirty = true;
+        self.step.save();
+        self.step.update_state();
         if !already {
             let p = self.topo.node(primary);
             let (ip, port, tls_port) = (
@@ -463,9 +499,43 @@ impl ClusterNode {
         }
     }
 
+    /// CLUSTER RESET SOFT (`hard = false`) or HARD (Valkey `clusterReset`): the gossip
+    /// layer forgets every other node (HARD also takes a new node ID and zeroes the epochs),
+    /// the links are dropped, the epoch layer is reset, myself's announced values are
+    /// re-applied; a replica becomes a primary ([`Output::BecamePrimary`]); then
+    /// [`Output::ClusterReset`]. The executor refused a primary holding keys before.
+    pub(crate) fn reset_inner(&mut self, hard: bool, now: Millis) {
+        let was_replica = self.topo.myself().is_replica();
+        let mut out = Vec::new();
+        let kind = if hard {
+            ResetKind::Hard
+        } else {
+            ResetKind::Soft
+        };
+        self.gossip
+            .reset(&mut self.topo, kind, &mut self.rng, &mut out);
+        self.links.clear();
+        let mut eout = Vec::new();
+        self.epoch.reset(&mut eout);
+        apply_config_to_myself(&mut self.topo, &self.config);
+        if hard {
+            self.checks.epochs_reset(&self.topo);
+        }
+        self.apply_gossip_effects(out, now);
+        self.apply_epoch_effects(eout, None, now);
+        if was_replica {
+            self.step.promoted();
+            self.became_primary();
+            self.step.push(Output::BecamePrimary);
+        }
+        // A reset replica's data is emptied by the host; a primary with keys is refused.
+        self.key_slots = SlotSet::new();
+        self.step.push(Output::ClusterReset { hard, was_replica });
+    }
+
     /// CLUSTER FAILOVER [FORCE|TAKEOVER] (§13.1): the epoch layer checks the preconditions
-    /// and starts it; a FORCE election starts at once. The request is also recorded
-    /// ([`ClusterNode::manual_failover_request`]) with [`Event::ManualFailoverRequested`].
+    /// and starts it; a FORCE election starts at once. [`Notice::ManualFailoverRequested`]
+    /// reports it.
     fn exec_failover(&mut self, mode: FailoverMode, now: Millis) -> Res {
         let emode = match mode {
             FailoverMode::Default => ferrocluster_epoch::FailoverMode::Default,
@@ -475,7 +545,7 @@ impl ClusterNode {
         let mut eout = Vec::new();
         let started = self.epoch.handle_failover_command(
             &mut self.topo,
-            &self.epoch_cfg,
+            &self.cfg.epoch,
             emode,
             now,
             &mut eout,
@@ -488,13 +558,7 @@ impl ClusterNode {
             // The parser refused other options already; the epoch layer's text otherwise.
             Err(e) => return Ok(Reply::Error(e.to_string())),
         }
-        self.manual_failover = Some(ManualFailoverRequest {
-            mode,
-            requested_at: now,
-            deadline: now.saturating_add_ms(self.config.manual_failover_timeout_ms),
-        });
-        self.staged
-            .push(crate::Output::Event(Event::ManualFailoverRequested(mode)));
+        self.step.notice(Notice::ManualFailoverRequested(mode));
         self.apply_epoch_effects(eout, None, now);
         if mode == FailoverMode::Force {
             self.run_failover(now);
@@ -509,8 +573,9 @@ impl ClusterNode {
         keys: &dyn SlotKeys,
         now: Millis,
     ) -> Result<CommandOutcome, ClusterError> {
+        let databases = self.caps.databases;
         let target = check_setslot(parsed, &self.topo, req.from_primary, |s| {
-            keys_in_slot_all_dbs(keys, s)
+            keys_in_slot_all_dbs(keys, databases, s)
         })?;
         let cmd = parsed.as_ref().map_err(Clone::clone)?;
         let slot = cmd.slot;
@@ -543,7 +608,7 @@ impl ClusterNode {
             &mut self.topo,
             slot,
             action,
-            keys_in_slot_all_dbs(keys, slot),
+            keys_in_slot_all_dbs(keys, databases, slot),
             self.config.allow_replica_migration,
         );
         // check_setslot made sure the node is known, the only error of apply_setslot.
@@ -552,7 +617,7 @@ impl ClusterNode {
             self.epoch.clear_not_claiming(slot);
             if let Some(p) = effect.become_replica_of {
                 self.become_replica_of(&p, now);
-                self.save_critical = true;
+                self.step.save_before_all_transmits();
             }
             if effect.bump_epoch_and_broadcast {
                 // Slot-migration sheet C.5: bump without agreement, durable before the PONG.
@@ -562,8 +627,8 @@ impl ClusterNode {
                 self.broadcast_pong(now);
             }
         }
-        self.save_pending = true;
-        self.state_dirty = true;
+        self.step.save();
+        self.step.update_state();
         Ok(CommandOutcome::Reply(Reply::ok()))
     }
 

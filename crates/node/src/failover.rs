@@ -4,13 +4,14 @@
 //! transmits, role changes, write pauses and key deletions for the host.
 
 use crate::node::ReplSync;
-use crate::{ClusterNode, Event, Output};
+use crate::output::Tag;
+use crate::{ClusterNode, Notice, Output};
 use ferrocluster_bus::{msg_flags, Body, FullHeader, Message, NodeName, Update};
 use ferrocluster_epoch::{
     AuthRequest, ClaimedRole, Epoch, EpochEffect, EpochEvent, EpochMessage, PingClaims, PriorRole,
     ReplLink, ReplicationState, Target,
 };
-use ferrocluster_gossip::{build_ping, GossipEffect, LinkId, PingKind};
+use ferrocluster_gossip::{build_ping, LinkId, PingKind};
 use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeId};
 
 impl ClusterNode {
@@ -25,7 +26,7 @@ impl ClusterNode {
     /// (§12.2) and is myself's evidence in [`ClusterNode::readiness`] (a replica that never
     /// synced is not eligible). Nothing is sent or saved by this call itself.
     ///
-    /// After myself is pointed at another primary ([`Event::ReplicateFrom`]) the offset the
+    /// After myself is pointed at another primary ([`Output::ReplicateFrom`]) the offset the
     /// host reports belongs to the old primary's stream: until the host reports the link up
     /// again after polling that event (its first sync with the new primary completed), myself
     /// advertises offset 0 and ranks itself with it, so a synced sibling does not rank behind
@@ -33,10 +34,10 @@ impl ClusterNode {
     /// advertising its cached primary's offset until then.
     pub fn handle_replication(&mut self, state: ReplicationState, now: Millis) {
         let now = self.clamp(now);
-        self.repl = state;
-        self.repl_reported = true;
-        if self.repl_sync == ReplSync::Polled && matches!(state.link, ReplLink::Up { .. }) {
-            self.repl_sync = ReplSync::Synced;
+        self.repl.state = state;
+        self.repl.reported = true;
+        if self.repl.sync == ReplSync::Polled && matches!(state.link, ReplLink::Up { .. }) {
+            self.repl.sync = ReplSync::Synced;
         }
         self.topo.myself_mut().repl_offset = self.advertised_replication().offset;
         self.topo.myself_mut().repl_offset_time = Some(now);
@@ -46,18 +47,18 @@ impl ClusterNode {
     /// Myself's replication as the cluster is told it: the host's report, with offset 0 while
     /// a re-pointed replica has not completed its first sync with its new primary (see
     /// [`ClusterNode::handle_replication`]).
-    pub fn advertised_replication(&self) -> ReplicationState {
-        if self.repl_sync == ReplSync::Synced {
-            self.repl
+    pub(crate) fn advertised_replication(&self) -> ReplicationState {
+        if self.repl.sync == ReplSync::Synced {
+            self.repl.state
         } else {
             ReplicationState {
                 offset: 0,
-                ..self.repl
+                ..self.repl.state
             }
         }
     }
 
-    /// Stages [`Event::BecameReplica`] and [`Event::ReplicateFrom`] for a new primary, and
+    /// Stages [`Notice::BecameReplica`] and [`Output::ReplicateFrom`] for a new primary, and
     /// advertises offset 0 until the first sync with it.
     pub(crate) fn stage_replicate_from(
         &mut self,
@@ -67,19 +68,19 @@ impl ClusterNode {
         tls_port: u16,
         full_sync: bool,
     ) {
-        self.event(Event::BecameReplica { primary });
-        self.event(Event::ReplicateFrom {
+        self.step.notice(Notice::BecameReplica { primary });
+        self.step.push(Output::ReplicateFrom {
             primary,
             ip,
             port,
             tls_port,
             full_sync,
         });
-        self.repl_sync = ReplSync::Pending;
+        self.repl.sync = ReplSync::Pending;
         self.topo.myself_mut().repl_offset = 0;
     }
 
-    /// The host acted on an [`Event::PauseWrites`]: it accepts no client write any more, and
+    /// The host acted on an [`Output::PauseWrites`]: it accepts no client write any more, and
     /// `offset` is myself's replication offset after the last write it accepted (bytes, as in
     /// [`ClusterNode::handle_replication`], which this call also updates). The host MUST call
     /// it after acting on every `PauseWrites`, with the offset read once the pause holds (a
@@ -93,8 +94,8 @@ impl ClusterNode {
     /// once. Harmless when no manual failover waits for it (a slot migration's pause).
     pub fn handle_writes_paused(&mut self, offset: u64, now: Millis) {
         let now = self.clamp(now);
-        self.repl.offset = offset;
-        self.repl_reported = true;
+        self.repl.state.offset = offset;
+        self.repl.reported = true;
         self.topo.myself_mut().repl_offset = offset;
         self.topo.myself_mut().repl_offset_time = Some(now);
         let mut eout = Vec::new();
@@ -106,7 +107,7 @@ impl ClusterNode {
     /// Myself's replication as last reported by [`ClusterNode::handle_replication`] (the
     /// default — offset 0, link down, never synced — before any report).
     pub fn replication(&self) -> &ReplicationState {
-        &self.repl
+        &self.repl.state
     }
 
     /// The epoch layer's state: the running election ([`Epoch::election`]), the manual
@@ -123,7 +124,7 @@ impl ClusterNode {
         let repl = self.advertised_replication();
         self.epoch.handle_cron(
             &mut self.topo,
-            &self.epoch_cfg,
+            &self.cfg.epoch,
             &repl,
             ok,
             now,
@@ -145,7 +146,7 @@ impl ClusterNode {
         let repl = self.advertised_replication();
         self.epoch.handle_failover(
             &mut self.topo,
-            &self.epoch_cfg,
+            &self.cfg.epoch,
             &repl,
             now,
             &mut self.rng,
@@ -175,7 +176,7 @@ impl ClusterNode {
         };
         let mut eout = Vec::new();
         self.epoch
-            .handle_ping_claims(&mut self.topo, &self.epoch_cfg, &claims, prior, &mut eout);
+            .handle_ping_claims(&mut self.topo, &self.cfg.epoch, &claims, prior, &mut eout);
         self.apply_epoch_effects(eout, Some(link), now);
     }
 
@@ -200,7 +201,7 @@ impl ClusterNode {
                 };
                 self.epoch.handle_auth_request(
                     &mut self.topo,
-                    &self.epoch_cfg,
+                    &self.cfg.epoch,
                     &req,
                     now,
                     &mut eout,
@@ -218,13 +219,13 @@ impl ClusterNode {
             }
             Body::MfStart => {
                 self.epoch
-                    .handle_mfstart(&self.topo, &self.epoch_cfg, from, now, &mut eout);
+                    .handle_mfstart(&self.topo, &self.cfg.epoch, from, now, &mut eout);
             }
             Body::Update(u) => {
                 if let Ok(node) = NodeId::from_bytes(u.name.as_bytes()) {
                     self.epoch.handle_update(
                         &mut self.topo,
-                        &self.epoch_cfg,
+                        &self.cfg.epoch,
                         &node,
                         ConfigEpoch(u.config_epoch),
                         &u.slots,
@@ -247,12 +248,9 @@ impl ClusterNode {
     ) {
         for e in effects {
             match e {
-                EpochEffect::Save => self.save_pending = true,
-                EpochEffect::Persist => {
-                    self.save_pending = true;
-                    self.gate_transmits = true;
-                }
-                EpochEffect::UpdateState => self.state_dirty = true,
+                EpochEffect::Save => self.step.save(),
+                EpochEffect::Persist => self.step.save_before_later_transmits(),
+                EpochEffect::UpdateState => self.step.update_state(),
                 EpochEffect::Send {
                     to,
                     message,
@@ -260,8 +258,7 @@ impl ClusterNode {
                 } => {
                     if after_persist {
                         // Never before the configuration it announces is durable.
-                        self.save_pending = true;
-                        self.gate_transmits = true;
+                        self.step.save_before_later_transmits();
                     }
                     self.send_epoch_message(to, message, reply_link, now);
                 }
@@ -271,15 +268,11 @@ impl ClusterNode {
                     port,
                     tls_port,
                     full_sync,
-                } => {
-                    self.manual_failover = None;
-                    self.stage_replicate_from(primary, ip, port, tls_port, full_sync);
-                }
+                } => self.stage_replicate_from(primary, ip, port, tls_port, full_sync),
                 EpochEffect::BecomePrimary => {
-                    self.manual_failover = None;
-                    self.promoted = true;
+                    self.step.promoted();
                     self.became_primary();
-                    self.event(Event::BecamePrimary);
+                    self.step.push(Output::BecamePrimary);
                 }
                 EpochEffect::PauseWrites { until } => {
                     self.mf_pause = Some(until);
@@ -291,24 +284,20 @@ impl ClusterNode {
                 }
                 EpochEffect::DeleteSlotKeys(slots) => {
                     self.slot_keys_deleted(&slots);
-                    self.event(Event::DeleteSlotKeys(slots));
+                    self.step.push(Output::DeleteSlotKeys(slots));
                 }
                 EpochEffect::Event(EpochEvent::ConfigEpochBumped(e)) => {
-                    self.event(Event::ConfigEpochBumped(e));
+                    self.step.notice(Notice::ConfigEpochBumped(e));
                 }
-                EpochEffect::Event(ev) => self.event(Event::Epoch(ev)),
+                EpochEffect::Event(ev) => self.step.notice(Notice::Epoch(ev)),
             }
         }
     }
 
-    fn event(&mut self, e: Event) {
-        self.staged.push(Output::Event(e));
-    }
-
     /// Myself is a primary now: its offset is its own again.
     pub(crate) fn became_primary(&mut self) {
-        self.repl_sync = ReplSync::Synced;
-        self.topo.myself_mut().repl_offset = self.repl.offset;
+        self.repl.sync = ReplSync::Synced;
+        self.topo.myself_mut().repl_offset = self.repl.state.offset;
     }
 
     /// PING/PONG on `id`'s connected outbound link (nothing without one).
@@ -316,7 +305,7 @@ impl ClusterNode {
         let mut out = Vec::new();
         self.gossip.send_ping(
             &mut self.topo,
-            &self.gossip_cfg,
+            &self.cfg.gossip,
             id,
             kind,
             now,
@@ -370,7 +359,7 @@ impl ClusterNode {
                         &self.topo,
                         &self.gossip.links,
                         &self.gossip.blacklist,
-                        &self.gossip_cfg,
+                        &self.cfg.gossip,
                         self.gossip.state_byte,
                         kind,
                         node.as_ref(),
@@ -379,12 +368,17 @@ impl ClusterNode {
                         now,
                         &mut self.rng,
                     );
-                    self.transmit(link, &msg);
+                    self.transmit(link, &msg, Tag::None);
                 }
             }
             return;
         }
         let mut header = self.header();
+        let tag = match message {
+            EpochMessage::AuthAck => Tag::Vote(self.topo.last_vote_epoch.0),
+            EpochMessage::AuthRequest { .. } => Tag::AuthRequest(header.current_epoch),
+            _ => Tag::None,
+        };
         let body = match message {
             EpochMessage::AuthRequest { force_ack } => {
                 if force_ack {
@@ -419,14 +413,9 @@ impl ClusterNode {
                     .collect()
             }
         };
-        let mut out = Vec::new();
         for link in links {
-            out.push(GossipEffect::Send {
-                link,
-                message: msg.clone(),
-            });
+            self.transmit(link, &msg, tag);
         }
-        self.apply_gossip_effects(out, now);
     }
 
     fn connected_outbound(&self, id: &NodeId) -> Option<LinkId> {

@@ -52,10 +52,7 @@ pub trait SlotKeys {
     fn keys_in_slot(&self, db: usize, slot: Slot, count: usize) -> Vec<Vec<u8>>;
     /// Number of keys in database `db`.
     fn db_size(&self, db: usize) -> u64;
-    /// `cluster-databases`: how many databases exist (Valkey 8: 1, the default).
-    fn databases(&self) -> usize {
-        1
-    }
+
     /// `cluster-slot-stats-enabled` (default no): whether SLOT-STATS accepts and reports
     /// `cpu-usec`, `network-bytes-in` and `network-bytes-out` (D.6).
     fn slot_stats_enabled(&self) -> bool {
@@ -84,10 +81,10 @@ impl SlotKeys for EmptyKeyspace {
     }
 }
 
-/// Keys of `slot` in every database (Valkey 9 `countKeysInSlot`; database 0 in Valkey 8,
-/// which has one database).
-pub(crate) fn keys_in_slot_all_dbs(keys: &dyn SlotKeys, slot: Slot) -> u64 {
-    (0..keys.databases().max(1))
+/// Keys of `slot` in databases `0..databases` (Valkey 9 `countKeysInSlot` over every
+/// database; [`crate::Capabilities::databases`] gives the count).
+pub(crate) fn keys_in_slot_all_dbs(keys: &dyn SlotKeys, databases: usize, slot: Slot) -> u64 {
+    (0..databases.max(1))
         .map(|db| keys.count_keys_in_slot(db, slot))
         .fold(0u64, u64::saturating_add)
 }

@@ -6,114 +6,196 @@
 //! model (`ferrocluster-topology`), speaking the cluster bus (`ferrocluster-bus`).
 //!
 //! The node never touches a socket, a clock, a thread or global randomness: the host feeds it
-//! bytes, link events and the time, and carries out what it asks, in order.
+//! bytes, link events and the time, and carries out what it asks, in order. Everything an
+//! embedder names is reachable from this crate (the types of the crates below are
+//! re-exported, and whole crates as modules: [`slot`], [`topology`], [`bus`], [`gossip`],
+//! [`command`], [`epoch`], [`health`], [`migration`]), so a host depends on this one crate.
 //!
 //! # The host loop
 //!
-//! 1. Build the node: [`ClusterNode::new`] with a [`ClusterConfig`], the current Unix time in ms,
-//!    a seed, and the bytes of the previously saved nodes.conf if there is one.
-//! 2. Drain [`ClusterNode::poll_output`] until `None`, acting on each [`Output`] in order:
-//!    * `Connect { link, ip, port }`: open a TCP connection; report [`LinkEvent::Connected`] or
-//!      [`LinkEvent::ConnectFailed`] for that link later;
-//!    * `Transmit { link, bytes }`: write the bytes on the link;
+//! `ferrocluster-host` (`crates/host`) implements this loop once, with the bus sockets and
+//! nodes.conf; `examples/minimal-host/src/main.rs` is a complete cluster node on it in under
+//! 300 lines (a `HashMap` keyspace, RESP through a crate), the example host to read first.
+//! The steps, for a host that drives the node itself:
+//!
+//! 1. Build the node: [`ClusterNode::new`] with a [`ClusterConfig`] (every `cluster-*`
+//!    option, Valkey's defaults), the [`Capabilities`] of the host (replication, the slot
+//!    migration data plane, databases), the current Unix time in ms, a seed of its own
+//!    (from the OS RNG: it also makes the node ID, see [`ClusterNode::new`]) and the bytes
+//!    of the previously saved nodes.conf if there is one. The host SHOULD hold an exclusive
+//!    lock on that file for its lifetime (Valkey `clusterLockConfig`).
+//! 2. Drain [`ClusterNode::poll_output`] until `None`, acting on each [`Output`] in order.
+//!    The enum is exhaustive: match it without a `_` arm and the compiler names every duty.
+//!    * `Connect { link, ip, port }`: open a TCP connection; report [`LinkEvent::Connected`]
+//!      or [`LinkEvent::ConnectFailed`] for that link later;
+//!    * `Transmit { link, bytes }`: write the bytes on the link, in order;
 //!    * `Close { link }`: close the link (the node has already forgotten it);
 //!    * `Persist { seq, contents }`: write nodes.conf atomically and fsync, then call
-//!      [`ClusterNode::handle_persisted`]`(seq)`; transmits that depend on it are released only
-//!      then (a host that never acknowledges stalls the node, it never breaks safety);
-//!    * `Event(..)`: log or count it — except the ones that ask the host to act on its data
-//!      set: [`Event::ReplicateFrom`] (start replicating, after [`Event::BecameReplica`]),
-//!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] (hold client
-//!      writes, then report the final offset with [`ClusterNode::handle_writes_paused`]) /
-//!      [`Event::UnpauseWrites`] (manual failover or a slot migration export),
-//!      [`Event::DeleteSlotKeys`] (slots lost), [`Event::ClusterReset`], and
-//!      [`Event::Migration`] (an atomic slot migration's data plane: connect to the target's
-//!      client port, write SYNCSLOTS messages, snapshot, stream, hide/reveal/drop slot keys,
-//!      propagate; see [`MigrationRequest`]).
+//!      [`ClusterNode::handle_persisted`]`(seq)`. Whatever depends on it — a vote, a bumped
+//!      epoch, a take-over PONG, the reply of a CLUSTER command that changed the config —
+//!      waits inside the node until then, so acting in order is all a host has to do;
+//!    * `Reply { to, reply }`: send the reply of the deferred request `to` (below);
+//!    * `ReplicateFrom { .. }` / `BecamePrimary`: start replicating from the new primary /
+//!      stop replicating (a host with [`Capabilities::replication`]);
+//!    * `PauseWrites { until }` / `UnpauseWrites`: hold client writes, then report the final
+//!      offset with [`ClusterNode::handle_writes_paused`] / release them;
+//!    * `DeleteSlotKeys(slots)`: delete every key of these slots; `ClusterReset { .. }`:
+//!      empty the data set of a reset replica;
+//!    * `PubSubMessage { .. }` / `ModuleMessage { .. }`: deliver to local subscribers / module
+//!      receivers (dropping them loses messages);
+//!    * `Migration(request)`: an atomic slot migration's data plane (a host with
+//!      [`Capabilities::slot_migration`]; see [`MigrationRequest`]);
+//!    * `Notice(n)`: log or count it ([`Notice`] is `#[non_exhaustive]`: a `_` arm there
+//!      only drops log lines, never a duty).
 //! 3. Wait for the first of: bytes on a link, a new inbound connection, a connect result, a
-//!    close, or the instant [`ClusterNode::poll_timeout`].
-//! 4. Feed what happened, with the current time:
-//!    [`ClusterNode::handle_accept`] (returns the new link's ID; a host that knows the
-//!    connection's local address SHOULD use [`ClusterNode::handle_accept_local`], which lets
-//!    the node learn its own IP as Valkey does, §7.3),
-//!    [`ClusterNode::handle_link_bytes`], [`ClusterNode::handle_link`],
-//!    [`ClusterNode::handle_timeout`], and myself's replication offset and link whenever they
-//!    change: [`ClusterNode::handle_replication`]. Slot migration data-plane facts (connected,
-//!    AUTH / ESTABLISH replies, snapshot done, backlog, link closed, OOM, FLUSH, full sync,
-//!    loading) go to [`ClusterNode::handle_migration`]; SYNCSLOTS messages read from a
-//!    migration connection to [`ClusterNode::migration_command`] (or
-//!    [`ClusterNode::cluster_command_argv`] with [`CommandRequest::conn`] set). Commands are inputs too: CLUSTER subcommands through
-//!    [`ClusterNode::cluster_command`] / [`ClusterNode::cluster_command_argv`] (replies with
-//!    Valkey's exact texts; the host's keyspace is read through [`SlotKeys`]), keyed client
-//!    commands through [`ClusterNode::route`] / [`ClusterNode::dispatch_client_command`],
-//!    PUBLISH / SPUBLISH fan-out through [`ClusterNode::publish`] / [`ClusterNode::spublish`]
-//!    (received ones come back as [`Event::PubSubMessage`]), and the older typed shortcuts
-//!    ([`ClusterNode::meet`], [`ClusterNode::add_slots`], …).
+//!    close, a client request, or the instant [`ClusterNode::poll_timeout`].
+//! 4. Feed what happened, with the current time read once per loop turn:
+//!    [`ClusterNode::handle_accept_local`] (or [`ClusterNode::handle_accept`] without the
+//!    local address), [`ClusterNode::handle_link_bytes`], [`ClusterNode::handle_link`],
+//!    [`ClusterNode::handle_replication`] whenever myself's offset or link changed,
+//!    [`ClusterNode::handle_migration`] for slot migration data-plane facts, and
+//!    [`ClusterNode::handle_timeout`] whenever `poll_timeout` has passed — also when input
+//!    is always ready (a busy loop that never checks the deadline starves the cron: no PINGs,
+//!    no failure detection). Client requests are inputs too:
+//!    * keyed commands: [`ClusterNode::dispatch_client_command`] (arity, MULTI, ASKING,
+//!      READONLY, SELECT, then MOVED / ASK / TRYAGAIN / CROSSSLOT / CLUSTERDOWN, reading key
+//!      presence through [`KeyPresence`]) or [`ClusterNode::route`] for one command;
+//!    * `CLUSTER ...`: [`ClusterNode::cluster_command_argv`] with a [`CommandRequest`] whose
+//!      [`CommandRequest::id`] the host picks. It returns [`CommandOutcome::Reply`] (write it
+//!      now), [`CommandOutcome::Deferred`] (the command changed the saved config: the reply
+//!      comes as `Output::Reply { to: id, .. }` after its persist), `ReplicateFirst`
+//!      (replicate a SETSLOT to the replicas first) or `NoReply`. A host that writes whatever
+//!      it is given the moment it is given it is correct;
+//!    * PUBLISH / SPUBLISH: [`ClusterNode::publish`] / [`ClusterNode::spublish`].
 //! 5. Go to 2.
 //!
+//! Time: `now` is Unix ms ([`Millis`]). A clock that steps back is clamped to the latest
+//! time seen (timers wait until it passes that again); a step forward runs what fell due,
+//! once. Links: the node names every link; events for a link it no longer knows (a close
+//! racing its own `Close`, a connect result after a reset) are ignored, and a `Close` needs no
+//! `Closed` back. The host MAY flush or drop the unsent bytes of a link it is told to close.
+//!
 //! ```
-//! use ferrocluster_node::{ClusterConfig, ClusterNode, LinkEvent, Millis, Output};
+//! use ferrocluster_node::{
+//!     Capabilities, ClientState, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest,
+//!     Dispatch, EmptyKeyspace, ErrorReply, LinkEvent, LinkId, Millis, NoKeys, Output, Reply,
+//!     RequestId,
+//! };
+//! use std::collections::BTreeMap;
 //! use std::net::{IpAddr, Ipv4Addr};
 //!
-//! let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
-//! let mut now = Millis(1_700_000_000_000);
-//! let mk = |port| ClusterConfig { port, ..ClusterConfig::default() };
-//! let mut a = ClusterNode::new(mk(7000), now, 1, None).unwrap();
-//! let mut b = ClusterNode::new(mk(7001), now, 2, None).unwrap();
-//! a.meet(lo, 7001, None, now).unwrap();
-//! // (1) a's links to b, (2) b's inbound links from a; both by the IDs each node chose.
-//! let mut a_to_b = Vec::new();
-//! let mut b_from_a = Vec::new();
-//! for _ in 0..50 {
-//!     now = Millis(now.0 + 100);
-//!     for n in [&mut a, &mut b] {
-//!         n.handle_timeout(now);
-//!     }
-//!     // Step 2 for a: act on its outputs.
-//!     while let Some(out) = a.poll_output() {
+//! /// One host: its node, its nodes.conf "on disk", the replies it sent to clients.
+//! struct Host {
+//!     node: ClusterNode,
+//!     disk: Vec<u8>,
+//!     replies: Vec<(RequestId, Reply)>,
+//! }
+//!
+//! /// Bus traffic between the two in-memory hosts: (host, link) -> (peer host, peer link).
+//! #[derive(Default)]
+//! struct Net {
+//!     pairs: BTreeMap<(usize, LinkId), (usize, LinkId)>,
+//!     inflight: Vec<(usize, LinkId, Vec<u8>)>,
+//! }
+//!
+//! /// Step 2 of the loop for host `me`.
+//! fn act(hosts: &mut [Host], me: usize, net: &mut Net, now: Millis) {
+//!     let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+//!     while let Some(out) = hosts[me].node.poll_output() {
 //!         match out {
 //!             Output::Connect { link, .. } => {
-//!                 let inbound = b.handle_accept(lo, now); // "the TCP connect succeeded"
-//!                 a_to_b.push((link, inbound));
-//!                 b_from_a.push((inbound, link));
-//!                 a.handle_link(LinkEvent::Connected(link), now);
+//!                 // "The TCP connect succeeded": the peer accepts, we are connected.
+//!                 let peer = 1 - me;
+//!                 let inbound = hosts[peer].node.handle_accept(lo, now);
+//!                 net.pairs.insert((me, link), (peer, inbound));
+//!                 net.pairs.insert((peer, inbound), (me, link));
+//!                 hosts[me].node.handle_link(LinkEvent::Connected(link), now);
 //!             }
-//!             Output::Transmit { link, bytes } => {
-//!                 if let Some((_, peer)) = a_to_b.iter().find(|(l, _)| *l == link) {
-//!                     b.handle_link_bytes(*peer, &bytes, now);
-//!                 }
+//!             Output::Transmit { link, bytes } => net.inflight.push((me, link, bytes)),
+//!             Output::Close { link } => {
+//!                 net.pairs.remove(&(me, link));
 //!             }
-//!             Output::Persist { seq, .. } => a.handle_persisted(seq),
-//!             _ => {}
-//!         }
-//!     }
-//!     // The same for b (its replies on inbound links go back to a's outbound link).
-//!     while let Some(out) = b.poll_output() {
-//!         match out {
-//!             Output::Transmit { link, bytes } => {
-//!                 if let Some((_, peer)) = b_from_a.iter().find(|(l, _)| *l == link) {
-//!                     a.handle_link_bytes(*peer, &bytes, now);
-//!                 }
+//!             Output::Persist { seq, contents } => {
+//!                 hosts[me].disk = contents; // write, fsync, rename, fsync the directory
+//!                 hosts[me].node.handle_persisted(seq);
 //!             }
-//!             Output::Persist { seq, .. } => b.handle_persisted(seq),
-//!             _ => {} // b's own connects to a are left unanswered in this short example
+//!             Output::Reply { to, reply } => hosts[me].replies.push((to, reply)),
+//!             // This host has no replication, data plane or subscribers.
+//!             Output::ReplicateFrom { .. } | Output::BecamePrimary => {}
+//!             Output::PauseWrites { .. } | Output::UnpauseWrites => {}
+//!             Output::DeleteSlotKeys(_) | Output::ClusterReset { .. } => {}
+//!             Output::PubSubMessage { .. } | Output::ModuleMessage { .. } => {}
+//!             Output::Migration(_) => {}
+//!             Output::Notice(_) => {} // log it
 //!         }
 //!     }
 //! }
-//! // a learned b's real ID through the MEET handshake (b's PONG carried it); b knows a only as
-//! // a handshake node until its own outbound link to a gets a PONG.
-//! assert!(a.topology().node(b.myself_id()).is_some());
-//! assert_eq!(b.topology().len(), 2);
+//!
+//! let mut now = Millis(1_700_000_000_000);
+//! let mk = |port, seed| {
+//!     let config = ClusterConfig { port, ..ClusterConfig::default() };
+//!     let node = ClusterNode::new(config, Capabilities::default(), now, seed, None).unwrap();
+//!     Host { node, disk: Vec::new(), replies: Vec::new() }
+//! };
+//! let mut hosts = [mk(7000, 1), mk(7001, 2)];
+//! let mut net = Net::default();
+//!
+//! // A client of host 0: CLUSTER ADDSLOTSRANGE 0 16383. The change is saved, so the reply
+//! // waits for its persist: nothing to write yet.
+//! let req = CommandRequest { id: RequestId(1), ..CommandRequest::default() };
+//! let argv = ["CLUSTER", "ADDSLOTSRANGE", "0", "16383"];
+//! let out = hosts[0].node.cluster_command_argv(&argv, &req, &EmptyKeyspace, now);
+//! assert_eq!(out, CommandOutcome::Deferred);
+//! // CLUSTER MEET changes no saved config: its reply may be written at once.
+//! let meet = ["CLUSTER", "MEET", "127.0.0.1", "7001"];
+//! let out = hosts[0].node.cluster_command_argv(&meet, &req, &EmptyKeyspace, now);
+//! assert_eq!(out, CommandOutcome::Reply(Reply::ok()));
+//!
+//! for _ in 0..40 {
+//!     now = Millis(now.0 + 100);
+//!     for h in 0..2 {
+//!         hosts[h].node.handle_timeout(now);
+//!         act(&mut hosts, h, &mut net, now);
+//!     }
+//!     for (from, link, bytes) in std::mem::take(&mut net.inflight) {
+//!         if let Some(&(to, peer_link)) = net.pairs.get(&(from, link)) {
+//!             hosts[to].node.handle_link_bytes(peer_link, &bytes, now);
+//!             act(&mut hosts, to, &mut net, now);
+//!         }
+//!     }
+//! }
+//! // The OK came out after the persist that made the slots durable.
+//! assert_eq!(hosts[0].replies, vec![(RequestId(1), Reply::ok())]);
+//! assert!(String::from_utf8_lossy(&hosts[0].disk).contains("0-16383"));
+//!
+//! // Routing on host 1: every slot is host 0's, so a GET is redirected there.
+//! let mut client = ClientState::new(false, false);
+//! match hosts[1].node.dispatch_client_command(&mut client, &["GET", "key"], &NoKeys) {
+//!     Dispatch::Reject(e) => {
+//!         let text = String::from_utf8(e.to_resp()).unwrap();
+//!         assert!(text.starts_with("-MOVED 12539 127.0.0.1:7000"), "{text}");
+//!     }
+//!     _ => panic!("host 1 serves no slot"),
+//! }
+//! // ... and served on host 0.
+//! let d = hosts[0].node.dispatch_client_command(&mut client, &["GET", "key"], &NoKeys);
+//! assert!(matches!(d, Dispatch::Execute { .. }));
 //! ```
+//!
+//! `examples/minimal-host` in the repository is a complete host over sockets and a file.
 //!
 //! Failover readiness, the quorum check and health are `&self` queries:
 //! [`ClusterNode::readiness`], [`ClusterNode::quorum_check`], [`ClusterNode::health`],
-//! [`ClusterNode::shard_readiness`].
+//! [`ClusterNode::shard_readiness`]. [`ClusterNode::invariants`] checks the engine's own
+//! invariants (the simulator calls it after every step).
 //!
-//! Facts: `shared/spec/cluster-bus.md` (§ numbers in the docs refer to it); the contract is
-//! the "Sans-IO contract of ClusterNode" in `shared/DESIGN.md`.
+//! References name the Valkey source functions (`src/cluster_legacy.c` unless said
+//! otherwise) and the Valkey cluster specification (`topics/cluster-spec.md`) sections
+//! whose behaviour each item follows.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod checks;
 mod config;
 mod error;
 mod exec;
@@ -126,32 +208,51 @@ mod pubsub;
 mod readiness;
 mod routing;
 mod stats;
+mod step;
 
+pub use checks::InvariantViolation;
 pub use config::{
-    ClusterConfig, ConfigError, PreferredEndpoint, BUS_PORT_OFFSET, MAX_PORT_WITH_DEFAULT_BUS_PORT,
+    Capabilities, ClusterConfig, ConfigError, PreferredEndpoint, BUS_PORT_OFFSET,
+    MAX_PORT_WITH_DEFAULT_BUS_PORT,
 };
 pub use error::NodeError;
-pub use exec::{error_reply, CommandOutcome, CommandRequest, ManualFailoverRequest};
+pub use exec::{error_reply, CommandOutcome, CommandRequest};
+pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};
+pub use migrate::{MigrationInput, MigrationRequest, MSG_SYNCSLOTS_NO_CONN};
+pub use node::ClusterNode;
+pub use output::{LinkEvent, Notice, Output, RequestId};
+pub use stats::MessageStats;
+
+/// Reply to `CLUSTER REPLICATE` on a node whose host declared no replication
+/// ([`Capabilities::replication`]).
+pub const MSG_NO_REPLICATION: &str = "ERR This node's host does not support replication";
+/// Reply to `CLUSTER MIGRATESLOTS` and `CLUSTER SYNCSLOTS` on a node whose host declared no
+/// slot migration data plane ([`Capabilities::slot_migration`]).
+pub const MSG_NO_SLOT_MIGRATION: &str =
+    "ERR This node's host does not support atomic slot migration";
+
+pub use ferrocluster_bus as bus;
+pub use ferrocluster_bus::DecodeError;
 pub use ferrocluster_command as command;
 pub use ferrocluster_command::{
     lookup, ClientState, ClusterCommand, CommandSpec, Dispatch, ErrorReply, FailoverMode,
     KeyPresence, NoKeys, QueuedCommand, Route, RouteError,
 };
-pub use ferrocluster_gossip::{CommandError, LinkId, NodeAddress};
-pub use ferrocluster_topology::Reply;
-pub use ferrocluster_topology::{Millis, NodeId, Topology};
-pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};
-pub use migrate::{MigrationInput, MigrationRequest, MSG_SYNCSLOTS_NO_CONN};
-pub use node::ClusterNode;
-pub use output::{Event, LinkEvent, Output};
-pub use stats::MessageStats;
-
 pub use ferrocluster_epoch as epoch;
-pub use ferrocluster_epoch::{EpochEvent, ReplLink, ReplicationState};
+pub use ferrocluster_epoch::{Epoch, EpochEvent, ReplLink, ReplicationState};
+pub use ferrocluster_gossip as gossip;
+pub use ferrocluster_gossip::{LinkId, NodeAddress};
 pub use ferrocluster_health as health;
 pub use ferrocluster_health::{Health, QuorumCheck, QuorumVerdict, Readiness, ShardReadiness};
 pub use ferrocluster_migration as migration;
 pub use ferrocluster_migration::{
     AuthReply, ConnId, FinishState, Job, JobKind, JobName, JobState, Migrations, Origin,
     SnapshotResult, SyncSlots,
+};
+pub use ferrocluster_slot as slot;
+pub use ferrocluster_slot::{key_hash_slot, Slot, SlotRange, SlotSet};
+pub use ferrocluster_topology as topology;
+pub use ferrocluster_topology::{
+    AnnounceError, ConfError, ConfWarning, ConfigEpoch, CurrentEpoch, Millis, Node, NodeFlags,
+    NodeId, Reply, ShardId, Topology,
 };

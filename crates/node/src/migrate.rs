@@ -3,13 +3,12 @@
 //! subcommands to it, forwards the host's data-plane facts ([`MigrationInput`]), tells it
 //! about topology changes and promotions, drives its timers, carries out the take-over
 //! itself (slot-migration sheet A.14) and turns the rest of its outputs into
-//! [`Event::Migration`] requests for the host.
+//! [`Output::Migration`] requests for the host.
 
 use crate::exec::{CommandOutcome, CommandRequest};
-use crate::{ClusterNode, Event, Output};
+use crate::{ClusterNode, Notice, Output};
 use ferrocluster_migration::{
-    AuthReply, ConnId, JobKind, JobName, JobState, MigrationOutput, Migrations, Origin,
-    SnapshotResult, SyncSlots,
+    AuthReply, ConnId, JobName, MigrationOutput, Migrations, Origin, SnapshotResult, SyncSlots,
 };
 use ferrocluster_slot::{SlotRange, SlotSet};
 use ferrocluster_topology::{Millis, NodeId, Reply};
@@ -141,9 +140,9 @@ pub enum MigrationInput {
 }
 
 /// What the slot migration engine asks the host to do, delivered in order as
-/// [`Event::Migration`] (slot-migration sheet A.7–A.16). "All databases" applies wherever
+/// [`Output::Migration`] (slot-migration sheet A.7–A.16). "All databases" applies wherever
 /// slots are named. The write pause of an export is not here: it is merged with the manual
-/// failover pause into [`Event::PauseWrites`] / [`Event::UnpauseWrites`]; the take-over is
+/// failover pause into [`Output::PauseWrites`] / [`Output::UnpauseWrites`]; the take-over is
 /// done by the node itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -175,7 +174,7 @@ pub enum MigrationRequest {
     /// bytes). After an ESTABLISH read one reply line and report it with
     /// [`MigrationInput::EstablishReply`]. On the target these are written although the
     /// connection's replies are off. Messages the peer writes back arrive as commands: feed
-    /// them to [`ClusterNode::migration_command`] with `Origin::Conn(conn)`.
+    /// them to [`ClusterNode::cluster_command_argv`] with [`CommandRequest::conn`] set.
     Send {
         /// The data connection.
         conn: ConnId,
@@ -259,17 +258,6 @@ pub enum MigrationRequest {
         /// The connection.
         conn: ConnId,
     },
-    /// A job changed state (logs and metrics; nothing to do).
-    StateChanged {
-        /// The job.
-        job: JobName,
-        /// Import or export.
-        kind: JobKind,
-        /// Old state.
-        from: JobState,
-        /// New state.
-        to: JobState,
-    },
 }
 
 impl ClusterNode {
@@ -322,37 +310,24 @@ impl ClusterNode {
         self.finish(now);
     }
 
-    /// Runs one ASM subcommand — `CLUSTER MIGRATESLOTS`, `GETSLOTMIGRATIONS`,
-    /// `CANCELSLOTMIGRATIONS` or `SYNCSLOTS` (`argv[0]` is `CLUSTER`) — from `origin`: a
-    /// client or data connection, myself's primary over replication, or the AOF loader.
-    /// Returns the reply to send, or `None` where Valkey sends none (SYNCSLOTS messages on a
-    /// migration link). Replies and errors have Valkey 9's texts (slot-migration sheet
-    /// A.2–A.5). [`ClusterNode::cluster_command_argv`] routes these subcommands here too.
-    pub fn migration_command<A: AsRef<[u8]>>(
-        &mut self,
-        origin: Origin,
-        argv: &[A],
-        now: Millis,
-    ) -> Option<Reply> {
-        let now = self.clamp(now);
-        let reply =
-            self.migrations
-                .handle_cluster_command(&self.topo, origin, argv, &mut self.rng, now);
-        self.finish(now);
-        reply
-    }
-
-    /// The ASM subcommands through the CLUSTER executor: the origin comes from `req`
-    /// (`from_aof`, then `from_primary`, then `conn`).
+    /// The ASM subcommands through the CLUSTER executor (argv[0] is `CLUSTER`), with Valkey
+    /// 9's replies and errors: the origin comes from `req` (`from_aof`, then `from_primary`,
+    /// then `conn`). Without a slot migration data plane MIGRATESLOTS and SYNCSLOTS are
+    /// refused at once.
     pub(crate) fn exec_migration_command<A: AsRef<[u8]>>(
         &mut self,
         argv: &[A],
         req: &CommandRequest,
         now: Millis,
     ) -> CommandOutcome {
-        let syncslots = argv
-            .get(1)
-            .is_some_and(|s| s.as_ref().eq_ignore_ascii_case(b"syncslots"));
+        let sub = |name: &[u8]| {
+            argv.get(1)
+                .is_some_and(|s| s.as_ref().eq_ignore_ascii_case(name))
+        };
+        let syncslots = sub(b"syncslots");
+        if !self.caps.slot_migration && (syncslots || sub(b"migrateslots")) {
+            return CommandOutcome::Reply(Reply::Error(crate::MSG_NO_SLOT_MIGRATION.to_owned()));
+        }
         let origin = if req.from_aof {
             Origin::Aof
         } else if req.from_primary {
@@ -366,7 +341,10 @@ impl ClusterNode {
             // connection.
             Origin::Conn(ConnId(u64::MAX))
         };
-        match self.migration_command(origin, argv, now) {
+        let reply =
+            self.migrations
+                .handle_cluster_command(&self.topo, origin, argv, &mut self.rng, now);
+        match reply {
             Some(r) => CommandOutcome::Reply(r),
             None => CommandOutcome::NoReply,
         }
@@ -381,10 +359,10 @@ impl ClusterNode {
     /// a promotion and about topology changes, runs its due timers and deferred work
     /// (Valkey's before-sleep), and turns its outputs into node outputs.
     pub(crate) fn pump_migrations(&mut self, now: Millis) {
-        if std::mem::take(&mut self.promoted) {
+        if self.step.take_promoted() {
             self.migrations.handle_promoted(&self.topo, now);
         }
-        if (self.save_pending || self.state_dirty) && self.migrations_active() {
+        if (self.step.saving() || self.step.state_dirty()) && self.migrations_active() {
             self.migrations.handle_topology_changed(&self.topo, now);
         }
         for _ in 0..MAX_MIGRATION_ROUNDS {
@@ -470,15 +448,17 @@ impl ClusterNode {
                 kind,
                 from,
                 to,
-            } => MigrationRequest::StateChanged {
-                job,
-                kind,
-                from,
-                to,
-            },
+            } => {
+                self.step.notice(Notice::MigrationStateChanged {
+                    job,
+                    kind,
+                    from,
+                    to,
+                });
+                return false;
+            }
         };
-        self.staged
-            .push(Output::Event(Event::Migration(Box::new(req))));
+        self.step.push(Output::Migration(Box::new(req)));
         false
     }
 
@@ -491,7 +471,7 @@ impl ClusterNode {
         self.apply_epoch_effects(eout, None, now);
         self.assign_slots_to_myself(slots);
         // Nobody hears of the new owner before it is durable.
-        self.gate_transmits = true;
+        self.step.save_before_later_transmits();
         self.broadcast_pong(now);
     }
 
@@ -502,10 +482,9 @@ impl ClusterNode {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        let e = match until {
-            Some(until) => Event::PauseWrites { until },
-            None => Event::UnpauseWrites,
-        };
-        self.staged.push(Output::Event(e));
+        self.step.push(match until {
+            Some(until) => Output::PauseWrites { until },
+            None => Output::UnpauseWrites,
+        });
     }
 }

@@ -1,7 +1,8 @@
 //! Pub/Sub and module traffic over the cluster bus (facts sheet §3.1, §4.3, §4.5, §17).
 
+use crate::output::Tag;
 use crate::stats::MessageStats;
-use crate::{ClusterNode, Event, Output};
+use crate::{ClusterNode, Output};
 use ferrocluster_bus::{encode, Body, Message, MessageType, ModuleMsg, Publish};
 use ferrocluster_topology::{Millis, NodeFlags, NodeId};
 
@@ -116,19 +117,20 @@ impl ClusterNode {
 
     fn push_bytes(&mut self, link: ferrocluster_gossip::LinkId, t: MessageType, bytes: Vec<u8>) {
         MessageStats::count(&mut self.stats.sent, t);
-        self.stage_transmit(link, bytes);
+        self.step
+            .transmit(Output::Transmit { link, bytes }, Tag::None);
     }
 
     /// §8 steps 8 and 13 for a message from the known node `from`.
     pub(crate) fn deliver_bus_message(&mut self, from: NodeId, body: &Body) {
         let ev = match body {
-            Body::Publish(p) | Body::PublishShard(p) => Event::PubSubMessage {
+            Body::Publish(p) | Body::PublishShard(p) => Output::PubSubMessage {
                 from,
                 channel: p.channel.clone(),
                 message: p.message.clone(),
                 sharded: matches!(body, Body::PublishShard(_)),
             },
-            Body::Module(m) => Event::ModuleMessage {
+            Body::Module(m) => Output::ModuleMessage {
                 from,
                 module_id: m.module_id,
                 module_type: m.module_type,
@@ -136,6 +138,6 @@ impl ClusterNode {
             },
             _ => return,
         };
-        self.staged.push(Output::Event(ev));
+        self.step.push(ev);
     }
 }

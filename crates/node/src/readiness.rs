@@ -26,7 +26,7 @@ fn facts(r: &ReplicationState) -> ReplicationFacts {
 
 impl ClusterNode {
     /// Owned slots whose owner's latest claim left them out (§11.4, the epoch layer's marks).
-    pub fn owner_not_claiming(&self) -> SlotSet {
+    pub(crate) fn owner_not_claiming(&self) -> SlotSet {
         Slot::all()
             .filter(|s| {
                 self.topo.slot_owner(*s).is_some() && self.epoch.is_slot_unclaimed(&self.topo, *s)
@@ -39,10 +39,14 @@ impl ClusterNode {
     /// replication facts once the host reported them
     /// ([`ClusterNode::handle_replication`]; before that myself is judged like any other
     /// replica, from its recorded offset) and the owner-not-claiming bitmap.
-    pub fn with_health_inputs<T>(&self, now: Millis, f: impl FnOnce(&HealthInputs<'_>) -> T) -> T {
-        let facts = self.repl_reported.then(|| facts(&self.repl));
+    pub(crate) fn with_health_inputs<T>(
+        &self,
+        now: Millis,
+        f: impl FnOnce(&HealthInputs<'_>) -> T,
+    ) -> T {
+        let facts = self.repl.reported.then(|| facts(&self.repl.state));
         let not_claiming = self.owner_not_claiming();
-        let mut inputs = HealthInputs::new(&self.topo, now, self.health_cfg, self.state.is_ok())
+        let mut inputs = HealthInputs::new(&self.topo, now, self.cfg.health, self.state.is_ok())
             .with_owner_not_claiming(&not_claiming);
         if let Some(f) = &facts {
             inputs = inputs.with_replication(f);

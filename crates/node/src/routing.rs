@@ -10,11 +10,11 @@ use ferrocluster_command::{
 use ferrocluster_topology::Topology;
 
 impl ClusterNode {
-    /// The routing configuration from [`crate::ClusterConfig`]:
-    /// `cluster-allow-reads-when-down`, `cluster-allow-pubsubshard-when-down`,
-    /// `cluster-preferred-endpoint-type`; one database (Valkey 8; a Valkey 9 host with
-    /// `cluster-databases` > 1 sets [`RoutingConfig::databases`] on the returned value).
-    pub fn routing_config(&self) -> RoutingConfig {
+    /// The routing configuration from [`crate::ClusterConfig`]
+    /// (`cluster-allow-reads-when-down`, `cluster-allow-pubsubshard-when-down`,
+    /// `cluster-preferred-endpoint-type`) and the host's database count
+    /// ([`crate::Capabilities::databases`]).
+    pub(crate) fn routing_config(&self) -> RoutingConfig {
         RoutingConfig {
             allow_reads_when_down: self.config.allow_reads_when_down,
             allow_pubsubshard_when_down: self.config.allow_pubsubshard_when_down,
@@ -23,6 +23,7 @@ impl ClusterNode {
                 PreferredEndpoint::Hostname => EndpointType::Hostname,
                 PreferredEndpoint::UnknownEndpoint => EndpointType::UnknownEndpoint,
             },
+            databases: self.caps.databases,
             ..RoutingConfig::default()
         }
     }
@@ -57,7 +58,8 @@ impl ClusterNode {
     }
 
     /// The whole per-command sequence for one client command (table lookup and arity,
-    /// routing, MULTI queueing, connection commands, the one-shot ASKING flag):
+    /// routing, MULTI queueing, connection commands — SELECT over the host's
+    /// [`crate::Capabilities::databases`] — and the one-shot ASKING flag):
     /// [`ClientState::handle_command`] over [`ClusterNode::cluster_context`].
     pub fn dispatch_client_command<A, K>(
         &self,

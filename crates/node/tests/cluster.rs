@@ -5,26 +5,19 @@ mod common;
 use common::{ip, port, Net, T0};
 use ferrocluster_bus::{decode, msg_flags, node_flags, Body, MessageType, PingExt};
 use ferrocluster_node::{
-    ClusterConfig, ClusterNode, ConfigError, Event, LinkEvent, Millis, Output,
+    ClusterConfig, ClusterNode, CommandOutcome, ConfigError, LinkEvent, Millis, Notice, Output,
+    Reply,
 };
-use ferrocluster_slot::{Slot, SlotRange, SlotSet};
 use ferrocluster_topology::NodeFlags;
 
 const NT: u64 = 2000; // cluster-node-timeout used by these tests (ms)
 
-fn slots(a: u16, b: u16) -> SlotSet {
-    let mut s = SlotSet::new();
-    s.insert_range(SlotRange::new(Slot::new(a).unwrap(), Slot::new(b).unwrap()).unwrap());
-    s
-}
-
 /// Three primaries covering all 16384 slots, fully meshed.
 fn three_primaries() -> Net {
     let mut net = Net::new(3, NT);
-    let now = net.now;
-    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
-    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
-    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.add_slots(2, 10923, 16383);
     net.meet(0, 1);
     net.meet(0, 2);
     assert!(net.run_until(10_000, |n| n.fully_meshed()), "no full mesh");
@@ -59,10 +52,8 @@ fn meet_handshake_reveals_real_ids_on_both_sides() {
         assert_eq!(n.port, port(b));
         assert_eq!(n.bus_port, port(b) + 10000);
     }
-    assert!(net
-        .events
-        .iter()
-        .any(|(i, e)| *i == 0 && *e == Event::HandshakeCompleted(*net.nodes[1].myself_id())));
+    assert!(net.events.iter().any(|(i, e)| *i == 0
+        && *e == Output::Notice(Notice::HandshakeCompleted(*net.nodes[1].myself_id()))));
 }
 
 #[test]
@@ -76,7 +67,7 @@ fn gossip_introduces_a_third_node() {
     assert!(net
         .events
         .iter()
-        .any(|(i, e)| *i == 0 && *e == Event::NodeDiscovered(c)));
+        .any(|(i, e)| *i == 0 && *e == Output::Notice(Notice::NodeDiscovered(c))));
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
 }
 
@@ -94,7 +85,7 @@ fn lost_framing_closes_only_that_link() {
     let outs: Vec<Output> = std::iter::from_fn(|| net.nodes[1].poll_output()).collect();
     assert_eq!(outs.first(), Some(&Output::Close { link: bad }));
     assert!(
-        matches!(outs.get(1), Some(Output::Event(Event::FramingLost { link, .. })) if *link == bad)
+        matches!(outs.get(1), Some(Output::Notice(Notice::FramingLost { link, .. })) if *link == bad)
     );
     assert_eq!(outs.len(), 2, "{outs:?}");
     // Later bytes on the closed link are ignored; the other link still works.
@@ -108,7 +99,7 @@ fn lost_framing_closes_only_that_link() {
     net.nodes[1].handle_link_bytes(other, &frame, now);
     let outs: Vec<Output> = std::iter::from_fn(|| net.nodes[1].poll_output()).collect();
     assert!(
-        matches!(&outs[..], [Output::Event(Event::FrameDropped { link, .. })] if *link == other)
+        matches!(&outs[..], [Output::Notice(Notice::FrameDropped { link, .. })] if *link == other)
     );
     assert_eq!(net.nodes[1].stats().dropped_frames, 1);
     assert_eq!(net.nodes[1].nodes_conf(), before);
@@ -137,7 +128,7 @@ fn pfail_only_after_node_timeout_of_silence() {
     assert!(net
         .events
         .iter()
-        .any(|(i, e)| *i == 0 && *e == Event::NodePfail(c)));
+        .any(|(i, e)| *i == 0 && *e == Output::Notice(Notice::NodePfail(c))));
     // Slot-less primaries: no failure reports count (no voting primaries), so no FAIL.
     net.run_for(3 * NT);
     assert!(!net.nodes[0].topology().node(&c).unwrap().is_fail());
@@ -156,7 +147,10 @@ fn fail_with_quorum_is_broadcast_then_cleared_after_undo_time() {
         .unwrap()
         .is_fail())));
     let fail_at = net.now;
-    assert!(net.events.iter().any(|(_, e)| *e == Event::NodeFail(c)));
+    assert!(net
+        .events
+        .iter()
+        .any(|(_, e)| *e == Output::Notice(Notice::NodeFail(c))));
     let fail_sent: u64 = (0..2).map(|i| net.nodes[i].stats().sent[3]).sum();
     assert!(fail_sent >= 1, "a FAIL message was broadcast");
     // Slots of a FAIL owner: full coverage lost, state fail (§10 step 2).
@@ -179,7 +173,7 @@ fn fail_with_quorum_is_broadcast_then_cleared_after_undo_time() {
     assert!(net
         .events
         .iter()
-        .any(|(i, e)| *i == 0 && *e == Event::NodeFailCleared(c)));
+        .any(|(i, e)| *i == 0 && *e == Output::Notice(Notice::NodeFailCleared(c))));
     assert!(net.run_until(10 * NT, |n| n.nodes.iter().all(|x| x.cluster_state_ok())));
 }
 
@@ -187,17 +181,15 @@ fn fail_with_quorum_is_broadcast_then_cleared_after_undo_time() {
 fn fail_message_marks_node_and_replica_fail_clears_at_once() {
     // 3 voting primaries + a replica of node 0.
     let mut net = Net::new(4, NT);
-    let now = net.now;
-    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
-    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
-    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.add_slots(2, 10923, 16383);
     for b in 1..4 {
         net.meet(0, b);
     }
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
     let p = *net.nodes[0].myself_id();
-    let now = net.now;
-    net.nodes[3].replicate(&p, now).unwrap();
+    net.replicate(3, &p);
     net.drain();
     let r = *net.nodes[3].myself_id();
     assert!(net.run_until(5_000, |n| n.nodes[1]
@@ -255,7 +247,14 @@ fn persisted_nodes_conf_reloads_into_the_same_identity() {
             .any(|l| l.contains("myself,master") && l.ends_with("0-5460")),
         "{text}"
     );
-    let again = ClusterNode::new(common::config(0, NT), net.now, 99, Some(&saved)).unwrap();
+    let again = ClusterNode::new(
+        common::config(0, NT),
+        common::CAPS,
+        net.now,
+        99,
+        Some(&saved),
+    )
+    .unwrap();
     assert_eq!(again.myself_id(), net.nodes[0].myself_id());
     assert_eq!(again.topology().len(), 3);
     for n in net.nodes[0].topology().nodes() {
@@ -311,6 +310,7 @@ fn config_validation_errors() {
             node_timeout_ms: 0,
             ..ClusterConfig::default()
         },
+        common::CAPS,
         T0,
         1,
         None
@@ -386,14 +386,18 @@ fn forget_bans_and_spreads_through_the_forgotten_node_extension() {
     net.meet(0, 2);
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
     let c = *net.nodes[2].myself_id();
-    let now = net.now;
-    net.nodes[0].forget(&c, now).unwrap();
-    net.drain();
+    net.ok(0, &["FORGET", c.as_str()]);
     assert!(net.nodes[0].topology().node(&c).is_none());
     // Forgetting again while banned is OK (§16); myself is refused.
-    net.nodes[0].forget(&c, now).unwrap();
+    net.ok(0, &["FORGET", c.as_str()]);
     let me = *net.nodes[0].myself_id();
-    assert!(net.nodes[0].forget(&me, now).is_err());
+    let (out, _) = net.command(0, &["FORGET", me.as_str()]);
+    assert_eq!(
+        out,
+        CommandOutcome::Reply(Reply::Error(
+            "ERR I tried hard but I can't forget myself...".into()
+        ))
+    );
     // Node 1 gets the FORGOTTEN_NODE extension from node 0 and deletes node 2 as well (§6.4).
     assert!(net.run_until(5_000, |n| n.nodes[1].topology().node(&c).is_none()));
     // During the 60 s ban gossip does not bring it back to node 0.
@@ -403,7 +407,7 @@ fn forget_bans_and_spreads_through_the_forgotten_node_extension() {
 
 #[test]
 fn time_going_backwards_is_clamped() {
-    let mut n = ClusterNode::new(common::config(0, NT), T0, 7, None).unwrap();
+    let mut n = ClusterNode::new(common::config(0, NT), common::CAPS, T0, 7, None).unwrap();
     n.handle_timeout(Millis(T0.0 + 1_000));
     let t = n.poll_timeout().unwrap();
     n.handle_timeout(Millis(T0.0)); // earlier: harmless
@@ -428,7 +432,7 @@ fn same_seed_same_outputs() {
 
 #[test]
 fn fresh_node_persists_first_and_state_starts_fail() {
-    let mut n = ClusterNode::new(common::config(0, NT), T0, 3, None).unwrap();
+    let mut n = ClusterNode::new(common::config(0, NT), common::CAPS, T0, 3, None).unwrap();
     match n.poll_output() {
         Some(Output::Persist { seq: 1, contents }) => {
             let text = String::from_utf8(contents).unwrap();
@@ -449,7 +453,7 @@ fn two_nodes_with_one_node_id_refuse_each_other_and_report_it() {
     use common::config;
     use ferrocluster_node::NodeAddress;
     let nodes = (0..2)
-        .map(|i| ClusterNode::new(config(i, NT), T0, 4242, None).unwrap())
+        .map(|i| ClusterNode::new(config(i, NT), common::CAPS, T0, 4242, None).unwrap())
         .collect::<Vec<_>>();
     assert_eq!(
         nodes[0].myself_id(),
@@ -485,12 +489,12 @@ fn two_nodes_with_one_node_id_refuse_each_other_and_report_it() {
         .events
         .iter()
         .filter_map(|(i, e)| match e {
-            Event::NodeIdCollision {
+            Output::Notice(Notice::NodeIdCollision {
                 id: got,
                 mine,
                 peer,
                 ..
-            } if *got == id => Some((*i, *mine, *peer)),
+            }) if *got == id => Some((*i, *mine, *peer)),
             _ => None,
         })
         .collect();

@@ -12,9 +12,10 @@
 
 mod common;
 
-use common::{captured, case_argv, load, TestKeys};
+use common::{captured, case_argv, load, settle, TestKeys};
 use ferrocluster_node::{
-    ClusterNode, CommandOutcome, CommandRequest, Event, FailoverMode, Millis, Output, Reply,
+    ClusterNode, CommandOutcome, CommandRequest, FailoverMode, Millis, Notice, Output, Reply,
+    RequestId,
 };
 use ferrocluster_slot::{key_hash_slot, Slot};
 use ferrocluster_topology::NodeId;
@@ -36,10 +37,7 @@ fn run(node: &mut ClusterNode, file: &str, keys: &TestKeys, now: Millis) {
         req.replication_done = true;
         out = node.cluster_command_argv(&argv, &req, keys, now);
     }
-    let reply = out
-        .reply()
-        .unwrap_or_else(|| panic!("{file}: {out:?}"))
-        .clone();
+    let (reply, _) = settle(node, req.id, &out);
     assert_eq!(
         String::from_utf8_lossy(&reply.to_resp2()),
         String::from_utf8_lossy(&captured(file)),
@@ -162,16 +160,21 @@ fn bumpepoch_then_still_and_persisted_with_fsync_gate() {
     // unique maximum, so STILL (§11.6).
     let mut node = load("stable", 22003);
     while node.poll_output().is_some() {}
-    run(&mut node, "errors/cluster-bumpepoch.resp", &keys_22003(), T);
+    let req = CommandRequest::default();
+    let argv = case_argv("errors/cluster-bumpepoch.resp");
+    let out = node.cluster_command_argv(&argv, &req, &keys_22003(), T);
+    // The bump is saved: the reply waits for its persist.
+    assert_eq!(out, CommandOutcome::Deferred);
     assert_eq!(node.topology().current_epoch.get(), 7);
-    let outs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
+    let (reply, outs) = settle(&mut node, req.id, &out);
+    assert_eq!(reply.to_resp2(), captured("errors/cluster-bumpepoch.resp"));
     assert!(
         matches!(outs.first(), Some(Output::Persist { .. })),
         "{outs:?}"
     );
     assert!(outs
         .iter()
-        .any(|o| matches!(o, Output::Event(Event::ConfigEpochBumped(e)) if e.get() == 7)));
+        .any(|o| matches!(o, Output::Notice(Notice::ConfigEpochBumped(e)) if e.get() == 7)));
     let again = node.cluster_command_argv(
         &["CLUSTER", "BUMPEPOCH"],
         &CommandRequest::default(),
@@ -322,7 +325,7 @@ fn forget_phase_replies() {
 }
 
 #[test]
-fn failover_preconditions_and_recorded_request() {
+fn failover_preconditions_and_the_started_manual_failover() {
     let mut replica = load("stable", 22005);
     let none = TestKeys::default();
     let req = CommandRequest::default();
@@ -332,18 +335,34 @@ fn failover_preconditions_and_recorded_request() {
         out.reply().unwrap().to_resp2(),
         b"-ERR Master is down or failed, please use CLUSTER FAILOVER FORCE\r\n"
     );
-    assert!(replica.manual_failover_request().is_none());
+    assert!(replica.epoch().manual_failover().end().is_none());
     let out = replica.cluster_command_argv(&["CLUSTER", "FAILOVER", "FORCE"], &req, &none, T);
-    assert_eq!(out.reply(), Some(&Reply::ok()));
-    let r = *replica.manual_failover_request().unwrap();
-    assert_eq!(r.mode, FailoverMode::Force);
-    assert_eq!(r.deadline, Millis(T.0 + 5000)); // cluster-manual-failover-timeout (§13.1)
-    let evs: Vec<Output> = std::iter::from_fn(|| replica.poll_output()).collect();
-    assert!(evs.contains(&Output::Event(Event::ManualFailoverRequested(
-        FailoverMode::Force
-    ))));
-    assert_eq!(replica.take_manual_failover_request(), Some(r));
-    assert!(replica.manual_failover_request().is_none());
+    // The epoch layer runs it: mf_end = now + cluster-manual-failover-timeout (§13.1).
+    assert_eq!(
+        replica.epoch().manual_failover().end(),
+        Some(Millis(T.0 + 5000))
+    );
+    let evs: Vec<Output> = std::iter::from_fn(|| {
+        let o = replica.poll_output();
+        if let Some(Output::Persist { seq, .. }) = &o {
+            replica.handle_persisted(*seq);
+        }
+        o
+    })
+    .collect();
+    assert!(
+        evs.contains(&Output::Notice(Notice::ManualFailoverRequested(
+            FailoverMode::Force
+        )))
+    );
+    // +OK, at once or (the FORCE election bumped currentEpoch) after its persist.
+    let ok = out.reply() == Some(&Reply::ok())
+        || (out == CommandOutcome::Deferred
+            && evs.contains(&Output::Reply {
+                to: req.id,
+                reply: Reply::ok(),
+            }));
+    assert!(ok, "{out:?} {evs:?}");
 }
 
 #[test]
@@ -422,11 +441,11 @@ fn slot_stats_reports_my_shards_slots() {
 
 #[test]
 fn set_config_epoch_on_a_lone_node_and_help() {
-    let mut n = ClusterNode::new(common::config(0, 2000), T, 5, None).unwrap();
+    let mut n = ClusterNode::new(common::config(0, 2000), common::CAPS, T, 5, None).unwrap();
     let none = TestKeys::default();
     let req = CommandRequest::default();
     let out = n.cluster_command_argv(&["CLUSTER", "SET-CONFIG-EPOCH", "9"], &req, &none, T);
-    assert_eq!(out.reply(), Some(&Reply::ok()));
+    assert_eq!(settle(&mut n, req.id, &out).0, Reply::ok());
     assert_eq!(n.topology().myself().config_epoch.get(), 9);
     assert_eq!(
         n.topology().current_epoch.get(),
@@ -448,21 +467,25 @@ fn set_config_epoch_on_a_lone_node_and_help() {
             "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into()
         ))
     );
-    // SAVECONFIG queues a Persist.
-    while n.poll_output().is_some() {}
+    // SAVECONFIG queues a Persist; its +OK comes once that is acknowledged.
     let out = n.cluster_command_argv(&["CLUSTER", "SAVECONFIG"], &req, &none, T);
-    assert_eq!(out.reply(), Some(&Reply::ok()));
-    assert!(matches!(n.poll_output(), Some(Output::Persist { .. })));
+    assert_eq!(out, CommandOutcome::Deferred);
+    let (reply, outs) = settle(&mut n, req.id, &out);
+    assert_eq!(reply, Reply::ok());
+    assert!(
+        matches!(outs.first(), Some(Output::Persist { .. })),
+        "{outs:?}"
+    );
     // FLUSHSLOTS needs an empty DB 0 (§15).
     let out = n.cluster_command_argv(&["CLUSTER", "ADDSLOTSRANGE", "0", "9"], &req, &none, T);
-    assert_eq!(out.reply(), Some(&Reply::ok()));
+    assert_eq!(settle(&mut n, req.id, &out).0, Reply::ok());
     let out = n.cluster_command_argv(&["CLUSTER", "FLUSHSLOTS"], &req, &TestKeys::new(&["k"]), T);
     assert_eq!(
         out.reply().unwrap().to_resp2(),
         b"-ERR DB must be empty to perform CLUSTER FLUSHSLOTS.\r\n"
     );
     let out = n.cluster_command_argv(&["CLUSTER", "FLUSHSLOTS"], &req, &none, T);
-    assert_eq!(out.reply(), Some(&Reply::ok()));
+    assert_eq!(settle(&mut n, req.id, &out).0, Reply::ok());
     assert_eq!(n.topology().myself().slot_count(), 0);
 }
 
@@ -477,17 +500,17 @@ fn reset_of_a_replica_turns_it_into_an_empty_primary() {
         &TestKeys::new(&["x"]), // a replica may hold keys: Valkey empties them
         T,
     );
-    assert_eq!(out.reply(), Some(&Reply::ok()));
     assert!(r.topology().myself().is_primary());
     assert_eq!(r.topology().len(), 1);
     assert_ne!(r.myself_id(), &old, "HARD draws a new node ID");
     assert_eq!(r.topology().current_epoch.get(), 0);
-    let evs: Vec<Output> = std::iter::from_fn(|| r.poll_output()).collect();
-    assert!(evs.contains(&Output::Event(Event::BecamePrimary)));
-    assert!(evs.contains(&Output::Event(Event::ClusterReset {
+    let (reply, evs) = settle(&mut r, RequestId::default(), &out);
+    assert_eq!(reply, Reply::ok());
+    assert!(evs.contains(&Output::BecamePrimary));
+    assert!(evs.contains(&Output::ClusterReset {
         hard: true,
         was_replica: true
-    })));
+    }));
 }
 
 #[test]
@@ -523,7 +546,7 @@ fn setslot_on_a_replica_from_its_primary_applies_at_once() {
         &TestKeys::default(),
         T,
     );
-    assert_eq!(out.reply(), Some(&Reply::ok()));
+    assert_eq!(settle(&mut r, req.id, &out).0, Reply::ok());
     let s = Slot::new(12182).unwrap();
     assert_eq!(
         r.topology().migrating_to(s).map(NodeId::as_str),

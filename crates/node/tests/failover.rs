@@ -10,7 +10,8 @@ use common::{ip, port, Net};
 use ferrocluster_bus::{msg_flags, Body, Message, MessageType};
 use ferrocluster_node::epoch::FailoverMode as MfMode;
 use ferrocluster_node::{
-    CommandRequest, EpochEvent, Event, Millis, NodeId, Output, ReplLink, ReplicationState,
+    CommandRequest, EpochEvent, Millis, NodeId, Notice, Output, ReplLink, ReplicationState,
+    RequestId,
 };
 use ferrocluster_slot::{Slot, SlotRange, SlotSet};
 
@@ -31,17 +32,15 @@ fn id(net: &Net, i: usize) -> NodeId {
 /// offset 100 and node 3 a synced link at offset 100.
 fn cluster_with_replica() -> Net {
     let mut net = Net::new(4, NT);
-    let now = net.now;
-    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
-    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
-    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.add_slots(2, 10923, 16383);
     net.meet(0, 1);
     net.meet(0, 2);
     net.meet(0, 3);
     assert!(net.run_until(10_000, |n| n.fully_meshed()), "no full mesh");
     let p = id(&net, 0);
-    let now = net.now;
-    net.nodes[3].replicate(&p, now).unwrap();
+    net.replicate(3, &p);
     net.drain();
     assert!(net.run_until(10_000, |n| {
         (0..3).all(|i| {
@@ -101,7 +100,7 @@ fn var(conf: &str, name: &str) -> u64 {
     words[at + 1].parse().unwrap()
 }
 
-fn events_of(net: &Net, i: usize) -> Vec<Event> {
+fn events_of(net: &Net, i: usize) -> Vec<Output> {
     net.events
         .iter()
         .filter(|(n, _)| *n == i)
@@ -155,12 +154,12 @@ fn automatic_failover_end_to_end() {
         assert_eq!(acks[0].1, Some(3));
         let conf = persisted_before(&net, v, acks[0].0);
         assert_eq!(var(&conf, "lastVoteEpoch"), election);
-        assert!(
-            events_of(&net, v).contains(&Event::Epoch(EpochEvent::VoteGranted {
+        assert!(events_of(&net, v).contains(&Output::Notice(Notice::Epoch(
+            EpochEvent::VoteGranted {
                 to: r,
                 epoch: ferrocluster_topology::CurrentEpoch(election),
-            }))
-        );
+            }
+        ))));
     }
     // §12.2 won: configEpoch = the election epoch, larger than every configEpoch before.
     let me = net.nodes[3].topology().myself();
@@ -168,15 +167,17 @@ fn automatic_failover_end_to_end() {
     assert!(me.config_epoch > old_max);
     assert_eq!(me.slots(), &slots(0, 5460));
     let evs = events_of(&net, 3);
-    assert!(evs.contains(&Event::BecamePrimary));
-    assert!(evs.contains(&Event::Epoch(EpochEvent::ElectionWon(
-        ferrocluster_topology::CurrentEpoch(election)
-    ))));
+    assert!(evs.contains(&Output::BecamePrimary));
+    assert!(
+        evs.contains(&Output::Notice(Notice::Epoch(EpochEvent::ElectionWon(
+            ferrocluster_topology::CurrentEpoch(election)
+        ))))
+    );
     // §12.5: a PONG to all after the persist of the new configuration; it carries the slots.
     let won_at = net
         .log
         .iter()
-        .position(|(n, o)| *n == 3 && *o == Output::Event(Event::BecamePrimary))
+        .position(|(n, o)| *n == 3 && *o == Output::BecamePrimary)
         .unwrap();
     let pongs: Vec<_> = sent_by(&net, 3, MessageType::Pong)
         .into_iter()
@@ -250,8 +251,8 @@ fn update_makes_the_stale_primary_a_replica_of_the_winner() {
     assert_eq!(me.primary, Some(r));
     assert_eq!(me.slot_count(), 0);
     let evs = events_of(&net, 0);
-    assert!(evs.contains(&Event::BecameReplica { primary: r }));
-    assert!(evs.contains(&Event::ReplicateFrom {
+    assert!(evs.contains(&Output::Notice(Notice::BecameReplica { primary: r })));
+    assert!(evs.contains(&Output::ReplicateFrom {
         primary: r,
         ip: Some(ip(3)),
         port: port(3),
@@ -260,18 +261,12 @@ fn update_makes_the_stale_primary_a_replica_of_the_winner() {
     }));
 }
 
+/// CLUSTER FAILOVER `args` on node `i`: the reply, at once or after its persist.
 fn failover(net: &mut Net, i: usize, args: &[&str]) -> Vec<u8> {
-    let now = net.now;
-    let mut argv = vec!["CLUSTER", "FAILOVER"];
+    let mut argv = vec!["FAILOVER"];
     argv.extend_from_slice(args);
-    let out = net.nodes[i].cluster_command_argv(
-        &argv,
-        &CommandRequest::default(),
-        &common::TestKeys::default(),
-        now,
-    );
-    net.drain();
-    out.reply().unwrap().to_resp2()
+    let (out, id) = net.command(i, &argv);
+    net.reply_of(i, id, &out).unwrap().to_resp2()
 }
 
 #[test]
@@ -291,10 +286,12 @@ fn manual_failover_default_mode() {
     // §13.2: the primary pauses writes for 2 × 5000 ms and PINGs back with PAUSED and its
     // final offset.
     let evs = events_of(&net, 0);
-    assert!(evs.contains(&Event::PauseWrites {
+    assert!(evs.contains(&Output::PauseWrites {
         until: Millis(t.0 + 10_000)
     }));
-    assert!(evs.contains(&Event::Epoch(EpochEvent::ManualFailoverRequested(r))));
+    assert!(evs.contains(&Output::Notice(Notice::Epoch(
+        EpochEvent::ManualFailoverRequested(r)
+    ))));
     let ping = net.wire[start..]
         .iter()
         .find(|(_, f, to, m)| *f == 0 && *to == Some(3) && m.message_type() == MessageType::Ping)
@@ -318,13 +315,13 @@ fn manual_failover_default_mode() {
     // The old primary hears the new claims, becomes a replica and unpauses writes.
     assert!(net.run_until(3_000, |n| n.nodes[0].topology().myself().primary == Some(r)));
     let evs = events_of(&net, 0);
-    assert!(evs.contains(&Event::UnpauseWrites));
-    assert!(evs.contains(&Event::BecameReplica { primary: r }));
+    assert!(evs.contains(&Output::UnpauseWrites));
+    assert!(evs.contains(&Output::Notice(Notice::BecameReplica { primary: r })));
     // Every header the primary sent while serving the manual failover carried PAUSED (§13.2).
     let replica_at = net
         .log
         .iter()
-        .position(|(n, o)| *n == 0 && *o == Output::Event(Event::BecameReplica { primary: r }))
+        .position(|(n, o)| *n == 0 && *o == Output::Notice(Notice::BecameReplica { primary: r }))
         .unwrap();
     let paused: Vec<bool> = net.wire[start..]
         .iter()
@@ -352,7 +349,7 @@ fn manual_failover_announces_the_offset_the_host_confirmed_after_pausing() {
     assert_eq!(failover(&mut net, 3, &[]), b"+OK\r\n");
     assert!(events_of(&net, 0)
         .iter()
-        .any(|e| matches!(e, Event::PauseWrites { .. })));
+        .any(|e| matches!(e, Output::PauseWrites { .. })));
     // Before the host confirmed, no header of the primary carries PAUSED.
     net.run_for(300);
     assert!(net.wire[start..]
@@ -409,16 +406,16 @@ fn manual_failover_takeover_needs_no_votes() {
     assert_eq!(me.slots(), &slots(0, 5460));
     assert!(sent_by(&net, 3, MessageType::FailoverAuthRequest).is_empty());
     let evs = events_of(&net, 3);
-    assert!(evs.contains(&Event::ManualFailoverRequested(
-        ferrocluster_node::FailoverMode::Takeover
-    )));
     assert!(
-        evs.contains(&Event::Epoch(EpochEvent::ManualFailoverStarted(
-            MfMode::Takeover
+        evs.contains(&Output::Notice(Notice::ManualFailoverRequested(
+            ferrocluster_node::FailoverMode::Takeover
         )))
     );
-    assert!(evs.contains(&Event::ConfigEpochBumped(me.config_epoch)));
-    assert!(evs.contains(&Event::BecamePrimary));
+    assert!(evs.contains(&Output::Notice(Notice::Epoch(
+        EpochEvent::ManualFailoverStarted(MfMode::Takeover)
+    ))));
+    assert!(evs.contains(&Output::Notice(Notice::ConfigEpochBumped(me.config_epoch))));
+    assert!(evs.contains(&Output::BecamePrimary));
     // The PONG broadcast left only after the persist of the new configuration.
     let pong = net
         .wire
@@ -462,17 +459,15 @@ fn failover_on_a_primary_is_refused() {
 #[test]
 fn readiness_follows_the_hosts_replication_report() {
     let mut net = Net::new(4, NT);
-    let now = net.now;
-    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
-    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
-    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.add_slots(2, 10923, 16383);
     for j in 1..4 {
         net.meet(0, j);
     }
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
     let (p, r) = (id(&net, 0), id(&net, 3));
-    let now = net.now;
-    net.nodes[3].replicate(&p, now).unwrap();
+    net.replicate(3, &p);
     net.drain();
     assert!(net.run_until(10_000, |n| n.nodes.iter().all(|x| x.cluster_state_ok())));
     let shard_of = |net: &Net, viewer: usize| {
@@ -528,16 +523,10 @@ fn readiness_follows_the_hosts_replication_report() {
     assert!(net.nodes[0].health(net.now).state_ok);
 }
 
+/// `argv` (`CLUSTER ...`) on node `i`: the reply, at once or after its persist.
 fn cluster(net: &mut Net, i: usize, argv: &[&str]) -> Vec<u8> {
-    let now = net.now;
-    let out = net.nodes[i].cluster_command_argv(
-        argv,
-        &CommandRequest::default(),
-        &common::TestKeys::default(),
-        now,
-    );
-    net.drain();
-    out.reply().unwrap().to_resp2()
+    let (out, id) = net.command(i, &argv[1..]);
+    net.reply_of(i, id, &out).unwrap().to_resp2()
 }
 
 #[test]
@@ -558,7 +547,7 @@ fn equal_config_epochs_are_resolved_by_collisions() {
         .unwrap();
     assert!(!events_of(&net, largest)
         .iter()
-        .any(|e| matches!(e, Event::ConfigEpochBumped(_))));
+        .any(|e| matches!(e, Output::Notice(Notice::ConfigEpochBumped(_)))));
     // The replica advertises its primary's configEpoch and everyone agrees on it.
     let e0 = net.nodes[0].topology().myself().config_epoch;
     assert!(net.run_until(5_000, |n| (1..4).all(|v| n.nodes[v]
@@ -586,7 +575,7 @@ fn a_slot_taken_with_a_higher_epoch_asks_the_loser_to_delete_its_keys() {
     let mut zero = SlotSet::new();
     zero.insert(Slot::new(0).unwrap());
     assert!(net.run_until(2_000, |n| primary_of(n, 0, 0) == Some(b)));
-    assert!(events_of(&net, 0).contains(&Event::DeleteSlotKeys(Box::new(zero))));
+    assert!(events_of(&net, 0).contains(&Output::DeleteSlotKeys(Box::new(zero))));
     assert_eq!(net.nodes[0].topology().myself().slots(), &slots(1, 5460));
     assert!(net.nodes[0].topology().myself().is_primary());
     assert!(net.run_until(2_000, |n| primary_of(n, 2, 0) == Some(b)
@@ -599,18 +588,16 @@ fn replica_migrates_to_an_orphaned_primary() {
     // (§14): the replica of 0 with the smallest ID moves to 1 after 5000 ms, with a full sync
     // (another shard).
     let mut net = Net::new(6, NT);
-    let now = net.now;
-    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
-    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
-    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.add_slots(2, 10923, 16383);
     for j in 1..6 {
         net.meet(0, j);
     }
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
     let (p0, p1) = (id(&net, 0), id(&net, 1));
     for (r, p) in [(3, p0), (4, p0), (5, p1)] {
-        let now = net.now;
-        net.nodes[r].replicate(&p, now).unwrap();
+        net.replicate(r, &p);
         net.drain();
     }
     assert!(net.run_until(10_000, |n| {
@@ -649,8 +636,10 @@ fn replica_migrates_to_an_orphaned_primary() {
         net.now.since(fail_seen)
     );
     let evs = events_of(&net, mover);
-    assert!(evs.contains(&Event::Epoch(EpochEvent::ReplicaMigration(p1))));
-    assert!(evs.contains(&Event::ReplicateFrom {
+    assert!(evs.contains(&Output::Notice(Notice::Epoch(
+        EpochEvent::ReplicaMigration(p1)
+    ))));
+    assert!(evs.contains(&Output::ReplicateFrom {
         primary: p1,
         ip: Some(ip(1)),
         port: port(1),
@@ -712,15 +701,22 @@ fn a_repointed_replica_advertises_offset_zero_until_its_first_sync() {
     };
     assert_eq!(seen(&net), Some(268_927));
     let target = id(&net, 1).as_str().to_owned();
+    let req = CommandRequest {
+        id: RequestId(77),
+        ..CommandRequest::default()
+    };
     let out = net.nodes[3].cluster_command_argv(
         &["CLUSTER", "REPLICATE", &target],
-        &CommandRequest::default(),
+        &req,
         &common::TestKeys::default(),
         now,
     );
-    assert_eq!(out.reply().unwrap().to_resp2(), b"+OK\r\n");
     let start = net.wire.len();
     net.drain();
+    assert_eq!(
+        net.reply_of(3, req.id, &out).unwrap().to_resp2(),
+        b"+OK\r\n"
+    );
     assert_eq!(net.nodes[3].topology().myself().repl_offset, 0);
     // The host still reports the old stream's offset while it re-syncs.
     let now = net.now;

@@ -15,13 +15,13 @@
 //!   `crates/gossip/tests/vectors/meet-gossip/`);
 //! * a node seen only in handshake never changes a role or a slot;
 //! * a frame claiming the victim's own ID changes nothing and is reported once
-//!   ([`Event::NodeIdCollision`]);
+//!   (`Notice::NodeIdCollision`);
 //! * whatever arrives, myself's address is never taken from a frame, the model's own
 //!   invariants hold ([`ferrocluster_topology::Topology::check_invariants`]), the node never
 //!   panics, and what it saves loads again.
 
 use ferrocluster_bus::{decode, encode, Body, Message, MessageType};
-use ferrocluster_node::{ClusterConfig, ClusterNode, Event, LinkId, Millis, Output};
+use ferrocluster_node::{Capabilities, ClusterConfig, ClusterNode, LinkId, Millis, Notice, Output};
 use ferrocluster_testvectors as tv;
 use ferrocluster_topology::{NodeId, Topology};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -60,7 +60,8 @@ fn victim(flavor: &str) -> Victim {
             node_timeout_ms: 2_000,
             ..ClusterConfig::default()
         };
-        let mut node = ClusterNode::new(cfg, NOW, 77, Some(&text)).expect("captured file loads");
+        let mut node = ClusterNode::new(cfg, Capabilities::default(), NOW, 77, Some(&text))
+            .expect("captured file loads");
         while node.poll_output().is_some() {}
         node.handle_persisted(u64::MAX);
         return Victim { node, port };
@@ -120,7 +121,7 @@ fn sender_of(bytes: &[u8]) -> Option<NodeId> {
 }
 
 /// Feeds `bytes` on a new inbound link from 127.0.0.9; returns the link and the events.
-fn feed(v: &mut Victim, bytes: &[u8]) -> (LinkId, Vec<Event>) {
+fn feed(v: &mut Victim, bytes: &[u8]) -> (LinkId, Vec<Output>) {
     let peer = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9));
     let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let link = v.node.handle_accept_local(peer, local, NOW);
@@ -128,13 +129,13 @@ fn feed(v: &mut Victim, bytes: &[u8]) -> (LinkId, Vec<Event>) {
     (link, drain(v))
 }
 
-fn drain(v: &mut Victim) -> Vec<Event> {
+fn drain(v: &mut Victim) -> Vec<Output> {
     let mut evs = Vec::new();
     while let Some(o) = v.node.poll_output() {
         match o {
-            Output::Event(e) => evs.push(e),
             Output::Persist { seq, .. } => v.node.handle_persisted(seq),
-            _ => {}
+            Output::Transmit { .. } | Output::Connect { .. } | Output::Close { .. } => {}
+            e => evs.push(e),
         }
     }
     evs
@@ -174,7 +175,7 @@ fn unchanged_by_unknown(
     v: &Victim,
     before: &(String, usize),
     is_meet: bool,
-    evs: &[Event],
+    evs: &[Output],
     what: &str,
 ) {
     let after = snapshot(v.node.topology());
@@ -189,7 +190,11 @@ fn unchanged_by_unknown(
     );
     for e in evs {
         assert!(
-            matches!(e, Event::FrameDropped { .. } | Event::FramingLost { .. }),
+            matches!(
+                e,
+                Output::Notice(Notice::FrameDropped { .. })
+                    | Output::Notice(Notice::FramingLost { .. })
+            ),
             "{what}: unexpected event {e:?}"
         );
     }
@@ -229,7 +234,8 @@ fn stranger() -> Victim {
         announce_ip: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         ..ClusterConfig::default()
     };
-    let mut node = ClusterNode::new(cfg, NOW, 5, None).expect("fresh node");
+    let mut node =
+        ClusterNode::new(cfg, Capabilities::default(), NOW, 5, None).expect("fresh node");
     node.cluster_command_argv(
         &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"],
         &ferrocluster_node::CommandRequest::default(),
@@ -274,7 +280,11 @@ fn mutated_frames_into_a_node_of_another_cluster_plant_nothing_and_never_demote_
             );
             for e in &evs {
                 assert!(
-                    matches!(e, Event::FrameDropped { .. } | Event::FramingLost { .. }),
+                    matches!(
+                        e,
+                        Output::Notice(Notice::FrameDropped { .. })
+                            | Output::Notice(Notice::FramingLost { .. })
+                    ),
                     "{what}: unexpected event {e:?}"
                 );
             }
@@ -381,7 +391,7 @@ fn byte_mutated_captured_frames_change_only_what_their_sender_may_change() {
                 );
                 assert!(
                     evs.iter()
-                        .any(|e| matches!(e, Event::NodeIdCollision { .. })),
+                        .any(|e| matches!(e, Output::Notice(Notice::NodeIdCollision { .. }))),
                     "{what}: a frame claiming my ID was not reported"
                 );
             } else if !known && decode(&bytes).is_ok_and(|m| m.full_header().is_some()) {

@@ -11,9 +11,9 @@ use common::{ip, port, Net};
 use ferrocluster_bus::MessageType;
 use ferrocluster_node::migration::{MSG_LOST_SOURCE, MSG_LOST_TARGET};
 use ferrocluster_node::{
-    CommandOutcome, CommandRequest, ConnId, EmptyKeyspace, Event, FinishState, JobKind, JobName,
-    JobState, MigrationInput, MigrationRequest, NodeId, Origin, Output, Reply, SnapshotResult,
-    SyncSlots, MSG_SYNCSLOTS_NO_CONN,
+    CommandOutcome, CommandRequest, ConnId, EmptyKeyspace, FinishState, JobKind, JobName, JobState,
+    MigrationInput, MigrationRequest, NodeId, Notice, Output, Reply, SnapshotResult, SyncSlots,
+    MSG_SYNCSLOTS_NO_CONN,
 };
 use ferrocluster_slot::{Slot, SlotRange, SlotSet};
 use std::collections::BTreeMap;
@@ -43,9 +43,8 @@ fn owner(net: &Net, viewer: usize, slot: u16) -> Option<NodeId> {
 /// other's slots, state ok on both.
 fn two_primaries() -> Net {
     let mut net = Net::new(2, NT);
-    let now = net.now;
-    net.nodes[SRC].add_slots(&slots(0, 8191), now).unwrap();
-    net.nodes[DST].add_slots(&slots(8192, 16383), now).unwrap();
+    net.add_slots(SRC, 0, 8191);
+    net.add_slots(DST, 8192, 16383);
     net.meet(SRC, DST);
     assert!(net.run_until(10_000, |n| n.fully_meshed()
         && owner(n, DST, 0) == Some(id(n, SRC))
@@ -61,11 +60,11 @@ fn cmd(net: &mut Net, i: usize, argv: &[&str], req: &CommandRequest) -> CommandO
     out
 }
 
+/// `argv` (`CLUSTER ...`) on node `i`: the reply, at once or after its persist.
 fn reply(net: &mut Net, i: usize, argv: &[&str]) -> Reply {
-    match cmd(net, i, argv, &CommandRequest::default()) {
-        CommandOutcome::Reply(r) => r,
-        o => panic!("{argv:?}: {o:?}"),
-    }
+    let (out, id) = net.command(i, &argv[1..]);
+    net.reply_of(i, id, &out)
+        .unwrap_or_else(|| panic!("{argv:?}: {out:?}"))
 }
 
 /// The scripted data plane of both hosts: data connections are wired in memory; snapshots
@@ -84,7 +83,7 @@ struct Plane {
     /// Every migration request acted on, per node.
     log: Vec<(usize, MigrationRequest)>,
     /// Every event that is not a migration request, per node.
-    events: Vec<(usize, Event)>,
+    events: Vec<(usize, Output)>,
     /// SYNCSLOTS messages lost on the way.
     dropped: Vec<SyncSlots>,
 }
@@ -113,14 +112,14 @@ impl Plane {
             if self.seen == net.events.len() {
                 return;
             }
-            let new: Vec<(usize, Event)> = net.events[self.seen..].to_vec();
+            let new: Vec<(usize, Output)> = net.events[self.seen..].to_vec();
             self.seen = net.events.len();
             for (i, e) in new {
                 match e {
-                    Event::Migration(r) => self.act(net, i, *r),
-                    Event::DeleteSlotKeys(s) => {
+                    Output::Migration(r) => self.act(net, i, *r),
+                    Output::DeleteSlotKeys(s) => {
                         self.keys[i].retain(|slot, _| !s.contains(Slot::new(*slot).unwrap()));
-                        self.events.push((i, Event::DeleteSlotKeys(s)));
+                        self.events.push((i, Output::DeleteSlotKeys(s)));
                     }
                     other => self.events.push((i, other)),
                 }
@@ -233,8 +232,12 @@ impl Plane {
                     let mine = net.nodes[k].topology().myself();
                     if k != i && mine.is_replica() && mine.primary == Some(me) {
                         let argv = message.argv();
-                        let r = net.nodes[k].migration_command(Origin::Primary, &argv, now);
-                        assert_eq!(r, Some(Reply::ok()), "{message:?}");
+                        let req = CommandRequest {
+                            from_primary: true,
+                            ..CommandRequest::default()
+                        };
+                        let r = net.nodes[k].cluster_command_argv(&argv, &req, &EmptyKeyspace, now);
+                        assert_eq!(r, CommandOutcome::Reply(Reply::ok()), "{message:?}");
                     }
                 }
             }
@@ -266,7 +269,8 @@ impl Plane {
             .map(|(_, r)| r)
     }
 
-    fn events(&self, i: usize) -> impl Iterator<Item = &Event> {
+    /// The outputs of node `i` the plane saw that are not migration requests.
+    fn events(&self, i: usize) -> impl Iterator<Item = &Output> {
         self.events
             .iter()
             .filter(move |(n, _)| *n == i)
@@ -346,10 +350,7 @@ fn happy_path_target_takes_over_and_source_drops_its_keys() {
 
     // Source requests, in order (§A.7 export table, §A.8): connect to the target's client
     // port, ESTABLISH, first ACK, snapshot, streaming.
-    let src: Vec<&MigrationRequest> = plane
-        .requests(SRC)
-        .filter(|r| !matches!(r, MigrationRequest::StateChanged { .. }))
-        .collect();
+    let src: Vec<&MigrationRequest> = plane.requests(SRC).collect();
     assert!(
         matches!(src[0], MigrationRequest::Connect { target, port: p, .. }
         if *target == id(&net, DST) && *p == port(DST))
@@ -395,9 +396,9 @@ fn happy_path_target_takes_over_and_source_drops_its_keys() {
     let new_epoch = net.nodes[DST].topology().myself().config_epoch.get();
     assert_eq!(new_epoch, cur_before + 1);
     assert!(new_epoch > src_epoch);
-    assert!(plane
-        .events(DST)
-        .any(|e| matches!(e, Event::ConfigEpochBumped(c) if c.get() == new_epoch)));
+    assert!(plane.events(DST).any(
+        |e| matches!(e, Output::Notice(Notice::ConfigEpochBumped(c)) if c.get() == new_epoch)
+    ));
     for v in [SRC, DST] {
         assert_eq!(owner(&net, v, 0), Some(id(&net, DST)), "viewer {v}");
         assert_eq!(owner(&net, v, 99), Some(id(&net, DST)), "viewer {v}");
@@ -449,7 +450,7 @@ fn happy_path_target_takes_over_and_source_drops_its_keys() {
     // moved slots, job success, writes paused then unpaused.
     let mut deleted = SlotSet::new();
     for e in plane.events(SRC) {
-        if let Event::DeleteSlotKeys(s) = e {
+        if let Output::DeleteSlotKeys(s) = e {
             deleted = deleted.union(s);
         }
     }
@@ -458,12 +459,12 @@ fn happy_path_target_takes_over_and_source_drops_its_keys() {
         plane.keys[SRC].keys().copied().collect::<Vec<_>>(),
         vec![200]
     );
-    let pauses: Vec<&Event> = plane
+    let pauses: Vec<&Output> = plane
         .events(SRC)
-        .filter(|e| matches!(e, Event::PauseWrites { .. } | Event::UnpauseWrites))
+        .filter(|e| matches!(e, Output::PauseWrites { .. } | Output::UnpauseWrites))
         .collect();
-    assert!(matches!(pauses.first(), Some(Event::PauseWrites { .. })));
-    assert!(matches!(pauses.last(), Some(Event::UnpauseWrites)));
+    assert!(matches!(pauses.first(), Some(Output::PauseWrites { .. })));
+    assert!(matches!(pauses.last(), Some(Output::UnpauseWrites)));
     assert_eq!(
         job_state(&net, SRC, JobKind::Export),
         (JobState::Success, None)
@@ -547,7 +548,7 @@ fn link_loss_rolls_back_the_target_and_leaves_the_source_owner() {
     assert_eq!(plane.keys[SRC].len(), 101);
     assert!(!plane
         .events(SRC)
-        .any(|e| matches!(e, Event::DeleteSlotKeys(_))));
+        .any(|e| matches!(e, Output::DeleteSlotKeys(_))));
 }
 
 #[test]
@@ -610,8 +611,11 @@ fn cancel_while_paused_lifts_the_pause() {
         .pause_until();
     assert_eq!(until, Some(net.now.saturating_add_ms(10_000)));
     assert_eq!(
-        plane.events(SRC).last(),
-        Some(&Event::PauseWrites {
+        plane
+            .events(SRC)
+            .filter(|e| !matches!(e, Output::Notice(_)))
+            .last(),
+        Some(&Output::PauseWrites {
             until: until.unwrap()
         })
     );
@@ -625,7 +629,9 @@ fn cancel_while_paused_lifts_the_pause() {
         job_state(&net, SRC, JobKind::Export),
         (JobState::Cancelled, None)
     );
-    assert!(plane.events(SRC).any(|e| matches!(e, Event::UnpauseWrites)));
+    assert!(plane
+        .events(SRC)
+        .any(|e| matches!(e, Output::UnpauseWrites)));
     assert_eq!(
         job_state(&net, DST, JobKind::Import),
         (JobState::Failed, Some(MSG_LOST_SOURCE.to_owned()))
@@ -661,9 +667,9 @@ fn pause_deadline_fails_the_export_through_the_node_timers() {
     assert!(matches!(
         plane
             .events(SRC)
-            .filter(|e| matches!(e, Event::PauseWrites { .. } | Event::UnpauseWrites))
+            .filter(|e| matches!(e, Output::PauseWrites { .. } | Output::UnpauseWrites))
             .last(),
-        Some(Event::UnpauseWrites)
+        Some(Output::UnpauseWrites)
     ));
     assert_eq!(job_state(&net, DST, JobKind::Import).0, JobState::Failed);
     assert_eq!(owner(&net, DST, 0), Some(id(&net, SRC)));
@@ -746,10 +752,18 @@ fn syncslots_needs_a_migration_connection() {
         ))
     );
     // From the primary, anything but ESTABLISH/FINISH is ignored silently.
-    let now = net.now;
+    let from_primary = CommandRequest {
+        from_primary: true,
+        ..CommandRequest::default()
+    };
     assert_eq!(
-        net.nodes[DST].migration_command(Origin::Primary, &["CLUSTER", "SYNCSLOTS", "ACK"], now),
-        None
+        cmd(
+            &mut net,
+            DST,
+            &["CLUSTER", "SYNCSLOTS", "ACK"],
+            &from_primary
+        ),
+        CommandOutcome::NoReply
     );
     // GETSLOTMIGRATIONS arity (§A.3) and an empty log.
     assert_eq!(
@@ -812,15 +826,13 @@ fn connect_failure_fails_the_export() {
 #[test]
 fn promoted_replica_fails_the_tracked_import_and_cleans_up() {
     let mut net = Net::new(3, NT);
-    let now = net.now;
-    net.nodes[SRC].add_slots(&slots(0, 8191), now).unwrap();
-    net.nodes[DST].add_slots(&slots(8192, 16383), now).unwrap();
+    net.add_slots(SRC, 0, 8191);
+    net.add_slots(DST, 8192, 16383);
     net.meet(SRC, DST);
     net.meet(SRC, 2);
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
     let p = id(&net, DST);
-    let now = net.now;
-    net.nodes[2].replicate(&p, now).unwrap();
+    net.replicate(2, &p);
     net.drain();
     assert!(net.run_until(10_000, |n| {
         n.nodes[DST]

@@ -6,32 +6,23 @@ mod common;
 use common::{captured, ip, load, Net, FLAVOR};
 use ferrocluster_bus::{decode, encode, Body, Message, Publish};
 use ferrocluster_command::{lookup, ClientState, Dispatch, ErrorReply, NoKeys};
-use ferrocluster_node::{ClusterConfig, ClusterNode, Event, Millis, NodeId};
-use ferrocluster_slot::{Slot, SlotRange, SlotSet};
+use ferrocluster_node::{ClusterConfig, ClusterNode, Millis, NodeId, Notice, Output};
 use std::net::IpAddr;
 
 const NT: u64 = 2000;
 
-fn slots(a: u16, b: u16) -> SlotSet {
-    let mut s = SlotSet::new();
-    s.insert_range(SlotRange::new(Slot::new(a).unwrap(), Slot::new(b).unwrap()).unwrap());
-    s
-}
-
 /// Three primaries and a replica of node 0 (node 3), fully meshed.
 fn cluster() -> Net {
     let mut net = Net::new(4, NT);
-    let now = net.now;
-    net.nodes[0].add_slots(&slots(0, 5460), now).unwrap();
-    net.nodes[1].add_slots(&slots(5461, 10922), now).unwrap();
-    net.nodes[2].add_slots(&slots(10923, 16383), now).unwrap();
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.add_slots(2, 10923, 16383);
     for b in 1..4 {
         net.meet(0, b);
     }
     assert!(net.run_until(10_000, |n| n.fully_meshed()));
     let p = *net.nodes[0].myself_id();
-    let now = net.now;
-    net.nodes[3].replicate(&p, now).unwrap();
+    net.replicate(3, &p);
     net.drain();
     // Two ping intervals (2 × NODE_TIMEOUT) let every peer prove it has bound our outbound
     // link to us, which the light header waits for.
@@ -43,7 +34,7 @@ fn received(net: &Net, sharded: bool) -> Vec<(usize, NodeId, Vec<u8>, Vec<u8>)> 
     net.events
         .iter()
         .filter_map(|(i, e)| match e {
-            Event::PubSubMessage {
+            Output::PubSubMessage {
                 from,
                 channel,
                 message,
@@ -138,13 +129,10 @@ fn captured_publish_frames_in_both_header_forms_become_events() {
     bytes.extend_from_slice(&full);
     node.handle_link_bytes(link, &bytes, now);
     let sender = NodeId::parse("4ac9751fe685983989b445845514090e6915e16b").unwrap();
-    let evs: Vec<Event> = std::iter::from_fn(|| node.poll_output())
-        .filter_map(|o| match o {
-            ferrocluster_node::Output::Event(e @ Event::PubSubMessage { .. }) => Some(e),
-            _ => None,
-        })
+    let evs: Vec<Output> = std::iter::from_fn(|| node.poll_output())
+        .filter(|o| matches!(o, Output::PubSubMessage { .. }))
         .collect();
-    let msg = |ch: &[u8], m: &[u8], sharded| Event::PubSubMessage {
+    let msg = |ch: &[u8], m: &[u8], sharded| Output::PubSubMessage {
         from: sender,
         channel: ch.to_vec(),
         message: m.to_vec(),
@@ -182,13 +170,13 @@ fn module_messages_are_sent_with_the_full_header_and_delivered() {
     let got: Vec<_> = net
         .events
         .iter()
-        .filter(|(_, e)| matches!(e, Event::ModuleMessage { .. }))
+        .filter(|(_, e)| matches!(e, Output::ModuleMessage { .. }))
         .collect();
     assert_eq!(
         got,
         vec![&(
             1,
-            Event::ModuleMessage {
+            Output::ModuleMessage {
                 from,
                 module_id: 0x1234,
                 module_type: 7,
@@ -211,7 +199,7 @@ fn own_ip_is_learned_from_the_link_a_meet_arrives_on() {
     assert!(net
         .events
         .iter()
-        .any(|(i, e)| *i == 1 && *e == Event::MyIpChanged(ip(1))));
+        .any(|(i, e)| *i == 1 && *e == Output::Notice(Notice::MyIpChanged(ip(1)))));
     let conf = String::from_utf8(net.persisted[1].clone().unwrap()).unwrap();
     assert!(
         conf.lines()
@@ -231,7 +219,7 @@ fn announce_ip_wins_over_the_local_address() {
         ..common::config(i, NT)
     };
     let nodes = (0..2)
-        .map(|i| ClusterNode::new(mk(i), common::T0, 7 + i as u64, None).unwrap())
+        .map(|i| ClusterNode::new(mk(i), common::CAPS, common::T0, 7 + i as u64, None).unwrap())
         .collect();
     let mut net = Net::from_nodes(nodes);
     net.meet(0, 1);
@@ -240,7 +228,7 @@ fn announce_ip_wins_over_the_local_address() {
     assert!(!net
         .events
         .iter()
-        .any(|(i, e)| *i == 1 && matches!(e, Event::MyIpChanged(_))));
+        .any(|(i, e)| *i == 1 && matches!(e, Output::Notice(Notice::MyIpChanged(_)))));
 }
 
 #[test]

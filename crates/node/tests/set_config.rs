@@ -4,7 +4,9 @@
 mod common;
 
 use common::{Net, T0};
-use ferrocluster_node::{ClusterNode, Event, Millis, NodeError, Output};
+use ferrocluster_node::{
+    ClusterNode, CommandOutcome, Millis, NodeError, Notice, Output, Reply, RequestId,
+};
 
 const NT: u64 = 15_000;
 
@@ -16,15 +18,15 @@ fn a_shorter_node_timeout_takes_effect_at_once() {
     let mut cfg = net.nodes[0].config().clone();
     cfg.node_timeout_ms = 1_000;
     let now = net.now;
-    net.nodes[0].set_config(cfg, now).unwrap();
+    net.nodes[0].set_config(cfg, RequestId(1), now).unwrap();
     assert_eq!(net.nodes[0].config().node_timeout_ms, 1_000);
     net.isolate(1);
     let peer = *net.nodes[1].myself_id();
     // With the 15 s timeout node 1 would stay healthy for 15 s; with 1 s it is PFAIL soon.
-    assert!(net.run_until(4_000, |n| n
-        .events
-        .iter()
-        .any(|(i, e)| *i == 0 && *e == Event::NodePfail(peer))));
+    assert!(net
+        .run_until(4_000, |n| n.events.iter().any(
+            |(i, e)| *i == 0 && *e == Output::Notice(Notice::NodePfail(peer))
+        )));
 }
 
 #[test]
@@ -36,13 +38,28 @@ fn an_announced_hostname_is_saved_and_gossiped() {
     cfg.announce_hostname = Some("node-a.example".into());
     cfg.announce_port = 7100;
     let now = net.now;
-    net.nodes[0].set_config(cfg, now).unwrap();
+    let out = net.nodes[0].set_config(cfg, RequestId(9), now).unwrap();
+    // The change is saved: the CONFIG SET's +OK waits for the persist.
+    assert_eq!(out, CommandOutcome::Deferred);
     let mut saved = None;
+    let mut ok_after_persist = false;
     while let Some(o) = net.nodes[0].poll_output() {
-        if let Output::Persist { contents, .. } = o {
-            saved = Some(String::from_utf8(contents).unwrap());
+        match o {
+            Output::Persist { seq, contents } => {
+                saved = Some(String::from_utf8(contents).unwrap());
+                net.nodes[0].handle_persisted(seq);
+            }
+            Output::Reply { to, reply } => {
+                assert_eq!((to, reply), (RequestId(9), Reply::ok()));
+                ok_after_persist = saved.is_some();
+            }
+            _ => {}
         }
     }
+    assert!(
+        ok_after_persist,
+        "the +OK came before the persist, or never"
+    );
     let saved = saved.expect("a Persist after the change");
     assert!(saved.contains("node-a.example"), "{saved}");
     assert!(saved.contains(":7100@"), "{saved}");
@@ -60,13 +77,13 @@ fn an_announced_hostname_is_saved_and_gossiped() {
 
 #[test]
 fn an_invalid_configuration_changes_nothing() {
-    let mut n = ClusterNode::new(common::config(0, NT), T0, 7, None).unwrap();
+    let mut n = ClusterNode::new(common::config(0, NT), common::CAPS, T0, 7, None).unwrap();
     while n.poll_output().is_some() {}
     let before = n.config().clone();
     let mut bad = before.clone();
     bad.node_timeout_ms = 0;
     assert!(matches!(
-        n.set_config(bad, Millis(T0.0 + 10)),
+        n.set_config(bad, RequestId(1), Millis(T0.0 + 10)),
         Err(NodeError::Config(_))
     ));
     assert_eq!(n.config(), &before);

@@ -54,8 +54,10 @@ pub enum EngineOutput<L, V> {
         /// The full file contents.
         contents: Vec<u8>,
     },
-    /// Anything else (events for logs and metrics, role changes): the simulator mixes its
-    /// `Debug` text into the trace, hands it to invariants, and may record it.
+    /// Anything else (the engine's other duties — replies, role changes, write pauses,
+    /// data-plane requests — and its notices for logs and metrics): the simulator mixes
+    /// [`Engine::trace_text`] of it into the trace, hands it to invariants, and may record
+    /// it for the host models built on top ([`crate::World`]).
     Event(V),
 }
 
@@ -81,4 +83,9 @@ pub trait Engine {
     fn poll_output(&mut self) -> Option<EngineOutput<Self::Link, Self::Event>>;
     /// The next instant at which [`Engine::handle_timeout`] must be called.
     fn poll_timeout(&self) -> Option<Millis>;
+    /// The text of `event` the trace mixes in; `None` leaves the event out of the trace
+    /// (it is still recorded and shown to invariants). Default: its `Debug` text.
+    fn trace_text(event: &Self::Event) -> Option<String> {
+        Some(format!("{event:?}"))
+    }
 }

@@ -9,7 +9,7 @@ use crate::net::{NetConfig, PartitionedConnect};
 use crate::sim::{AuthFrame, Invariant, StepInfo, Violation};
 use crate::sniff::TYPE_AUTH_ACK;
 use crate::world::World;
-use ferrocluster_node::{ClusterConfig, ClusterNode, Event};
+use ferrocluster_node::{ClusterConfig, ClusterNode, Output};
 use ferrocluster_slot::{Slot, SLOT_COUNT};
 use ferrocluster_topology::{load_nodes_conf, LoadOptions, NodeId};
 use rand_chacha::ChaCha8Rng;
@@ -196,7 +196,7 @@ impl Invariant<ClusterNode> for OneVotePerEpoch {
     fn name(&self) -> &str {
         "one vote per epoch"
     }
-    fn check(&mut self, sim: &ClusterSim, _step: &StepInfo<Event>) -> Result<(), String> {
+    fn check(&mut self, sim: &ClusterSim, _step: &StepInfo<Output>) -> Result<(), String> {
         self.feed(sim.auth_frames())
     }
 }
@@ -526,7 +526,7 @@ pub fn random_failover_run(seed: u64, plan: &FailoverPlan) -> Result<FailoverRep
     let promotions = w
         .events()
         .iter()
-        .filter(|(_, _, e)| matches!(e, Event::BecamePrimary))
+        .filter(|(_, _, e)| matches!(e, Output::BecamePrimary))
         .count() as u64;
     let acks = w
         .sim()

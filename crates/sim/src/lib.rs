@@ -82,11 +82,13 @@ pub mod seed;
 pub mod sim;
 pub mod sniff;
 pub mod trace;
+pub mod trace_log;
 pub mod world;
 
 pub use cluster::{
     check_converged, check_shards_match_slots, cluster_sim, cluster_sim_with, preset_cluster_sim,
     preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt, SimError,
+    SIM_CAPABILITIES,
 };
 pub use disk::Disk;
 pub use engine::{Engine, EngineOutput, LinkEvent};
@@ -104,5 +106,6 @@ pub use sim::{
 };
 pub use trace::TraceHash;
 pub use world::{
-    AckedWrite, AsmConfig, AsmStats, DataConfig, World, WriteRefusal, CONNECT_TIMEOUT_MS, WRONGPASS,
+    AckedWrite, Answer, AsmConfig, AsmStats, DataConfig, World, WriteRefusal, CONNECT_TIMEOUT_MS,
+    WRONGPASS,
 };

@@ -287,6 +287,12 @@ pub struct Sim<E: Engine> {
     auth_frames: Vec<AuthFrame>,
 }
 
+impl<E: Engine> Drop for Sim<E> {
+    fn drop(&mut self) {
+        crate::trace_log::record(self.seed, self.trace.digest(), self.trace.events());
+    }
+}
+
 impl<E: Engine> Sim<E> {
     /// A simulator with `hosts` hosts, each started at [`START_TIME`] through `factory`
     /// with a seed drawn from the run's RNG and no saved nodes.conf.
@@ -1224,9 +1230,11 @@ impl<E: Engine> Sim<E> {
                     );
                 }
                 EngineOutput::Event(ev) => {
-                    self.event_outputs += 1;
-                    self.trace.event(now.0, 8);
-                    self.trace.bytes(format!("{ev:?}").as_bytes());
+                    if let Some(text) = E::trace_text(&ev) {
+                        self.event_outputs += 1;
+                        self.trace.event(now.0, 8);
+                        self.trace.bytes(text.as_bytes());
+                    }
                     if self.record_events {
                         self.recorded.push((now, host, ev.clone()));
                     }

@@ -60,8 +60,8 @@ pub use asm::{AsmConfig, AsmStats, CONNECT_TIMEOUT_MS, WRONGPASS};
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;
 use ferrocluster_node::{
-    ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace, Event, NodeId, ReplLink,
-    ReplicationState, Reply,
+    ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace, NodeId, Notice, Output, ReplLink,
+    ReplicationState, Reply, RequestId,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::Millis;
@@ -157,6 +157,16 @@ struct Writer {
     interval_ms: u64,
 }
 
+/// The answer to a CLUSTER command ([`World::cluster_command`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The reply, at once (a query, an error, a change that is not saved).
+    Now(Reply),
+    /// The command changed the saved config: its reply ([`World::reply`]) comes once the
+    /// persist is durable.
+    Later(RequestId),
+}
+
 /// A [`ClusterSim`] plus the hosts' data plane (see the module docs).
 pub struct World {
     sim: ClusterSim,
@@ -171,7 +181,10 @@ pub struct World {
     writer: Option<Writer>,
     next_write_id: u64,
     vantage: usize,
-    events: Vec<(Millis, usize, Event)>,
+    events: Vec<(Millis, usize, Output)>,
+    /// Deferred CLUSTER replies as they arrived (request → host, reply).
+    replies: BTreeMap<RequestId, (usize, Reply)>,
+    next_request: u64,
     reports: u64,
     slot_deletions: u64,
     asm: asm::AsmPlane,
@@ -209,6 +222,8 @@ impl World {
             next_write_id: 1,
             vantage: 0,
             events: Vec::new(),
+            replies: BTreeMap::new(),
+            next_request: 0,
             reports: 0,
             slot_deletions: 0,
             asm: asm::AsmPlane::new(n),
@@ -279,7 +294,7 @@ impl World {
         &self.refused
     }
     /// Every node event seen so far: (time, host, event).
-    pub fn events(&self) -> &[(Millis, usize, Event)] {
+    pub fn events(&self) -> &[(Millis, usize, Output)] {
         &self.events
     }
     /// How many `DeleteSlotKeys` events the nodes emitted (dirty slots, §11.2).
@@ -296,9 +311,12 @@ impl World {
         self.vantage = host;
     }
 
-    /// Runs `CLUSTER <args>` (`args` without the word CLUSTER) on a running host (no keys, default request) and returns the
-    /// reply; `None` if the host is down. A `ReplicateFirst` outcome (SETSLOT on a primary
-    /// with replicas) is returned as an error reply naming it.
+    /// Runs `CLUSTER <args>` (`args` without the word CLUSTER) on a running host (no keys)
+    /// as a client with its own request ID, and returns the answer: the reply at once, or —
+    /// when the command changed the saved config — the request whose reply
+    /// ([`World::reply`]) arrives once the persist is durable, while the run goes on. `None`
+    /// if the host is down. A `ReplicateFirst` outcome (SETSLOT on a primary with replicas)
+    /// is returned as an error reply naming it.
     ///
     /// # Errors
     /// The first broken invariant.
@@ -306,17 +324,29 @@ impl World {
         &mut self,
         host: usize,
         args: &[&str],
-    ) -> Result<Option<Reply>, Violation> {
+    ) -> Result<Option<Answer>, Violation> {
         let mut argv = vec!["CLUSTER"];
         argv.extend_from_slice(args);
+        self.next_request += 1;
+        let id = RequestId(self.next_request);
+        let req = CommandRequest {
+            id,
+            ..CommandRequest::default()
+        };
         let r = self.sim.with_engine(host, |n, now| {
-            match n.cluster_command_argv(&argv, &CommandRequest::default(), &EmptyKeyspace, now) {
-                CommandOutcome::Reply(r) => r,
-                other => Reply::Error(format!("SIM unexpected outcome {other:?}")),
+            match n.cluster_command_argv(&argv, &req, &EmptyKeyspace, now) {
+                CommandOutcome::Reply(r) => Answer::Now(r),
+                CommandOutcome::Deferred => Answer::Later(id),
+                other => Answer::Now(Reply::Error(format!("SIM unexpected outcome {other:?}"))),
             }
         })?;
         self.after_sim()?;
         Ok(r)
+    }
+
+    /// The deferred reply to `id` ([`Answer::Later`]), once it arrived.
+    pub fn reply(&self, id: RequestId) -> Option<&Reply> {
+        self.replies.get(&id).map(|(_, r)| r)
     }
 
     // ----- faults and control -----
@@ -548,17 +578,20 @@ impl World {
         let mut paused = BTreeSet::new();
         for (_, h, ev) in &evs {
             match ev {
-                Event::PauseWrites { until } => {
+                Output::PauseWrites { until } => {
                     self.data[*h].paused_until = Some(*until);
                     paused.insert(*h);
                 }
-                Event::UnpauseWrites => self.data[*h].paused_until = None,
-                Event::DeleteSlotKeys(_) => self.slot_deletions += 1,
-                Event::BecameReplica { .. }
-                | Event::ReplicateFrom { .. }
-                | Event::BecamePrimary
-                | Event::ClusterReset { .. } => {
+                Output::UnpauseWrites => self.data[*h].paused_until = None,
+                Output::DeleteSlotKeys(_) => self.slot_deletions += 1,
+                Output::Notice(Notice::BecameReplica { .. })
+                | Output::ReplicateFrom { .. }
+                | Output::BecamePrimary
+                | Output::ClusterReset { .. } => {
                     role_changed.insert(*h);
+                }
+                Output::Reply { to, reply } => {
+                    self.replies.insert(*to, (*h, reply.clone()));
                 }
                 _ => {}
             }

@@ -4,13 +4,13 @@
 //! and "one FAILOVER_AUTH_ACK per voter and epoch" are checked after every step; a failure
 //! prints the seed and the command that replays it.
 
-use ferrocluster_node::{ClusterConfig, EpochEvent, Event, Reply};
+use ferrocluster_node::{ClusterConfig, EpochEvent, Notice, Output, Reply};
 use ferrocluster_sim::failover::{agreed_owner, all_ok_with_owner, host_of};
 use ferrocluster_sim::seed::check_seeds;
 use ferrocluster_sim::sniff::{TYPE_AUTH_ACK, TYPE_AUTH_REQUEST};
 use ferrocluster_sim::{
-    build_world, build_world_blocked, check_epochs_converged, ClusterInvariants, ClusterSimExt,
-    Layout, NetConfig, World, WriteRefusal,
+    build_world, build_world_blocked, check_epochs_converged, Answer, ClusterInvariants,
+    ClusterSimExt, Layout, NetConfig, World, WriteRefusal,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::NodeId;
@@ -72,9 +72,11 @@ fn primary_of(w: &World, h: usize) -> Option<NodeId> {
     me.is_replica().then_some(me.primary).flatten()
 }
 
-fn reply_ok(r: Option<Reply>) -> Res {
+/// The command was accepted: `+OK` at once, or a change whose reply waits for its persist.
+fn reply_ok(r: Option<Answer>) -> Res {
     match r {
-        Some(Reply::Simple(s)) if s == "OK" => Ok(()),
+        Some(Answer::Now(Reply::Simple(s))) if s == "OK" => Ok(()),
+        Some(Answer::Later(_)) => Ok(()),
         other => Err(format!("expected +OK, got {other:?}").into()),
     }
 }
@@ -407,7 +409,8 @@ fn primaries_forced_to_one_config_epoch_end_with_distinct_ones() {
                         format!("the smaller ID took configEpoch {e}, not 6")
                     })?;
                     let bumped = w.events().iter().any(|(_, h, e)| {
-                        *h == other && matches!(e, Event::ConfigEpochBumped(c) if c.0 == 6)
+                        *h == other
+                            && matches!(e, Output::Notice(Notice::ConfigEpochBumped(c)) if c.0 == 6)
                     });
                     ensure(bumped, || "no ConfigEpochBumped(6) event".into())?;
                 }
@@ -456,9 +459,9 @@ fn a_replica_that_never_synced_promotes_only_with_validity_factor_zero() {
                         *h == 3
                             && matches!(
                                 e,
-                                Event::Epoch(EpochEvent::CantFailover(
+                                Output::Notice(Notice::Epoch(EpochEvent::CantFailover(
                                     ferrocluster_epoch::CantFailover::DataAge
-                                ))
+                                )))
                             )
                     });
                     ensure(why, || {
@@ -492,13 +495,17 @@ fn a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected() {
             w.sim_mut().block_one_way(0, 3);
             w.run_for(200)?;
             let before = epoch_of(&w, 1, &p).unwrap_or(0);
-            match w.cluster_command(0, &["BUMPEPOCH"])? {
-                Some(Reply::Simple(s)) if s.starts_with("BUMPED") => {}
-                other => return Err(format!("BUMPEPOCH: {other:?}").into()),
-            }
+            // A bump is saved: the reply waits for its persist.
+            let Some(Answer::Later(req)) = w.cluster_command(0, &["BUMPEPOCH"])? else {
+                return Err("BUMPEPOCH was not deferred for its persist".into());
+            };
             let bumped = w.run_until_cond(NT, |w| {
                 (1..3).all(|v| epoch_of(w, v, &p).is_some_and(|e| e > before))
             })?;
+            match w.reply(req) {
+                Some(Reply::Simple(s)) if s.starts_with("BUMPED") => {}
+                other => return Err(format!("BUMPEPOCH: {other:?}").into()),
+            }
             ensure(bumped, || {
                 "the other primaries never learned the bump".into()
             })?;
@@ -515,10 +522,10 @@ fn a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected() {
                 *at >= t0
                     && matches!(
                         e,
-                        Event::Epoch(EpochEvent::VoteDenied {
+                        Output::Notice(Notice::Epoch(EpochEvent::VoteDenied {
                             reason: ferrocluster_node::epoch::VoteDenied::StaleSlotClaim,
                             ..
-                        })
+                        }))
                     )
             });
             ensure(promoted, || {
@@ -570,7 +577,7 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
             let paused = w
                 .events()
                 .iter()
-                .any(|(_, h, e)| *h == 0 && matches!(e, Event::PauseWrites { .. }));
+                .any(|(_, h, e)| *h == 0 && matches!(e, Output::PauseWrites { .. }));
             ensure(paused, || "the primary never paused writes".into())?;
             let refused = w.refused().get(&WriteRefusal::Paused).copied().unwrap_or(0);
             ensure(refused > 0, || "no write met the pause".into())?;
@@ -625,10 +632,12 @@ fn a_default_manual_failover_right_after_a_burst_of_writes_promotes_and_loses_no
             }
             reply_ok(w.cluster_command(3, &["FAILOVER"])?)?;
             let done = w.run_until_cond(5_000, |w| agreed_owner(w.sim(), slot) == Some(3))?;
-            let timed_out = w
-                .events()
-                .iter()
-                .any(|(_, _, e)| matches!(e, Event::Epoch(EpochEvent::ManualFailoverTimedOut)));
+            let timed_out = w.events().iter().any(|(_, _, e)| {
+                matches!(
+                    e,
+                    Output::Notice(Notice::Epoch(EpochEvent::ManualFailoverTimedOut))
+                )
+            });
             ensure(done && !timed_out, || {
                 format!("no switch within the manual failover timeout (timed out: {timed_out})")
             })?;
@@ -666,7 +675,7 @@ fn a_forced_manual_failover_replaces_a_dead_primary_before_fail_is_detected() {
             let fail_seen = w
                 .events()
                 .iter()
-                .any(|(at, _, e)| *at >= t0 && matches!(e, Event::NodeFail(_)));
+                .any(|(at, _, e)| *at >= t0 && matches!(e, Output::Notice(Notice::NodeFail(_))));
             ensure(!fail_seen, || {
                 "FAIL was detected before the forced promotion".into()
             })?;

@@ -12,11 +12,13 @@
 //! "one host accepts writes to a migrating slot at a time" ([`World::watch_single_writer`])
 //! are checked after every step. Seeds replay with `FERROCLUSTER_SIM_SEED`.
 
-use ferrocluster_node::{ClusterConfig, Event, JobKind, JobState, MigrationRequest, Reply};
+use ferrocluster_node::{
+    ClusterConfig, JobKind, JobState, MigrationRequest, Notice, Output, Reply,
+};
 use ferrocluster_sim::seed::check_seeds;
 use ferrocluster_sim::{
-    build_world, AsmConfig, ClusterInvariants, ClusterSimExt, Layout, NetConfig, TraceHash, World,
-    WRONGPASS,
+    build_world, Answer, AsmConfig, ClusterInvariants, ClusterSimExt, Layout, NetConfig, TraceHash,
+    World, WRONGPASS,
 };
 use ferrocluster_slot::{Slot, SlotSet};
 use std::collections::BTreeMap;
@@ -89,9 +91,11 @@ fn id(w: &World, h: usize) -> String {
     w.sim().id(h).expect("host is up").as_str().to_owned()
 }
 
-fn reply_ok(r: Option<Reply>) -> Res {
+/// The command was accepted: `+OK` at once, or a change whose reply waits for its persist.
+fn reply_ok(r: Option<Answer>) -> Res {
     match r {
-        Some(Reply::Simple(s)) if s == "OK" => Ok(()),
+        Some(Answer::Now(Reply::Simple(s))) if s == "OK" => Ok(()),
+        Some(Answer::Later(_)) => Ok(()),
         other => Err(format!("expected +OK, got {other:?}").into()),
     }
 }
@@ -139,7 +143,7 @@ fn getslotmigrations(
     host: usize,
 ) -> Result<Vec<BTreeMap<String, String>>, Box<dyn Error>> {
     let r = w.cluster_command(host, &["GETSLOTMIGRATIONS"])?;
-    let Some(Reply::Array(entries)) = r else {
+    let Some(Answer::Now(Reply::Array(entries))) = r else {
         return Err(format!("GETSLOTMIGRATIONS on {host}: {r:?}").into());
     };
     let text = |r: &Reply| match r {
@@ -307,7 +311,7 @@ fn dropped_since(w: &World, host: usize, since: ferrocluster_node::Millis) -> bo
     w.events().iter().any(|(t, h, e)| {
         *t >= since
             && *h == host
-            && matches!(e, Event::Migration(r) if matches!(&**r,
+            && matches!(e, Output::Migration(r) if matches!(&**r,
                 MigrationRequest::DropSlotKeys { slots: s } if s.intersects(&slots())))
     })
 }
@@ -317,7 +321,7 @@ fn finished_failed_since(w: &World, host: usize, since: ferrocluster_node::Milli
     w.events().iter().any(|(t, h, e)| {
         *t >= since
             && *h == host
-            && matches!(e, Event::Migration(r) if matches!(&**r,
+            && matches!(e, Output::Migration(r) if matches!(&**r,
                 MigrationRequest::Propagate { message: ferrocluster_node::SyncSlots::Finish {
                     state: ferrocluster_node::FinishState::Failed, .. } }))
     })
@@ -665,7 +669,9 @@ fn cancel_rolls_back() {
         // Nothing left to cancel.
         let r = w.cluster_command(SRC, &["CANCELSLOTMIGRATIONS"])?;
         ensure(
-            r == Some(Reply::Error("ERR No migrations ongoing".into())),
+            r == Some(Answer::Now(Reply::Error(
+                "ERR No migrations ongoing".into(),
+            ))),
             || format!("second cancel: {r:?}"),
         )
     });
@@ -793,8 +799,13 @@ fn a_target_failover_leaves_the_cleanup_to_the_promoted_replica() {
             let tracked = w.events().iter().any(|(t, h, e)| {
                 *t >= t0
                     && *h == DST
-                    && matches!(e, Event::Migration(r) if matches!(&**r,
-                        MigrationRequest::StateChanged { to: JobState::OccurringOnPrimary, .. }))
+                    && matches!(
+                        e,
+                        Output::Notice(Notice::MigrationStateChanged {
+                            to: JobState::OccurringOnPrimary,
+                            ..
+                        })
+                    )
             });
             ensure(tracked, || {
                 "the demoted primary's job never became tracking-only".into()

@@ -4,7 +4,7 @@
 //! identity, topology) are checked after every step of every scenario.
 
 use ferrocluster_bus::{encode, Body, FullHeader, Gossip, GossipEntry, IpField, Message, NodeName};
-use ferrocluster_node::{ClusterConfig, Event};
+use ferrocluster_node::{ClusterConfig, Notice, Output};
 use ferrocluster_sim::seed::check_seeds;
 use ferrocluster_sim::{
     cluster_sim_with, host_ip, ClusterInvariants, ClusterSim, ClusterSimExt, NetConfig, BUS_PORT,
@@ -312,7 +312,7 @@ fn a_meet_to_an_address_that_never_answers_is_dropped_after_the_handshake_timeou
             let deleted = s
                 .recorded_events()
                 .iter()
-                .find(|(_, _, e)| matches!(e, Event::NodeDeleted(_)))
+                .find(|(_, _, e)| matches!(e, Output::Notice(Notice::NodeDeleted(_))))
                 .map(|(at, _, _)| *at);
             let at = deleted.ok_or("no NodeDeleted event")?;
             // The first cron run (every 100 ms) after the age exceeds the timeout.
@@ -704,7 +704,9 @@ fn malformed_bytes_close_that_link_and_nothing_else_changes() {
             let lost = s
                 .recorded_events()
                 .iter()
-                .filter(|(_, h, e)| *h == 0 && matches!(e, Event::FramingLost { .. }))
+                .filter(|(_, h, e)| {
+                    *h == 0 && matches!(e, Output::Notice(Notice::FramingLost { .. }))
+                })
                 .count();
             ensure(lost == used, || {
                 format!("{lost} links closed for {used} corrupted streams")
@@ -721,10 +723,9 @@ fn malformed_bytes_close_that_link_and_nothing_else_changes() {
             let links_before = s.open_links(2);
             s.inject_bytes(2, 0, &frame);
             s.run_for(50)?;
-            let dropped = s
-                .recorded_events()
-                .iter()
-                .any(|(_, h, e)| *h == 0 && matches!(e, Event::FrameDropped { .. }));
+            let dropped = s.recorded_events().iter().any(|(_, h, e)| {
+                *h == 0 && matches!(e, Output::Notice(Notice::FrameDropped { .. }))
+            });
             ensure(dropped, || {
                 "bad-version frame not reported as dropped".into()
             })?;

@@ -526,7 +526,14 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
 
 /// `CONFIG GET pattern... | SET name value... | RESETSTAT | REWRITE | HELP` over the option
 /// table of src/config.rs.
-pub fn config(shared: &Shared, state: &mut State, args: &Args<'_>, out: &mut Out, now: u64) {
+pub fn config(
+    shared: &Shared,
+    state: &mut State,
+    client: &mut crate::client::ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+    now: u64,
+) {
     let sub = args.get(1);
     if eq(sub, "get") {
         if args.len() < 3 {
@@ -553,7 +560,13 @@ pub fn config(shared: &Shared, state: &mut State, args: &Args<'_>, out: &mut Out
             .map(|p| (p[0].as_str(), p[1].as_str()))
             .collect();
         match config_set(shared, state, &pairs, now) {
-            Ok(()) => out.ok(),
+            Ok(None) => out.ok(),
+            // Myself's announced values changed: the +OK waits for nodes.conf.
+            Ok(Some(id)) => {
+                if let Some(side) = state.cluster.as_mut() {
+                    crate::cluster::defer_reply(side, client, out, id, false);
+                }
+            }
             Err(e) => out.error(&e.text()),
         }
     } else if eq(sub, "resetstat") {
@@ -582,15 +595,16 @@ pub fn config(shared: &Shared, state: &mut State, args: &Args<'_>, out: &mut Out
 }
 
 /// CONFIG SET: the values are checked by the option table ([`crate::config::config_set`]),
-/// then applied where they take effect: the node (`ClusterNode::set_config`, nodes.conf
-/// written before the reply when myself's saved record changed), the client gate
-/// (`maxclients`, within the open files limit), nodes.conf's save behaviour.
+/// then applied where they take effect: the node (`ClusterNode::set_config`: when myself's
+/// saved record changed the reply waits for nodes.conf, and the request it is deferred for
+/// is returned), the client gate (`maxclients`, within the open files limit), nodes.conf's
+/// save behaviour.
 fn config_set(
     shared: &Shared,
     state: &mut State,
     pairs: &[(&str, &str)],
     now: u64,
-) -> Result<(), crate::config::SetError> {
+) -> Result<Option<ferrocluster_node::RequestId>, crate::config::SetError> {
     use crate::config::SetError;
     let before = live_config(shared, state);
     let mut next = before.clone();
@@ -623,19 +637,17 @@ fn config_set(
             ));
         }
     }
+    let mut deferred = None;
     if let Some(side) = state.cluster.as_mut() {
         if next.cluster != before.cluster {
-            side.node
-                .set_config(next.cluster.clone(), ferrocluster_node::Millis(now))
+            let id = side.next_request();
+            let outcome = side
+                .node
+                .set_config(next.cluster.clone(), id, ferrocluster_node::Millis(now))
                 .map_err(|e| failed(name_of(&|o| o.name.starts_with("cluster-")), e.to_string()))?;
-            // Myself's announced values are in nodes.conf: on disk before the reply, as a
-            // CLUSTER command's change is (src/nodesconf.rs orders the writes).
-            let contents = side.node.nodes_conf().into_bytes();
-            if let Err(e) = side
-                .conf
-                .write_current(side.node.persist_seq(), &contents, false)
-            {
-                side.conf.save_failed(&e);
+            // Myself's announced values are in nodes.conf: the reply waits for it.
+            if outcome == ferrocluster_node::CommandOutcome::Deferred {
+                deferred = Some(id);
             }
             side.wake();
         }
@@ -643,5 +655,5 @@ fn config_set(
             .set_save_behavior(next.cluster_config_save_behavior);
     }
     shared.clients.set_maxclients(next.maxclients);
-    Ok(())
+    Ok(deferred)
 }

@@ -71,6 +71,15 @@ pub enum Delivery {
     Raw(Arc<[u8]>),
     /// Close the connection after what is queued (a slot migration link the node closed).
     Close,
+    /// The reply of a CLUSTER command or CONFIG SET that waited for its nodes.conf write
+    /// (`Output::Reply`): it goes where the command left its place
+    /// ([`ClientCtx::hold_reply`]).
+    Reply {
+        /// The request ([`crate::cluster::ClusterSide`] gave it).
+        id: u64,
+        /// The encoded reply.
+        bytes: Vec<u8>,
+    },
 }
 
 impl Delivery {
@@ -93,6 +102,7 @@ impl Delivery {
             }
             Delivery::Raw(b) => out.buf.extend_from_slice(b),
             Delivery::Close => {}
+            Delivery::Reply { id, bytes } => client.fill_reply(out, *id, bytes),
         }
     }
 }
@@ -146,6 +156,11 @@ pub struct ClientCtx {
     pub cluster: Option<ferrocluster_command::ClientState>,
     /// This connection sent `CLUSTER SYNCSLOTS` (a slot migration data link, target side).
     pub migration_conn: bool,
+    /// Replies that wait for a nodes.conf write, oldest first: (position in the output
+    /// buffer, request). Nothing at or after the first position is written until it is
+    /// filled, so later replies (pipelined commands, the rest of an EXEC) stay behind it,
+    /// as Valkey writes replies only after `clusterBeforeSleep` saved the config.
+    pub reply_holes: std::collections::VecDeque<(usize, u64)>,
 }
 
 impl ClientCtx {
@@ -197,6 +212,7 @@ impl ClientCtx {
             listening_port: None,
             cluster: None,
             migration_conn: false,
+            reply_holes: std::collections::VecDeque::new(),
         }
     }
 
@@ -259,5 +275,42 @@ impl ClientCtx {
             self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
             self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
         )
+    }
+}
+
+impl ClientCtx {
+    /// The reply of request `id` will go at `at` (the current end of the output buffer).
+    pub fn hold_reply(&mut self, at: usize, id: u64) {
+        self.reply_holes.push_back((at, id));
+    }
+
+    /// How much of an output buffer of `len` bytes may be written now: up to the first reply
+    /// still waiting.
+    pub fn writable(&self, len: usize) -> usize {
+        self.reply_holes
+            .front()
+            .map_or(len, |(at, _)| (*at).min(len))
+    }
+
+    /// `n` bytes at the front of the output buffer were written.
+    pub fn written(&mut self, n: usize) {
+        for (at, _) in self.reply_holes.iter_mut() {
+            *at -= n.min(*at);
+        }
+    }
+
+    /// Puts the reply of `id` in its place (a reply nobody waits for any more is dropped).
+    pub fn fill_reply(&mut self, out: &mut crate::resp::Out, id: u64, bytes: &[u8]) {
+        let Some(i) = self.reply_holes.iter().position(|(_, h)| *h == id) else {
+            return;
+        };
+        let Some((at, _)) = self.reply_holes.remove(i) else {
+            return;
+        };
+        let at = at.min(out.buf.len());
+        out.buf.splice(at..at, bytes.iter().copied());
+        for (later, _) in self.reply_holes.iter_mut().skip(i) {
+            *later += bytes.len();
+        }
     }
 }

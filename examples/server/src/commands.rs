@@ -312,7 +312,7 @@ pub fn run(
         Cmd::Client => crate::admin::client(shared, client, args, out, now),
         Cmd::Command => crate::admin::command(args, out),
         Cmd::Info => crate::admin::info(shared, state, args, out, now),
-        Cmd::Config => crate::admin::config(shared, state, args, out, now),
+        Cmd::Config => crate::admin::config(shared, state, client, args, out, now),
         Cmd::Role => crate::repl::role_reply(state, out),
         Cmd::Time => {
             let us = now * 1000;

@@ -21,9 +21,9 @@
 //! | `cluster-enabled`, `cluster-config-file`, `cluster-port`, `cluster-databases` | start-up only, as in Valkey |
 //! | `cluster-node-timeout`, `cluster-ping-interval` (hidden), `cluster-blacklist-ttl`, `cluster-require-full-coverage`, `cluster-replica-validity-factor` (alias `cluster-slave-validity-factor`), `cluster-migration-barrier`, `cluster-allow-replica-migration`, `cluster-replica-no-failover` (alias `cluster-slave-no-failover`), `cluster-allow-reads-when-down`, `cluster-allow-pubsubshard-when-down`, `cluster-preferred-endpoint-type`, `cluster-manual-failover-timeout`, `cluster-slot-migration-log-max-len` | the engine's, at run time too |
 //! | `cluster-announce-ip`, `-port`, `-tls-port`, `-bus-port`, `-hostname`, `-human-nodename`, `-client-ipv4`, `-client-ipv6` | announced by the engine, at run time too (`cluster-announce-ip` must be an IP address: the engine announces an address, where Valkey takes any text) |
-//! | `cluster-config-save-behavior` | `sync`: a failed nodes.conf save exits; `best-effort`: it is logged and the node goes on (src/nodesconf.rs) |
+//! | `cluster-config-save-behavior` | `sync`: a failed nodes.conf save exits; `best-effort`: it is logged and the node goes on (`ferrocluster_host::NodesConfFile`) |
 //! | `cluster-announce-client-port`, `cluster-announce-client-tls-port` | not implemented by the engine: only `0` (not set, no effect) is accepted |
-//! | `cluster-link-sendbuf-limit` | the bus links are not limited: only `0` (no limit, the default) is accepted |
+//! | `cluster-link-sendbuf-limit` | enforced by the bus driver (`ferrocluster_host::BusDriver`), at run time too: a link whose unsent bytes pass it is freed and counted |
 //! | `cluster-slot-stats-enabled` | no per-slot CPU and network accounting: only `no` (the default) is accepted |
 //!
 //! `cluster-node-timeout 0`, which Valkey takes, is refused (the engine needs a positive
@@ -31,7 +31,7 @@
 
 use ferrocluster_node::{ClusterConfig, PreferredEndpoint};
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// Log level names accepted by `loglevel` (redis-server's four).
@@ -68,103 +68,12 @@ impl LogLevel {
     }
 }
 
-/// `cluster-config-save-behavior` (Valkey 9.1): what a failed nodes.conf save does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SaveBehavior {
-    /// `sync` (default): the process exits (Redis's `clusterSaveConfigOrDie`).
-    #[default]
-    Sync,
-    /// `best-effort`: the failure is logged and the node goes on as if the config were saved.
-    BestEffort,
-}
-
-/// One `bind` address, as redis-server 7.0 and Valkey read them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BindAddr {
-    /// The address as written, without the `-`: an IPv4 or IPv6 literal (no brackets), `*`
-    /// (every IPv4 address), `::*` (every IPv6 address) or a host name (its first IPv4
-    /// address).
-    pub addr: String,
-    /// Written with a leading `-`: a failure to bind it because the address or its family is
-    /// not available here is skipped, not fatal.
-    pub optional: bool,
-}
-
-/// Most `bind` addresses (`CONFIG_BINDADDR_MAX`).
-pub const BIND_MAX: usize = 16;
-
-/// Parses a `bind` list (`127.0.0.1 -::1`, `* -::*`, ...).
-///
-/// # Errors
-/// An empty list or more than 16 addresses (Valkey's `Too many bind addresses specified.`).
-pub fn parse_bind(words: &[&str]) -> Result<Vec<BindAddr>, String> {
-    if words.is_empty() {
-        return Err("wrong number of arguments".into());
-    }
-    if words.len() > BIND_MAX {
-        return Err("Too many bind addresses specified.".into());
-    }
-    words
-        .iter()
-        .map(|w| {
-            let (optional, addr) = match w.strip_prefix('-') {
-                Some(a) => (true, a),
-                None => (false, *w),
-            };
-            if addr.is_empty() {
-                return Err(format!("bad bind address '{w}'"));
-            }
-            Ok(BindAddr {
-                addr: addr.to_string(),
-                optional,
-            })
-        })
-        .collect()
-}
-
-impl BindAddr {
-    /// The socket address to listen on at `port`: `*` is `0.0.0.0`, `::*` is `::`, a text
-    /// with a `:` an IPv6 literal, anything else an IPv4 literal or a host name resolved to
-    /// its first IPv4 address (Valkey's `anetTcpServer` / `anetTcp6Server`).
-    ///
-    /// # Errors
-    /// The text as Valkey prints it when the address does not resolve (`Name or service not
-    /// known`).
-    pub fn socket_addr(&self, port: u16) -> Result<std::net::SocketAddr, String> {
-        use std::net::{SocketAddr, ToSocketAddrs};
-        match self.addr.as_str() {
-            "*" => return Ok(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port)),
-            "::*" => return Ok(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port)),
-            _ => {}
-        }
-        let unknown = || "Name or service not known".to_string();
-        if self.addr.contains(':') {
-            return self
-                .addr
-                .parse::<Ipv6Addr>()
-                .map(|ip| SocketAddr::new(ip.into(), port))
-                .map_err(|_| unknown());
-        }
-        if let Ok(ip) = self.addr.parse::<Ipv4Addr>() {
-            return Ok(SocketAddr::new(ip.into(), port));
-        }
-        (self.addr.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|_| unknown())?
-            .find(SocketAddr::is_ipv4)
-            .ok_or_else(unknown)
-    }
-}
+pub use ferrocluster_host::listen::{parse_bind, BindAddr};
+pub use ferrocluster_host::SaveBehavior;
 
 fn show_bind(list: &[BindAddr]) -> String {
     list.iter()
-        .map(|b| {
-            if b.optional {
-                format!("-{}", b.addr)
-            } else {
-                b.addr.clone()
-            }
-        })
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -586,9 +495,9 @@ pub static OPTIONS: &[Opt] = &[
         };
         Ok(())
     }),
-    opt!("cluster-link-sendbuf-limit", None, mutable: true, get: |_| "0".into(), set: |_, v| {
-        let n = parse_memory(v)?;
-        only_default(&n.to_string(), "0", "ferrocluster does not limit the send buffers of bus links")
+    opt!("cluster-link-sendbuf-limit", None, mutable: true, get: |c| c.cluster.link_sendbuf_limit_bytes.to_string(), set: |c, v| {
+        c.cluster.link_sendbuf_limit_bytes = parse_memory(v)? as u64;
+        Ok(())
     }),
     opt!("cluster-slot-stats-enabled", None, mutable: true, get: |_| "no".into(), set: |_, v| {
         let on = parse_bool(v)?;
@@ -1126,8 +1035,8 @@ mod tests {
         let e = parse_args(&args("--cluster-slot-stats-enabled yes"), no_file).unwrap_err();
         assert!(e.reason.ends_with("; only no is accepted"), "{e}");
         assert!(parse_args(&args("--cluster-slot-stats-enabled NO"), no_file).is_ok());
-        let e = parse_args(&args("--cluster-link-sendbuf-limit 1kb"), no_file).unwrap_err();
-        assert!(e.reason.ends_with("; only 0 is accepted"), "{e}");
+        let c = server(parse_args(&args("--cluster-link-sendbuf-limit 1kb"), no_file).unwrap());
+        assert_eq!(c.cluster.link_sendbuf_limit_bytes, 1024);
     }
 
     #[test]

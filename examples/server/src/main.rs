@@ -22,7 +22,6 @@ mod demo;
 mod legacy;
 mod migrate;
 mod net;
-mod nodesconf;
 mod readiness;
 mod repl;
 mod resp;
@@ -105,7 +104,7 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
     config.maxclients = net::adjust_open_files_limit(config.maxclients)?;
     // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
-    nodesconf::check_dir(&config.dir)?;
+    ferrocluster_host::nodesconf::check_dir(&config.dir).map_err(|e| e.to_string())?;
     let cluster = if config.cluster_enabled {
         let seed = server::unix_ms() ^ (u64::from(std::process::id()) << 40);
         Some(cluster::build_node(&config, seed)?)
@@ -143,26 +142,6 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     }
     net::accept_loop(Arc::clone(&shared), last, io);
     Ok(())
-}
-
-/// Binds, retrying for up to 5 s while the port is in use. Ports in the kernel's ephemeral
-/// range (the default bus port, port + 10000, often is) can be held for a moment by the local
-/// end of an outgoing connection.
-pub(crate) fn bind_with_retry<T>(
-    mut bind: impl FnMut() -> std::io::Result<T>,
-) -> std::io::Result<T> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        match bind() {
-            Err(e)
-                if e.kind() == std::io::ErrorKind::AddrInUse
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            other => return other,
-        }
-    }
 }
 
 /// Active expiry (`hz` times a second) and WAIT deadlines (every 10 ms).

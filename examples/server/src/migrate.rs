@@ -23,8 +23,8 @@ use crate::resp::{parse_request, Limits, Out, Parsed};
 use crate::server::{unix_ms, Shared, State};
 use crossbeam_channel::{Receiver, Sender};
 use ferrocluster_node::{
-    AuthReply, ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis, Origin,
-    SnapshotResult, SyncSlots,
+    AuthReply, ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis, SnapshotResult,
+    SyncSlots,
 };
 use ferrocluster_rdb::{dump, Encoder};
 use ferrocluster_slot::{Slot, SlotRange, SlotSet};
@@ -171,7 +171,7 @@ pub fn flush(state: &mut State) {
     }
 }
 
-fn job_text(job: &JobName) -> String {
+pub fn job_text(job: &JobName) -> String {
     String::from_utf8_lossy(&job.as_bytes()[..]).into_owned()
 }
 
@@ -415,18 +415,6 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
                 shared.deliver(io, token, conn.0, Delivery::Close);
             }
         }
-        MigrationRequest::StateChanged {
-            job,
-            kind,
-            from,
-            to,
-        } => tracing::info!(
-            job = %job_text(&job),
-            kind = ?kind,
-            from = from.as_str(),
-            to = to.as_str(),
-            "slot migration job changed state"
-        ),
         other => tracing::debug!("slot migration request ignored: {other:?}"),
     }
 }
@@ -574,9 +562,15 @@ fn read_loop(
                         let argv: Vec<&[u8]> = ranges.iter().map(|r| &from[r.clone()]).collect();
                         let mut st = shared.state.lock();
                         if let Some(side) = st.cluster.as_mut() {
-                            let _ = side.node.migration_command(
-                                Origin::Conn(ConnId(conn)),
+                            // A message the target wrote back on the export link.
+                            let req = ferrocluster_node::CommandRequest {
+                                conn: Some(ConnId(conn)),
+                                ..Default::default()
+                            };
+                            let _ = side.node.cluster_command_argv(
                                 &argv,
+                                &req,
+                                &ferrocluster_node::EmptyKeyspace,
                                 Millis(unix_ms()),
                             );
                             side.wake();

@@ -107,82 +107,7 @@ pub fn spawn_io_threads(shared: &Arc<Shared>) -> std::io::Result<Vec<IoHandle>> 
     Ok(handles)
 }
 
-/// One listening socket as Valkey makes it (`anetTcpServer`, `anetTcp6Server`): `SO_REUSEADDR`,
-/// IPv6 sockets `IPV6_V6ONLY` (so `*` and `::*` can share a port), backlog 511
-/// (`tcp-backlog`), close-on-exec.
-fn listen_one(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
-    let family = if addr.is_ipv6() {
-        AddressFamily::INET6
-    } else {
-        AddressFamily::INET
-    };
-    let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
-    sockopt::set_socket_reuseaddr(&fd, true)?;
-    if addr.is_ipv6() {
-        sockopt::set_ipv6_v6only(&fd, true)?;
-    }
-    rustix::net::bind(&fd, &addr)?;
-    rustix::net::listen(&fd, 511)?;
-    Ok(std::net::TcpListener::from(fd))
-}
-
-/// Whether a failed bind of an optional (`-`) address is skipped (Valkey `listenToPort`: the
-/// address or its protocol family is not available here).
-fn skippable(e: &std::io::Error) -> bool {
-    use rustix::io::Errno;
-    let Some(code) = e.raw_os_error() else {
-        return false;
-    };
-    [
-        Errno::ADDRNOTAVAIL,
-        Errno::AFNOSUPPORT,
-        Errno::PROTONOSUPPORT,
-        Errno::SOCKTNOSUPPORT,
-        Errno::PFNOSUPPORT,
-        Errno::NOPROTOOPT,
-    ]
-    .iter()
-    .any(|e| e.raw_os_error() == code)
-}
-
-/// Binds every address of a `bind` list at `port` (Valkey `listenToPort`; the data port and
-/// the bus port alike). An address in use is retried for 5 s ([`crate::bind_with_retry`]). An
-/// optional (`-`) address that is not available is skipped with a warning; any other failure
-/// stops the start with Valkey's words. At least one socket must listen.
-///
-/// # Errors
-/// `Could not create server TCP listening socket <addr>:<port>: <reason>`, or `Configured to
-/// not listen anywhere, exiting.` when every address was skipped.
-pub fn listen_all(
-    list: &[crate::config::BindAddr],
-    port: u16,
-) -> Result<Vec<std::net::TcpListener>, String> {
-    let mut out = Vec::new();
-    for b in list {
-        let fail = |reason: String| {
-            format!(
-                "Could not create server TCP listening socket {}:{port}: {reason}",
-                b.addr
-            )
-        };
-        let addr = b.socket_addr(port).map_err(fail)?;
-        match crate::bind_with_retry(|| listen_one(addr)) {
-            Ok(l) => out.push(l),
-            Err(e) if b.optional && skippable(&e) => {
-                tracing::warn!(
-                    "Could not create server TCP listening socket {}:{port}: {e} (optional, skipped)",
-                    b.addr
-                );
-            }
-            Err(e) => return Err(fail(format!("bind: {e}"))),
-        }
-    }
-    if out.is_empty() {
-        return Err("Configured to not listen anywhere, exiting.".into());
-    }
-    Ok(out)
-}
+pub use ferrocluster_host::listen::listen_all;
 
 /// Admission of client connections: `maxclients` (Valkey `acceptCommonHandler`), counted over
 /// the connected clients, the ones accepted but not yet registered by their I/O thread, and,
@@ -541,6 +466,7 @@ impl IoThread {
                                     "output buffer limit reached, closing the client"
                                 );
                                 c.out.buf.clear();
+                                c.client.reply_holes.clear();
                                 c.close_after_flush = true;
                             }
                             self.to_write.push(token);
@@ -694,11 +620,14 @@ impl IoThread {
                 continue;
             };
             let mut closed = false;
-            if !c.out.buf.is_empty() {
-                match c.stream.write(&c.out.buf) {
+            // Replies waiting for a nodes.conf write hold back what follows them.
+            let ready = c.client.writable(c.out.buf.len());
+            if ready > 0 {
+                match c.stream.write(&c.out.buf[..ready]) {
                     Ok(n) => {
                         self.shared.stats.net_output_bytes(n);
                         c.out.buf.drain(..n);
+                        c.client.written(n);
                     }
                     Err(e)
                         if e.kind() == ErrorKind::WouldBlock
@@ -706,11 +635,12 @@ impl IoThread {
                     Err(_) => closed = true,
                 }
             }
-            if closed || (c.out.buf.is_empty() && c.close_after_flush) {
+            let flushed = c.out.buf.is_empty() && c.client.reply_holes.is_empty();
+            if closed || (flushed && c.close_after_flush) {
                 self.close(token);
                 continue;
             }
-            let need = !c.out.buf.is_empty();
+            let need = c.client.writable(c.out.buf.len()) > 0;
             if need != c.want_write {
                 c.want_write = need;
                 let interest = if need {

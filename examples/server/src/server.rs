@@ -22,12 +22,10 @@ use std::sync::{Arc, OnceLock};
 /// value (see [`crate::value`]).
 pub type Value = crate::value::Value;
 
-/// Current Unix time in milliseconds (the host's clock; engine crates get it as a parameter).
+/// Current Unix time in milliseconds: the host kit's one clock read
+/// (`ferrocluster_host::clock::now`); engine crates get it as a parameter.
 pub fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    ferrocluster_host::clock::now().0
 }
 
 /// Everything the commands mutate, behind one lock.

@@ -190,10 +190,6 @@ fn config_set_answers_like_valkey() {
             "argument must be between 0 and 18446744073709551615 inclusive",
         ),
         (
-            &["cluster-link-sendbuf-limit", "1mb"],
-            "ferrocluster does not limit the send buffers of bus links; only 0 is accepted",
-        ),
-        (
             &["cluster-slot-stats-enabled", "yes"],
             "ferrocluster keeps no per-slot CPU time and network bytes; only no is accepted",
         ),

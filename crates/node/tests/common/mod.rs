@@ -3,13 +3,21 @@
 #![allow(dead_code)]
 
 use ferrocluster_node::{
-    ClusterConfig, ClusterNode, Event, LinkEvent, LinkId, Millis, Output, SlotKeys,
+    Capabilities, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace,
+    LinkEvent, LinkId, Millis, NodeId, Output, Reply, RequestId, SlotKeys,
 };
 use ferrocluster_slot::{key_hash_slot, Slot};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 
 pub const T0: Millis = Millis(1_700_000_000_000);
+
+/// The harness hosts replicate and run the slot migration data plane (one database).
+pub const CAPS: Capabilities = Capabilities {
+    replication: true,
+    slot_migration: true,
+    databases: 1,
+};
 
 pub fn ip(i: usize) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + i as u8))
@@ -32,7 +40,11 @@ pub struct Net {
     pub now: Millis,
     /// (node, link) -> (peer node, peer link)
     wires: BTreeMap<(usize, LinkId), (usize, LinkId)>,
-    pub events: Vec<(usize, Event)>,
+    /// Every output but the bus and disk ones: (node, output).
+    pub events: Vec<(usize, Output)>,
+    /// Deferred replies as they came: (node, request, reply).
+    pub replies: Vec<(usize, RequestId, Reply)>,
+    next_request: u64,
     pub persisted: Vec<Option<Vec<u8>>>,
     pub down: BTreeSet<usize>,
     /// Every transmit: (from node, link, bytes).
@@ -54,7 +66,8 @@ impl Net {
     pub fn new(n: usize, node_timeout_ms: u64) -> Net {
         let nodes = (0..n)
             .map(|i| {
-                ClusterNode::new(config(i, node_timeout_ms), T0, 1000 + i as u64, None).unwrap()
+                ClusterNode::new(config(i, node_timeout_ms), CAPS, T0, 1000 + i as u64, None)
+                    .unwrap()
             })
             .collect();
         Net::from_nodes(nodes)
@@ -67,6 +80,8 @@ impl Net {
             now: T0,
             wires: BTreeMap::new(),
             events: Vec::new(),
+            replies: Vec::new(),
+            next_request: 0,
             persisted: vec![None; n],
             down: BTreeSet::new(),
             sent: Vec::new(),
@@ -102,6 +117,11 @@ impl Net {
             }
             if !any {
                 break;
+            }
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Err(e) = n.invariants() {
+                panic!("node {i}: {e}");
             }
         }
     }
@@ -155,14 +175,27 @@ impl Net {
                     self.nodes[i].handle_persisted(seq);
                 }
             }
-            Output::Event(e) => {
+            Output::Reply { to, reply } => {
+                self.replies.push((i, to, reply.clone()));
+                self.events.push((i, Output::Reply { to, reply }));
+            }
+            Output::PauseWrites { until } => {
                 // A host that pauses at once: its offset is the one it reported last.
-                if matches!(e, Event::PauseWrites { .. }) && !self.hold_pause.contains(&i) {
+                if !self.hold_pause.contains(&i) {
                     let offset = self.nodes[i].replication().offset;
                     self.nodes[i].handle_writes_paused(offset, now);
                 }
-                self.events.push((i, e));
+                self.events.push((i, Output::PauseWrites { until }));
             }
+            e @ (Output::ReplicateFrom { .. }
+            | Output::BecamePrimary
+            | Output::UnpauseWrites
+            | Output::DeleteSlotKeys(_)
+            | Output::ClusterReset { .. }
+            | Output::PubSubMessage { .. }
+            | Output::ModuleMessage { .. }
+            | Output::Migration(_)
+            | Output::Notice(_)) => self.events.push((i, e)),
         }
     }
 
@@ -231,10 +264,62 @@ impl Net {
         cond(self)
     }
 
-    pub fn meet(&mut self, a: usize, b: usize) {
+    /// `CLUSTER <args>` on node `i` from a client with a fresh request ID (no keys), then
+    /// [`Net::drain`]: the outcome and the request ID (a deferred reply lands in
+    /// [`Net::replies`]).
+    pub fn command(&mut self, i: usize, args: &[&str]) -> (CommandOutcome, RequestId) {
+        self.next_request += 1;
+        let id = RequestId(self.next_request);
+        let mut argv = vec!["CLUSTER"];
+        argv.extend_from_slice(args);
+        let req = CommandRequest {
+            id,
+            ..CommandRequest::default()
+        };
         let now = self.now;
-        self.nodes[a].meet(ip(b), port(b), None, now).unwrap();
+        let out = self.nodes[i].cluster_command_argv(&argv, &req, &EmptyKeyspace, now);
         self.drain();
+        (out, id)
+    }
+
+    /// The reply node `i` gave to `id`, at once or deferred (`None` while it waits).
+    pub fn reply_of(&self, i: usize, id: RequestId, outcome: &CommandOutcome) -> Option<Reply> {
+        match outcome {
+            CommandOutcome::Reply(r) => Some(r.clone()),
+            _ => self
+                .replies
+                .iter()
+                .find(|(n, to, _)| *n == i && *to == id)
+                .map(|(_, _, r)| r.clone()),
+        }
+    }
+
+    /// `CLUSTER <args>` on node `i`, which must answer `+OK` (at once or after its persist).
+    pub fn ok(&mut self, i: usize, args: &[&str]) {
+        let (out, id) = self.command(i, args);
+        let reply = self.reply_of(i, id, &out);
+        assert_eq!(
+            reply,
+            Some(Reply::ok()),
+            "CLUSTER {args:?} on node {i}: {out:?}"
+        );
+    }
+
+    /// CLUSTER MEET from `a` to `b`.
+    pub fn meet(&mut self, a: usize, b: usize) {
+        let (ip, port) = (ip(b).to_string(), port(b).to_string());
+        self.ok(a, &["MEET", &ip, &port]);
+    }
+
+    /// CLUSTER ADDSLOTSRANGE `first` `last` on node `i`.
+    pub fn add_slots(&mut self, i: usize, first: u16, last: u16) {
+        let (f, l) = (first.to_string(), last.to_string());
+        self.ok(i, &["ADDSLOTSRANGE", &f, &l]);
+    }
+
+    /// CLUSTER REPLICATE `primary` on node `i`.
+    pub fn replicate(&mut self, i: usize, primary: &NodeId) {
+        self.ok(i, &["REPLICATE", primary.as_str()]);
     }
 
     /// Whether node `a` knows node `b` by its real ID, out of handshake.
@@ -293,7 +378,14 @@ pub fn load(moment: &str, port: u16) -> ClusterNode {
         node_timeout_ms: 2000,
         ..ClusterConfig::default()
     };
-    ClusterNode::new(cfg, Millis(1_796_060_450_000), u64::from(port), Some(&conf)).unwrap()
+    ClusterNode::new(
+        cfg,
+        CAPS,
+        Millis(1_796_060_450_000),
+        u64::from(port),
+        Some(&conf),
+    )
+    .unwrap()
 }
 
 /// A keyspace of database 0 given by key names, in insertion order.
@@ -331,4 +423,48 @@ impl SlotKeys for TestKeys {
             0
         }
     }
+}
+
+/// The reply to one command on a lone node: the one `outcome` carries, or — for
+/// `Deferred` — the `Output::Reply` to `id`, checked to stay inside the node until the
+/// `Persist` it waits for is acknowledged. Drains `node` (acknowledging every persist once
+/// nothing else comes out) and returns what came out, the reply included.
+pub fn settle(
+    node: &mut ClusterNode,
+    id: RequestId,
+    outcome: &CommandOutcome,
+) -> (Reply, Vec<Output>) {
+    let mut outs = Vec::new();
+    let mut persists = Vec::new();
+    while let Some(o) = node.poll_output() {
+        if let Output::Persist { seq, .. } = &o {
+            persists.push(*seq);
+        }
+        assert!(
+            !matches!(&o, Output::Reply { to, .. } if *to == id),
+            "the reply left before its persist was acknowledged: {outs:?}"
+        );
+        outs.push(o);
+    }
+    if *outcome == CommandOutcome::Deferred {
+        assert!(!persists.is_empty(), "deferred without a persist: {outs:?}");
+    }
+    let mut reply = outcome.reply().cloned();
+    loop {
+        for seq in persists.drain(..) {
+            node.handle_persisted(seq);
+        }
+        let Some(o) = node.poll_output() else { break };
+        match &o {
+            Output::Persist { seq, .. } => persists.push(*seq),
+            Output::Reply { to, reply: r } if *to == id => {
+                assert!(reply.is_none(), "two replies to {id:?}");
+                reply = Some(r.clone());
+            }
+            _ => {}
+        }
+        outs.push(o);
+    }
+    let reply = reply.unwrap_or_else(|| panic!("no reply to {id:?} ({outcome:?}): {outs:?}"));
+    (reply, outs)
 }

@@ -46,8 +46,8 @@ use super::{DataEv, World};
 use crate::cluster::ClusterSimExt;
 use crate::sim::{host_ip, Violation, CLIENT_PORT};
 use ferrocluster_node::{
-    AuthReply, ClusterNode, ConnId, Event, JobKind, JobName, MigrationInput, MigrationRequest,
-    Origin, Reply, SnapshotResult, SyncSlots,
+    AuthReply, ClusterNode, CommandOutcome, CommandRequest, ConnId, EmptyKeyspace, JobKind,
+    JobName, MigrationInput, MigrationRequest, Origin, Output, Reply, SnapshotResult, SyncSlots,
 };
 use ferrocluster_slot::{Slot, SlotSet};
 use ferrocluster_topology::Millis;
@@ -196,11 +196,11 @@ pub(super) enum Work {
 }
 
 /// Picks the ASM work out of a step's node events.
-pub(super) fn work_of(evs: &[(Millis, usize, Event)]) -> Vec<(usize, Work)> {
+pub(super) fn work_of(evs: &[(Millis, usize, Output)]) -> Vec<(usize, Work)> {
     evs.iter()
         .filter_map(|(_, h, e)| match e {
-            Event::Migration(r) => Some((*h, Work::Request((**r).clone()))),
-            Event::DeleteSlotKeys(s) => Some((*h, Work::DeleteSlotKeys((**s).clone()))),
+            Output::Migration(r) => Some((*h, Work::Request((**r).clone()))),
+            Output::DeleteSlotKeys(s) => Some((*h, Work::DeleteSlotKeys((**s).clone()))),
             _ => None,
         })
         .collect()
@@ -659,11 +659,24 @@ impl World {
         origin: Origin,
         argv: Vec<Vec<u8>>,
     ) -> Result<Option<Reply>, Violation> {
-        let r = self
-            .sim
-            .report_to_engine(host, |n, now| n.migration_command(origin, &argv, now))?;
+        let req = CommandRequest {
+            from_aof: origin == Origin::Aof,
+            from_primary: origin == Origin::Primary,
+            conn: match origin {
+                Origin::Conn(c) => Some(c),
+                _ => None,
+            },
+            ..CommandRequest::default()
+        };
+        let r = self.sim.report_to_engine(host, |n, now| {
+            n.cluster_command_argv(&argv, &req, &EmptyKeyspace, now)
+        })?;
         self.after_sim()?;
-        Ok(r.flatten())
+        Ok(match r {
+            Some(CommandOutcome::Reply(r)) => Some(r),
+            // SYNCSLOTS messages change no saved config: nothing is deferred.
+            _ => None,
+        })
     }
 
     // ----- requests -----

@@ -49,6 +49,8 @@ SETS = [
     ["cluster-link-sendbuf-limit", "1.5mb"],
     ["cluster-link-sendbuf-limit", "-1"],
     ["cluster-link-sendbuf-limit", "0"],
+    ["cluster-link-sendbuf-limit", "1mb"],
+    ["cluster-link-sendbuf-limit", "16384"],
     ["cluster-announce-hostname", "bad host"],
     ["cluster-announce-hostname", "node-a.example"],
     ["cluster-announce-human-nodename", "a b"],

@@ -6,7 +6,7 @@ use crate::error::MigrationError;
 use crate::job::Job;
 use crate::manager::{Migrations, MSG_UNEXPECTED};
 use crate::message::SyncSlots;
-use crate::output::MigrationOutput;
+use crate::output::{MigrationOutput, MigrationRequest};
 use crate::types::{JobKind, JobName, JobState, Origin, JOB_NAME_LEN};
 use ferrocluster_slot::SlotRange;
 use ferrocluster_topology::{Millis, NodeId, Reply, Topology};
@@ -90,8 +90,10 @@ impl Migrations {
 
     /// `CLUSTER MIGRATESLOTS SLOTSRANGE s e [s e ...] NODE <id> [SLOTSRANGE ... NODE ...]`
     /// (`argv[0..2]` = `CLUSTER MIGRATESLOTS`). All or nothing: on success one export job
-    /// per group is created (state `connecting`, a [`MigrationOutput::Connect`] each) and
-    /// their names returned in argument order.
+    /// per group is created (state `connecting`, a [`MigrationRequest::Connect`] to the
+    /// target's address each; a target without a known IP fails its job at once with
+    /// `Unable to connect to target node: target node not found`) and their names returned
+    /// in argument order.
     ///
     /// # Errors
     /// The first of, in Valkey's order: arity, `Slot migration can only be used on primary
@@ -166,12 +168,33 @@ impl Migrations {
         }
         // Valkey builds the new jobs head-first and then pushes each to the head of the log:
         // the first group ends up newest (front), and the last group is kicked first.
+        let mut unreachable = Vec::new();
         for job in created.into_iter().rev() {
             let (name, target) = (job.name, job.target);
             self.jobs.push_front(job);
-            if let Some(target) = target {
-                self.push(MigrationOutput::Connect { job: name, target });
+            let Some(target) = target else { continue };
+            // The data connection goes to the target's client port, as myself knows it.
+            match topo
+                .node(&target)
+                .and_then(|n| Some((n.ip?, n.port, n.tls_port)))
+            {
+                Some((ip, port, tls_port)) => self.push(
+                    MigrationRequest::Connect {
+                        job: name,
+                        target,
+                        ip,
+                        port,
+                        tls_port,
+                    }
+                    .into(),
+                ),
+                None => unreachable.push(name),
             }
+        }
+        // Valkey: the job fails when the target cannot be reached (sheet A.7); after the
+        // other groups' connects, in their order.
+        for name in unreachable {
+            self.handle_connect_failed(topo, &name, "target node not found", now);
         }
         Ok(names)
     }
@@ -323,7 +346,10 @@ impl Migrations {
             return;
         }
         if let (Some(message), Some(conn)) = (reply, self.jobs[idx].conn) {
-            self.push(MigrationOutput::Send { conn, message });
+            self.push(MigrationOutput::Request(MigrationRequest::Send {
+                conn,
+                message,
+            }));
         }
         self.set_state(idx, next);
     }
@@ -419,22 +445,24 @@ impl Migrations {
         }
         let conn = job.conn;
         self.jobs.push_front(job);
-        self.push(MigrationOutput::HideSlots {
+        self.push(MigrationOutput::Request(MigrationRequest::HideSlots {
             slots: slots.clone(),
-        });
-        self.push(MigrationOutput::Propagate {
+        }));
+        self.push(MigrationOutput::Request(MigrationRequest::Propagate {
             message: SyncSlots::Establish {
                 source,
                 name,
                 ranges,
             },
-        });
+        }));
         if let Some(conn) = conn {
-            self.push(MigrationOutput::AcceptImportLink {
-                job: name,
-                conn,
-                slots,
-            });
+            self.push(MigrationOutput::Request(
+                MigrationRequest::AcceptImportLink {
+                    job: name,
+                    conn,
+                    slots,
+                },
+            ));
         }
         Ok(())
     }
@@ -491,7 +519,7 @@ impl Migrations {
             return Ok(());
         }
         let job_name = j.name;
-        self.push(MigrationOutput::Propagate {
+        self.push(MigrationOutput::Request(MigrationRequest::Propagate {
             message: SyncSlots::Finish {
                 state: if target == JobState::Success {
                     crate::message::FinishState::Success
@@ -501,7 +529,7 @@ impl Migrations {
                 name: job_name,
                 message: message.clone(),
             },
-        });
+        }));
         let loading = origin == Origin::Aof;
         self.finish_inner(idx, target, message.as_deref(), topo, loading, false);
         Ok(())

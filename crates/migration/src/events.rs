@@ -3,7 +3,7 @@
 
 use crate::job::Job;
 use crate::manager::{Migrations, MSG_FLUSHED, MSG_LOST_SOURCE, MSG_LOST_TARGET};
-use crate::output::MigrationOutput;
+use crate::output::{MigrationOutput, MigrationRequest};
 use crate::types::{ConnId, JobKind, JobName, JobState};
 use ferrocluster_slot::SlotRange;
 use ferrocluster_topology::{Millis, Topology};
@@ -188,7 +188,9 @@ impl Migrations {
         job.tracking_only = true;
         let slots = job.slots.clone();
         self.jobs.push_back(job);
-        self.push(MigrationOutput::HideSlots { slots });
+        self.push(MigrationOutput::Request(MigrationRequest::HideSlots {
+            slots,
+        }));
     }
 
     /// Loading (RDB or AOF) finished. On a primary every in-progress import fails with

@@ -3,7 +3,7 @@
 use crate::config::FAILOVER_GRANT_PAUSE_MS;
 use crate::manager::{Migrations, MSG_UNEXPECTED};
 use crate::message::SyncSlots;
-use crate::output::MigrationOutput;
+use crate::output::{MigrationOutput, MigrationRequest};
 use crate::types::{ConnId, JobKind, JobName, JobState};
 use ferrocluster_topology::{Millis, Topology};
 
@@ -38,7 +38,7 @@ impl Migrations {
         self.index_of(JobKind::Export, job)
     }
 
-    /// The connection requested by [`MigrationOutput::Connect`] is up: it is bound to the
+    /// The connection requested by [`MigrationRequest::Connect`] is up: it is bound to the
     /// job as `conn`; the job sends AUTH (when `primaryauth` is set) or ESTABLISH. Ignored
     /// unless the job is `connecting`.
     pub fn handle_connected(&mut self, topo: &Topology, job: &JobName, conn: ConnId, now: Millis) {
@@ -52,7 +52,10 @@ impl Migrations {
         self.jobs[idx].conn = Some(conn);
         if self.config.auth_to_target {
             self.set_state(idx, JobState::SendingAuth);
-            self.push(MigrationOutput::SendAuth { job: *job, conn });
+            self.push(MigrationOutput::Request(MigrationRequest::SendAuth {
+                job: *job,
+                conn,
+            }));
             self.set_state(idx, JobState::ReadingAuthResponse);
         } else {
             self.send_establish(idx);
@@ -70,7 +73,10 @@ impl Migrations {
                 name: j.name,
                 ranges: j.ranges.clone(),
             };
-            self.push(MigrationOutput::Send { conn, message });
+            self.push(MigrationOutput::Request(MigrationRequest::Send {
+                conn,
+                message,
+            }));
         }
         self.set_state(idx, JobState::ReadingEstablishResponse);
     }
@@ -96,7 +102,7 @@ impl Migrations {
         self.sync_pause();
     }
 
-    /// The AUTH reply (after [`MigrationOutput::SendAuth`]). `Ok` → ESTABLISH is sent;
+    /// The AUTH reply (after [`MigrationRequest::SendAuth`]). `Ok` → ESTABLISH is sent;
     /// otherwise the job fails with the matching message. Ignored unless the job is
     /// `reading-auth-response`.
     pub fn handle_auth_reply(
@@ -154,10 +160,10 @@ impl Migrations {
             self.set_state(idx, JobState::WaitingToSnapshot);
             if let Some(conn) = self.jobs[idx].conn {
                 self.jobs[idx].last_ack_sent = Some(self.now);
-                self.push(MigrationOutput::Send {
+                self.push(MigrationOutput::Request(MigrationRequest::Send {
                     conn,
                     message: SyncSlots::Ack,
-                });
+                }));
             }
             self.try_start_snapshot(idx);
         }
@@ -215,7 +221,11 @@ impl Migrations {
         let Some(conn) = j.conn else { return };
         let (job, ranges) = (j.name, j.ranges.clone());
         self.snapshot_running = Some(job);
-        self.push(MigrationOutput::StartSnapshot { job, conn, ranges });
+        self.push(MigrationOutput::Request(MigrationRequest::StartSnapshot {
+            job,
+            conn,
+            ranges,
+        }));
         self.set_state(idx, JobState::Snapshotting);
     }
 
@@ -243,7 +253,7 @@ impl Migrations {
     }
 
     /// The snapshot producer ended. `Done` in `snapshotting` → `replicating` and
-    /// [`MigrationOutput::BeginStreaming`]; `Failed` in `snapshotting` → `Failed to perform
+    /// [`MigrationRequest::BeginStreaming`]; `Failed` in `snapshotting` → `Failed to perform
     /// snapshot`. (If `REQUEST-PAUSE` already moved the job on, only the slot is freed.)
     pub fn handle_snapshot_done(
         &mut self,
@@ -288,12 +298,15 @@ impl Migrations {
         self.set_state(idx, JobState::Replicating);
         if let Some(conn) = self.jobs[idx].conn {
             let job = self.jobs[idx].name;
-            self.push(MigrationOutput::BeginStreaming { job, conn });
+            self.push(MigrationOutput::Request(MigrationRequest::BeginStreaming {
+                job,
+                conn,
+            }));
         }
     }
 
     /// Bytes still queued towards the target on the job's link (after
-    /// [`MigrationOutput::QueryBacklog`], or whenever the host likes). Shown as
+    /// [`MigrationRequest::QueryBacklog`], or whenever the host likes). Shown as
     /// `remaining_repl_size`; a job in `waiting-to-pause` pauses as soon as it is at most
     /// `slot-migration-max-failover-repl-bytes`.
     pub fn handle_link_backlog(&mut self, topo: &Topology, job: &JobName, bytes: u64, now: Millis) {
@@ -310,7 +323,7 @@ impl Migrations {
     }
 
     /// The link's output buffer passed `client-output-buffer-limit replica`: the link is
-    /// closed ([`MigrationOutput::Close`]) and the job fails with the connection-lost message.
+    /// closed ([`MigrationRequest::Close`]) and the job fails with the connection-lost message.
     pub fn handle_output_buffer_limit(&mut self, topo: &Topology, job: &JobName, now: Millis) {
         self.tick(now);
         let Some(idx) = self.export_idx(job) else {
@@ -318,7 +331,7 @@ impl Migrations {
         };
         if let Some(conn) = self.jobs[idx].conn {
             self.handle_link_closed(topo, conn, now);
-            self.push(MigrationOutput::Close { conn });
+            self.push(MigrationOutput::Request(MigrationRequest::Close { conn }));
         }
     }
 
@@ -333,10 +346,10 @@ impl Migrations {
         self.jobs[idx].pause_until = Some(until);
         self.sync_pause();
         if let Some(conn) = self.jobs[idx].conn {
-            self.push(MigrationOutput::Send {
+            self.push(MigrationOutput::Request(MigrationRequest::Send {
                 conn,
                 message: SyncSlots::Paused,
-            });
+            }));
         }
         self.set_state(idx, JobState::FailoverPaused);
         true
@@ -355,7 +368,10 @@ impl Migrations {
             self.set_state(idx, JobState::WaitingToPause);
             if let Some(conn) = self.jobs[idx].conn {
                 let job = self.jobs[idx].name;
-                self.push(MigrationOutput::QueryBacklog { job, conn });
+                self.push(MigrationOutput::Request(MigrationRequest::QueryBacklog {
+                    job,
+                    conn,
+                }));
             }
         }
     }
@@ -381,10 +397,10 @@ impl Migrations {
             j.pause_until = Some(floor);
         }
         if let Some(conn) = j.conn {
-            self.push(MigrationOutput::Send {
+            self.push(MigrationOutput::Request(MigrationRequest::Send {
                 conn,
                 message: SyncSlots::FailoverGranted,
-            });
+            }));
         }
         self.set_state(idx, JobState::ExportFailoverGranted);
     }

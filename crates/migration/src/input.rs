@@ -13,7 +13,7 @@ use ferrocluster_topology::{Millis, Topology};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MigrationInput {
-    /// Source: the connection asked for by [`crate::MigrationOutput::Connect`] is up and is
+    /// Source: the connection asked for by [`crate::MigrationRequest::Connect`] is up and is
     /// `conn` from now on.
     Connected {
         /// The export job.
@@ -29,7 +29,7 @@ pub enum MigrationInput {
         /// The connect error text.
         error: String,
     },
-    /// Source: the reply to the AUTH written for [`crate::MigrationOutput::SendAuth`].
+    /// Source: the reply to the AUTH written for [`crate::MigrationRequest::SendAuth`].
     AuthReply {
         /// The export job.
         job: JobName,
@@ -49,7 +49,7 @@ pub enum MigrationInput {
         /// The export job.
         job: JobName,
     },
-    /// Source: the snapshot asked for by [`crate::MigrationOutput::StartSnapshot`] could not
+    /// Source: the snapshot asked for by [`crate::MigrationRequest::StartSnapshot`] could not
     /// be started (fork failed): `Failed to start snapshot`.
     SnapshotStartFailed {
         /// The export job.
@@ -64,7 +64,7 @@ pub enum MigrationInput {
         result: SnapshotResult,
     },
     /// Source: bytes still queued towards the target on the job's connection (after
-    /// [`crate::MigrationOutput::QueryBacklog`], or whenever the host likes).
+    /// [`crate::MigrationRequest::QueryBacklog`], or whenever the host likes).
     LinkBacklog {
         /// The export job.
         job: JobName,

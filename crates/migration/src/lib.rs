@@ -37,11 +37,15 @@
 //! 4. calls [`Migrations::handle_timeout`] at [`Migrations::poll_timeout`] (it returns
 //!    `now` when deferred work — a takeover or a cleanup, Valkey's before-sleep — waits);
 //! 5. drains [`Migrations::poll_output`] in order after every input and acts on each
-//!    [`MigrationOutput`] (open/close connections, write SYNCSLOTS messages, snapshot,
-//!    stream, pause, take ownership, hide/reveal/drop slots, propagate to replicas).
+//!    [`MigrationOutput`]: pause, take ownership and state changes itself, and each
+//!    [`MigrationRequest`] (open/close connections, write SYNCSLOTS messages, snapshot,
+//!    stream, hide/reveal/drop slots, propagate to replicas) through the host's data plane
+//!    (a node hands these on to its host as they are).
 //!
 //! ```
-//! use ferrocluster_migration::{Migrations, MigrationConfig, MigrationOutput, Origin, ConnId};
+//! use ferrocluster_migration::{
+//!     ConnId, MigrationConfig, MigrationOutput, MigrationRequest, Migrations, Origin,
+//! };
 //! use ferrocluster_topology::{Millis, Node, NodeFlags, NodeId, ShardId, Topology};
 //! use ferrocluster_slot::Slot;
 //! use rand_core::SeedableRng;
@@ -53,6 +57,8 @@
 //! let mut topo = Topology::new(me);
 //! let mut b = Node::new(id('b'), shard, Millis(0));
 //! b.flags = NodeFlags::PRIMARY;
+//! b.ip = Some([127, 0, 0, 1].into()); // the export connects to its client port
+//! b.port = 7001;
 //! topo.add_node(b).unwrap();
 //! topo.set_slot_owner(Slot::new(7).unwrap(), Some(id('a'))).unwrap();
 //!
@@ -61,7 +67,10 @@
 //! let argv = ["CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", "7", "7", "NODE", &"b".repeat(40)];
 //! let reply = m.handle_cluster_command(&topo, Origin::Conn(ConnId(1)), &argv, &mut rng, Millis(1_000));
 //! assert_eq!(reply, Some(ferrocluster_topology::Reply::ok()));
-//! assert!(matches!(m.poll_output(), Some(MigrationOutput::Connect { .. })));
+//! assert!(matches!(
+//!     m.poll_output(),
+//!     Some(MigrationOutput::Request(MigrationRequest::Connect { port: 7001, .. }))
+//! ));
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -90,5 +99,5 @@ pub use manager::{
     Migrations, MSG_FLUSHED, MSG_LOST_SOURCE, MSG_LOST_TARGET, MSG_TIMED_OUT, MSG_UNEXPECTED,
 };
 pub use message::{FinishState, SyncSlots};
-pub use output::MigrationOutput;
+pub use output::{MigrationOutput, MigrationRequest};
 pub use types::{ConnId, JobKind, JobName, JobState, Origin, JOB_NAME_LEN};

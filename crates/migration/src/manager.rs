@@ -4,7 +4,7 @@
 use crate::config::MigrationConfig;
 use crate::job::Job;
 use crate::message::{FinishState, SyncSlots};
-use crate::output::MigrationOutput;
+use crate::output::{MigrationOutput, MigrationRequest};
 use crate::types::{ConnId, JobKind, JobName, JobState};
 use ferrocluster_slot::{Slot, SlotSet};
 use ferrocluster_topology::{Millis, Topology};
@@ -220,10 +220,10 @@ impl Migrations {
                         .is_none_or(|t| self.now.since(t) >= self.config.ack_interval_ms);
                     if due {
                         self.jobs[idx].last_ack_sent = Some(self.now);
-                        self.push(MigrationOutput::Send {
+                        self.push(MigrationOutput::Request(MigrationRequest::Send {
                             conn,
                             message: SyncSlots::Ack,
-                        });
+                        }));
                     }
                 }
             }
@@ -274,12 +274,14 @@ impl Migrations {
     /// Valkey `resetSlotMigrationJob`: close the link (if any) and stop its snapshot.
     pub(crate) fn reset_link(&mut self, idx: usize) {
         if let Some(conn) = self.jobs[idx].conn.take() {
-            self.push(MigrationOutput::Close { conn });
+            self.push(MigrationOutput::Request(MigrationRequest::Close { conn }));
         }
         let name = self.jobs[idx].name;
         if self.jobs[idx].kind == JobKind::Export && self.snapshot_running == Some(name) {
             self.snapshot_running = None;
-            self.push(MigrationOutput::AbortSnapshot { job: name });
+            self.push(MigrationOutput::Request(MigrationRequest::AbortSnapshot {
+                job: name,
+            }));
         }
     }
 
@@ -331,20 +333,22 @@ impl Migrations {
         let j = &self.jobs[idx];
         if j.kind == JobKind::Import {
             let (slots, name, msg) = (j.slots.clone(), j.name, j.message.clone());
-            self.push(MigrationOutput::RevealSlots { slots });
+            self.push(MigrationOutput::Request(MigrationRequest::RevealSlots {
+                slots,
+            }));
             if primary && propagate {
                 let state = if to == JobState::Success {
                     FinishState::Success
                 } else {
                     FinishState::Failed
                 };
-                self.push(MigrationOutput::Propagate {
+                self.push(MigrationOutput::Request(MigrationRequest::Propagate {
                     message: SyncSlots::Finish {
                         state,
                         name,
                         message: msg,
                     },
-                });
+                }));
             }
         }
     }
@@ -369,7 +373,9 @@ impl Migrations {
                     .collect();
                 let (post, msg) = (j.post_cleanup, j.message.clone());
                 if !drop.is_empty() {
-                    self.push(MigrationOutput::DropSlotKeys { slots: drop });
+                    self.push(MigrationOutput::Request(MigrationRequest::DropSlotKeys {
+                        slots: drop,
+                    }));
                 }
                 self.finish(idx, post, msg.as_deref(), topo, false);
             }
@@ -377,7 +383,10 @@ impl Migrations {
             JobState::WaitingToPause if !self.try_pause(idx) => {
                 if let Some(conn) = self.jobs[idx].conn {
                     let job = self.jobs[idx].name;
-                    self.push(MigrationOutput::QueryBacklog { job, conn });
+                    self.push(MigrationOutput::Request(MigrationRequest::QueryBacklog {
+                        job,
+                        conn,
+                    }));
                 }
             }
             JobState::FailoverPaused if self.pause_lapsed(idx) => {

@@ -4,7 +4,7 @@ mod common;
 use common::harness::Pair;
 use common::{id, ids, slot};
 use ferrocluster_migration::{
-    FinishState, JobKind, JobState, MigrationConfig, MigrationOutput, SyncSlots,
+    FinishState, JobKind, JobState, MigrationConfig, MigrationOutput, MigrationRequest, SyncSlots,
 };
 use ferrocluster_topology::Reply;
 
@@ -74,7 +74,9 @@ fn happy_path_migration_runs_end_to_end() {
         p.t.log
             .iter()
             .filter_map(|o| match o {
-                MigrationOutput::Send { message, .. } => Some(message.clone()),
+                MigrationOutput::Request(MigrationRequest::Send { message, .. }) => {
+                    Some(message.clone())
+                }
                 _ => None,
             })
             .collect();

@@ -103,10 +103,13 @@ fn migrateslots_creates_a_connecting_job_and_asks_to_connect() {
     assert!(j.name().to_string().bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
         effects(&mut m),
-        vec![MigrationOutput::Connect {
+        vec![MigrationOutput::Request(MigrationRequest::Connect {
             job: names[0],
-            target: id('t')
-        }]
+            target: id('t'),
+            ip: std::net::IpAddr::from([127, 0, 0, 1]),
+            port: 7000 + u16::from(b't' - b'a'),
+            tls_port: 0,
+        })]
     );
 }
 
@@ -117,18 +120,18 @@ fn connected_without_auth_sends_establish() {
     let out = effects(&mut m);
     assert_eq!(
         out,
-        vec![MigrationOutput::Send {
+        vec![MigrationOutput::Request(MigrationRequest::Send {
             conn: C,
             message: SyncSlots::Establish {
                 source: Some(id('s')),
                 name: job,
                 ranges: vec![range(0, 9)]
             }
-        }]
+        })]
     );
     assert_eq!(st(&m, &job).0, JobState::ReadingEstablishResponse);
     // The exact wire bytes Valkey's generateSyncSlotsEstablishCommand writes.
-    let MigrationOutput::Send { message, .. } = &out[0] else {
+    let MigrationOutput::Request(MigrationRequest::Send { message, .. }) = &out[0] else {
         unreachable!()
     };
     let expect = format!(
@@ -149,7 +152,10 @@ fn auth_path_and_its_failures() {
     m.handle_connected(&topo, &job, C, T0);
     assert_eq!(
         effects(&mut m),
-        vec![MigrationOutput::SendAuth { job, conn: C }]
+        vec![MigrationOutput::Request(MigrationRequest::SendAuth {
+            job,
+            conn: C
+        })]
     );
     assert_eq!(st(&m, &job).0, JobState::ReadingAuthResponse);
     m.handle_auth_reply(&topo, &job, AuthReply::Ok, T0);
@@ -174,7 +180,11 @@ fn auth_path_and_its_failures() {
         m.handle_connected(&topo, &job, C, T0);
         m.handle_auth_reply(&topo, &job, reply, T0);
         assert_eq!(st(&m, &job), (JobState::Failed, msg.to_owned()));
-        assert!(effects(&mut m).contains(&MigrationOutput::Close { conn: C }));
+        assert!(
+            effects(&mut m).contains(&MigrationOutput::Request(MigrationRequest::Close {
+                conn: C
+            }))
+        );
     }
 }
 
@@ -201,15 +211,15 @@ fn establish_reply_ok_acks_and_snapshots() {
     assert_eq!(
         effects(&mut m),
         vec![
-            MigrationOutput::Send {
+            MigrationOutput::Request(MigrationRequest::Send {
                 conn: C,
                 message: SyncSlots::Ack
-            },
-            MigrationOutput::StartSnapshot {
+            }),
+            MigrationOutput::Request(MigrationRequest::StartSnapshot {
                 job,
                 conn: C,
                 ranges: vec![range(0, 9)]
-            },
+            }),
         ]
     );
     assert_eq!(st(&m, &job).0, JobState::Snapshotting);
@@ -286,7 +296,10 @@ fn snapshot_done_begins_streaming_and_records_cow() {
     m.handle_snapshot_done(&topo, &job, SnapshotResult::Done { cow_bytes: 123 }, T0);
     assert_eq!(
         effects(&mut m),
-        vec![MigrationOutput::BeginStreaming { job, conn: C }]
+        vec![MigrationOutput::Request(MigrationRequest::BeginStreaming {
+            job,
+            conn: C
+        })]
     );
     assert_eq!(m.job(JobKind::Export, &job).unwrap().cow_bytes(), 123);
     assert_eq!(st(&m, &job).0, JobState::Replicating);
@@ -308,12 +321,12 @@ fn request_pause_during_snapshot_starts_streaming_and_pauses() {
     assert_eq!(
         effects(&mut m),
         vec![
-            MigrationOutput::BeginStreaming { job, conn: C },
+            MigrationOutput::Request(MigrationRequest::BeginStreaming { job, conn: C }),
             MigrationOutput::PauseWrites { until, slots },
-            MigrationOutput::Send {
+            MigrationOutput::Request(MigrationRequest::Send {
                 conn: C,
                 message: SyncSlots::Paused
-            },
+            }),
         ]
     );
     assert_eq!(st(&m, &job).0, JobState::FailoverPaused);
@@ -337,11 +350,19 @@ fn backlog_above_limit_waits_to_pause_negative_limit_disables() {
     assert_eq!(st(&m, &job).0, JobState::WaitingToPause);
     assert_eq!(
         effects(&mut m),
-        vec![MigrationOutput::QueryBacklog { job, conn: C }]
+        vec![MigrationOutput::Request(MigrationRequest::QueryBacklog {
+            job,
+            conn: C
+        })]
     );
     // Re-asked every cron tick.
     m.handle_timeout(&topo, T0.saturating_add_ms(100));
-    assert!(effects(&mut m).contains(&MigrationOutput::QueryBacklog { job, conn: C }));
+    assert!(
+        effects(&mut m).contains(&MigrationOutput::Request(MigrationRequest::QueryBacklog {
+            job,
+            conn: C
+        }))
+    );
     m.handle_link_backlog(&topo, &job, 0, T0.saturating_add_ms(150));
     assert_eq!(st(&m, &job).0, JobState::FailoverPaused);
 
@@ -396,10 +417,12 @@ fn request_failover_grants_and_extends_the_pause() {
         Some(now.saturating_add_ms(2000))
     );
     let out = effects(&mut m);
-    assert!(out.contains(&MigrationOutput::Send {
-        conn: C,
-        message: SyncSlots::FailoverGranted
-    }));
+    assert!(
+        out.contains(&MigrationOutput::Request(MigrationRequest::Send {
+            conn: C,
+            message: SyncSlots::FailoverGranted
+        }))
+    );
 }
 
 #[test]
@@ -531,25 +554,25 @@ fn heartbeat_ack_every_second_but_not_while_snapshotting() {
     m.handle_timeout(&topo, T0.saturating_add_ms(5_000));
     assert!(!effects(&mut m)
         .iter()
-        .any(|o| matches!(o, MigrationOutput::Send { .. })));
+        .any(|o| matches!(o, MigrationOutput::Request(MigrationRequest::Send { .. }))));
     let (mut m, topo, _job) = export_to(JobState::Replicating, MigrationConfig::default());
     m.handle_timeout(&topo, T0.saturating_add_ms(1_000));
     assert_eq!(
         effects(&mut m),
-        vec![MigrationOutput::Send {
+        vec![MigrationOutput::Request(MigrationRequest::Send {
             conn: C,
             message: SyncSlots::Ack
-        }]
+        })]
     );
     m.handle_timeout(&topo, T0.saturating_add_ms(1_500));
     assert!(effects(&mut m).is_empty());
     m.handle_timeout(&topo, T0.saturating_add_ms(2_000));
     assert_eq!(
         effects(&mut m),
-        vec![MigrationOutput::Send {
+        vec![MigrationOutput::Request(MigrationRequest::Send {
             conn: C,
             message: SyncSlots::Ack
-        }]
+        })]
     );
 }
 
@@ -558,7 +581,11 @@ fn output_buffer_limit_closes_the_link_and_fails() {
     let (mut m, topo, job) = export_to(JobState::Replicating, MigrationConfig::default());
     m.handle_output_buffer_limit(&topo, &job, T0);
     assert_eq!(st(&m, &job), (JobState::Failed, MSG_LOST_TARGET.into()));
-    assert!(effects(&mut m).contains(&MigrationOutput::Close { conn: C }));
+    assert!(
+        effects(&mut m).contains(&MigrationOutput::Request(MigrationRequest::Close {
+            conn: C
+        }))
+    );
 }
 
 #[test]
@@ -581,7 +608,11 @@ fn flush_fails_exports_and_cancel_cancels_them() {
     );
     assert_eq!(st(&m, &job), (JobState::Cancelled, String::new()));
     let out = effects(&mut m);
-    assert!(out.contains(&MigrationOutput::Close { conn: C }));
+    assert!(
+        out.contains(&MigrationOutput::Request(MigrationRequest::Close {
+            conn: C
+        }))
+    );
     assert!(out.contains(&MigrationOutput::UnpauseWrites));
     assert_eq!(
         cmd(
@@ -599,7 +630,11 @@ fn flush_fails_exports_and_cancel_cancels_them() {
 fn cancel_during_snapshot_aborts_it() {
     let (mut m, topo, job) = export_to(JobState::Snapshotting, MigrationConfig::default());
     m.cancel_slot_migrations(&topo, T0).unwrap();
-    assert!(effects(&mut m).contains(&MigrationOutput::AbortSnapshot { job }));
+    assert!(
+        effects(&mut m).contains(&MigrationOutput::Request(MigrationRequest::AbortSnapshot {
+            job
+        }))
+    );
 }
 
 #[test]
@@ -653,4 +688,32 @@ fn getslotmigrations_fields_in_order() {
         T0,
     );
     assert_eq!(m2.get_slot_migrations(), Reply::Array(vec![]));
+}
+
+#[test]
+fn a_target_without_a_known_address_fails_the_job_at_once() {
+    let mut topo = cluster('s');
+    topo.node_mut(&id('t')).unwrap().ip = None;
+    let mut m = Migrations::new(MigrationConfig::default(), T0);
+    let names = m
+        .migrate_slots(
+            &topo,
+            &argv(&format!(
+                "CLUSTER MIGRATESLOTS SLOTSRANGE 0 9 NODE {}",
+                ids('t')
+            )),
+            &mut rng(),
+            T0,
+        )
+        .unwrap();
+    let j = m.job(JobKind::Export, &names[0]).unwrap();
+    assert_eq!(j.state(), JobState::Failed);
+    assert_eq!(
+        j.message(),
+        Some("Unable to connect to target node: target node not found")
+    );
+    assert!(!effects(&mut m).iter().any(|o| matches!(
+        o,
+        MigrationOutput::Request(MigrationRequest::Connect { .. })
+    )));
 }

@@ -247,20 +247,20 @@ fn restart_with_a_pending_import_fails_it_and_cleans_up() {
     assert_eq!(
         out,
         vec![
-            MigrationOutput::HideSlots {
+            MigrationOutput::Request(MigrationRequest::HideSlots {
                 slots: slots.clone()
-            },
-            MigrationOutput::DropSlotKeys {
+            }),
+            MigrationOutput::Request(MigrationRequest::DropSlotKeys {
                 slots: slots.clone()
-            },
-            MigrationOutput::RevealSlots { slots },
-            MigrationOutput::Propagate {
+            }),
+            MigrationOutput::Request(MigrationRequest::RevealSlots { slots }),
+            MigrationOutput::Request(MigrationRequest::Propagate {
                 message: SyncSlots::Finish {
                     state: FinishState::Failed,
                     name,
                     message: Some("Process restarted".into())
                 }
-            },
+            }),
         ]
     );
     // A replica keeps its tracking job after loading; a full sync fails it.
@@ -278,9 +278,10 @@ fn restart_with_a_pending_import_fails_it_and_cleans_up() {
         (j.state(), j.message()),
         (JobState::Failed, Some("Full resynchronization occurred"))
     );
-    assert!(!effects(&mut r)
-        .iter()
-        .any(|o| matches!(o, MigrationOutput::DropSlotKeys { .. })));
+    assert!(!effects(&mut r).iter().any(|o| matches!(
+        o,
+        MigrationOutput::Request(MigrationRequest::DropSlotKeys { .. })
+    )));
 }
 
 #[test]

@@ -8,7 +8,8 @@ mod common;
 use common::harness::Pair;
 use common::*;
 use ferrocluster_migration::{
-    ConnId, FinishState, JobKind, JobState, MigrationConfig, MigrationOutput, Origin,
+    ConnId, FinishState, JobKind, JobState, MigrationConfig, MigrationOutput, MigrationRequest,
+    Origin,
 };
 use proptest::prelude::*;
 
@@ -185,7 +186,7 @@ fn three_exports_queued_for_one_snapshot_all_end() {
         p.s.log
             .iter()
             .filter_map(|o| match o {
-                MigrationOutput::StartSnapshot { job, .. } => Some(*job),
+                MigrationOutput::Request(MigrationRequest::StartSnapshot { job, .. }) => Some(*job),
                 _ => None,
             })
             .collect();

@@ -218,7 +218,7 @@ pub use config::{
 pub use error::NodeError;
 pub use exec::{error_reply, CommandOutcome, CommandRequest};
 pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};
-pub use migrate::{MigrationInput, MigrationRequest, MSG_SYNCSLOTS_NO_CONN};
+pub use migrate::MSG_SYNCSLOTS_NO_CONN;
 pub use node::ClusterNode;
 pub use output::{LinkEvent, Notice, Output, RequestId};
 pub use stats::MessageStats;
@@ -246,8 +246,8 @@ pub use ferrocluster_health as health;
 pub use ferrocluster_health::{Health, QuorumCheck, QuorumVerdict, Readiness, ShardReadiness};
 pub use ferrocluster_migration as migration;
 pub use ferrocluster_migration::{
-    AuthReply, ConnId, FinishState, Job, JobKind, JobName, JobState, Migrations, Origin,
-    SnapshotResult, SyncSlots,
+    AuthReply, ConnId, FinishState, Job, JobKind, JobName, JobState, MigrationInput,
+    MigrationRequest, Migrations, Origin, SnapshotResult, SyncSlots,
 };
 pub use ferrocluster_slot as slot;
 pub use ferrocluster_slot::{key_hash_slot, Slot, SlotRange, SlotSet};

@@ -415,7 +415,6 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
                 shared.deliver(io, token, conn.0, Delivery::Close);
             }
         }
-        other => tracing::debug!("slot migration request ignored: {other:?}"),
     }
 }
 

@@ -9,7 +9,8 @@ use ferrocluster_dataplane::{
     AsmConfig, AsmEvent, AsmOutput, AsmPlane, ConnId, Millis, SnapshotMode, SnapshotProgress,
 };
 use ferrocluster_migration::{
-    JobState, MigrationConfig, MigrationInput, MigrationOutput, Migrations, Origin,
+    JobState, MigrationConfig, MigrationInput, MigrationOutput, MigrationRequest, Migrations,
+    Origin,
 };
 use ferrocluster_slot::{key_hash_slot, Slot, SlotSet};
 use ferrocluster_topology::{Node, NodeFlags, NodeId, ShardId, Topology};
@@ -74,6 +75,8 @@ pub struct Pair {
 fn node(id: NodeId, shard: ShardId) -> Node {
     let mut n = Node::new(id, shard, Millis(0));
     n.flags = NodeFlags::PRIMARY;
+    // The slot migration engine connects to the target's address.
+    n.ip = Some(std::net::IpAddr::from([127, 0, 0, 1]));
     n
 }
 
@@ -223,17 +226,17 @@ impl Pair {
             any = true;
             let s = &mut self.s[side];
             match o {
-                MigrationOutput::Connect { job, .. } => {
+                MigrationOutput::Request(MigrationRequest::Connect { job, .. }) => {
                     self.open = true;
                     s.asm.handle_connected(job, SRC_CONN, now).unwrap();
                 }
-                MigrationOutput::SendAuth { conn, .. } => {
+                MigrationOutput::Request(MigrationRequest::SendAuth { conn, .. }) => {
                     s.asm.send_auth(conn, None, PASSWORD, now).unwrap();
                 }
-                MigrationOutput::Send { conn, message } => {
+                MigrationOutput::Request(MigrationRequest::Send { conn, message }) => {
                     s.asm.send_message(conn, &message, now);
                 }
-                MigrationOutput::StartSnapshot { conn, ranges, job } => {
+                MigrationOutput::Request(MigrationRequest::StartSnapshot { conn, ranges, job }) => {
                     let r = s.asm.start_snapshot(conn, &ranges, self.mode, now);
                     if r.is_err() {
                         s.mig.handle_input(
@@ -245,15 +248,21 @@ impl Pair {
                         s.frozen = Some(s.db.clone());
                     }
                 }
-                MigrationOutput::AbortSnapshot { job } => {
+                MigrationOutput::Request(MigrationRequest::AbortSnapshot { job }) => {
                     s.asm.abort_snapshot(&job, now);
                     s.frozen = None;
                 }
-                MigrationOutput::BeginStreaming { conn, .. } => {
+                MigrationOutput::Request(MigrationRequest::BeginStreaming { conn, .. }) => {
                     s.asm.begin_streaming(conn, now).unwrap();
                 }
-                MigrationOutput::QueryBacklog { job, conn } => s.asm.query_backlog(job, conn, now),
-                MigrationOutput::AcceptImportLink { job, conn, slots } => {
+                MigrationOutput::Request(MigrationRequest::QueryBacklog { job, conn }) => {
+                    s.asm.query_backlog(job, conn, now)
+                }
+                MigrationOutput::Request(MigrationRequest::AcceptImportLink {
+                    job,
+                    conn,
+                    slots,
+                }) => {
                     let already = self
                         .client
                         .as_mut()
@@ -282,15 +291,17 @@ impl Pair {
                         side.mig.handle_topology_changed(&side.topo, now);
                     }
                 }
-                MigrationOutput::HideSlots { .. } | MigrationOutput::RevealSlots { .. } => {}
-                MigrationOutput::DropSlotKeys { slots } => {
+                MigrationOutput::Request(MigrationRequest::HideSlots { .. })
+                | MigrationOutput::Request(MigrationRequest::RevealSlots { .. }) => {}
+                MigrationOutput::Request(MigrationRequest::DropSlotKeys { slots }) => {
                     for space in &mut s.db.spaces {
                         space.retain(|slot, _| !slots.contains(Slot::new(*slot).unwrap()));
                     }
                     s.dropped.push(slots);
                 }
-                MigrationOutput::Propagate { .. } | MigrationOutput::StateChanged { .. } => {}
-                MigrationOutput::Close { .. } => self.close_link(side),
+                MigrationOutput::Request(MigrationRequest::Propagate { .. })
+                | MigrationOutput::StateChanged { .. } => {}
+                MigrationOutput::Request(MigrationRequest::Close { .. }) => self.close_link(side),
             }
         }
         any

@@ -29,7 +29,9 @@ use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{
     AsmConfig, AsmOutput, AsmPlane, ConnId, Millis, SnapshotMode, SnapshotProgress,
 };
-use ferrocluster_migration::{JobState, MigrationConfig, MigrationOutput, Migrations, Origin};
+use ferrocluster_migration::{
+    JobState, MigrationConfig, MigrationOutput, MigrationRequest, Migrations, Origin,
+};
 use ferrocluster_slot::{key_hash_slot, Slot};
 use ferrocluster_topology::{Node, NodeFlags, NodeId, ShardId, Topology};
 use rand_core::SeedableRng;
@@ -222,6 +224,8 @@ fn job_state(c: &mut redis::Connection) -> Option<String> {
 fn primary(id: NodeId, shard: ShardId) -> Node {
     let mut n = Node::new(id, shard, Millis(0));
     n.flags = NodeFlags::PRIMARY;
+    // The slot migration engine connects to the target's address.
+    n.ip = Some(std::net::IpAddr::from([127, 0, 0, 1]));
     n
 }
 
@@ -313,19 +317,23 @@ impl Host {
             while let Some(o) = self.mig.poll_output() {
                 any = true;
                 match o {
-                    MigrationOutput::Connect { job, .. } => {
+                    MigrationOutput::Request(MigrationRequest::Connect { job, .. }) => {
                         let s = TcpStream::connect(("127.0.0.1", connect_to.unwrap())).unwrap();
                         s.set_nonblocking(true).unwrap();
                         self.sock = Some(s);
                         self.asm.handle_connected(job, CONN, now).unwrap();
                     }
-                    MigrationOutput::SendAuth { conn, .. } => {
+                    MigrationOutput::Request(MigrationRequest::SendAuth { conn, .. }) => {
                         self.asm.send_auth(conn, None, password, now).unwrap()
                     }
-                    MigrationOutput::Send { conn, message } => {
+                    MigrationOutput::Request(MigrationRequest::Send { conn, message }) => {
                         self.asm.send_message(conn, &message, now)
                     }
-                    MigrationOutput::StartSnapshot { conn, ranges, .. } => {
+                    MigrationOutput::Request(MigrationRequest::StartSnapshot {
+                        conn,
+                        ranges,
+                        ..
+                    }) => {
                         self.asm
                             .start_snapshot(conn, &ranges, self.mode, now)
                             .unwrap();
@@ -334,13 +342,17 @@ impl Host {
                         }
                         self.snapshot = true;
                     }
-                    MigrationOutput::BeginStreaming { conn, .. } => {
+                    MigrationOutput::Request(MigrationRequest::BeginStreaming { conn, .. }) => {
                         self.asm.begin_streaming(conn, now).unwrap()
                     }
-                    MigrationOutput::QueryBacklog { job, conn } => {
+                    MigrationOutput::Request(MigrationRequest::QueryBacklog { job, conn }) => {
                         self.asm.query_backlog(job, conn, now)
                     }
-                    MigrationOutput::AcceptImportLink { job, conn, slots } => {
+                    MigrationOutput::Request(MigrationRequest::AcceptImportLink {
+                        job,
+                        conn,
+                        slots,
+                    }) => {
                         let already = self
                             .client
                             .take()
@@ -358,7 +370,7 @@ impl Host {
                         }
                         (self.on_takeover)(&list);
                     }
-                    MigrationOutput::DropSlotKeys { slots } => {
+                    MigrationOutput::Request(MigrationRequest::DropSlotKeys { slots }) => {
                         let mut db = self.db.lock().unwrap();
                         for space in &mut db.spaces {
                             space.retain(|s, _| !slots.contains(Slot::new(*s).unwrap()));
@@ -366,7 +378,7 @@ impl Host {
                     }
                     MigrationOutput::PauseWrites { .. } => self.paused = true,
                     MigrationOutput::UnpauseWrites => self.paused = false,
-                    MigrationOutput::Close { conn } => {
+                    MigrationOutput::Request(MigrationRequest::Close { conn }) => {
                         self.asm.close(conn, now);
                         self.sock = None;
                     }

@@ -5,8 +5,8 @@
 
 use super::{cluster, id, rng, T0};
 use ferrocluster_migration::{
-    ConnId, FinishState, JobKind, JobName, JobState, MigrationConfig, MigrationOutput, Migrations,
-    Origin, SnapshotResult, SyncSlots,
+    ConnId, FinishState, JobKind, JobName, JobState, MigrationConfig, MigrationOutput,
+    MigrationRequest, Migrations, Origin, SnapshotResult, SyncSlots,
 };
 use ferrocluster_slot::{Slot, SlotSet};
 use ferrocluster_topology::{ConfigEpoch, Millis, Reply, Topology};
@@ -252,11 +252,11 @@ impl Pair {
 
     fn on_source(&mut self, o: MigrationOutput) {
         match o {
-            MigrationOutput::Connect { job, target } => {
+            MigrationOutput::Request(MigrationRequest::Connect { job, target, .. }) => {
                 assert_eq!(target, id('t'));
                 self.pending_connect.push(job);
             }
-            MigrationOutput::Send { conn, message } => {
+            MigrationOutput::Request(MigrationRequest::Send { conn, message }) => {
                 let Some(tc) = self.s2t.get(&conn).copied() else {
                     return;
                 };
@@ -274,16 +274,16 @@ impl Pair {
                     assert_eq!(reply, None, "SYNCSLOTS {message:?} got a reply");
                 }
             }
-            MigrationOutput::StartSnapshot { job, conn, .. } => {
+            MigrationOutput::Request(MigrationRequest::StartSnapshot { job, conn, .. }) => {
                 assert!(self.pending_snapshot.is_none(), "two snapshots at once");
                 self.pending_snapshot = Some((job, conn));
             }
-            MigrationOutput::AbortSnapshot { job } => {
+            MigrationOutput::Request(MigrationRequest::AbortSnapshot { job }) => {
                 if self.pending_snapshot.is_some_and(|(j, _)| j == job) {
                     self.pending_snapshot = None;
                 }
             }
-            MigrationOutput::QueryBacklog { job, .. } => {
+            MigrationOutput::Request(MigrationRequest::QueryBacklog { job, .. }) => {
                 if let Some(b) = self.auto_backlog {
                     self.s
                         .m
@@ -292,20 +292,21 @@ impl Pair {
             }
             MigrationOutput::PauseWrites { until, .. } => self.paused_until = Some(until),
             MigrationOutput::UnpauseWrites => self.paused_until = None,
-            MigrationOutput::Close { conn } => {
+            MigrationOutput::Request(MigrationRequest::Close { conn }) => {
                 if let Some(tc) = self.s2t.remove(&conn) {
                     self.t2s.remove(&tc);
                     self.t.m.handle_link_closed(&self.t.topo, tc, self.now);
                 }
             }
-            MigrationOutput::BeginStreaming { .. } | MigrationOutput::StateChanged { .. } => {}
+            MigrationOutput::Request(MigrationRequest::BeginStreaming { .. })
+            | MigrationOutput::StateChanged { .. } => {}
             other => panic!("source emitted a target-side output: {other:?}"),
         }
     }
 
     fn on_target(&mut self, o: MigrationOutput) {
         match o {
-            MigrationOutput::Send { conn, message } => {
+            MigrationOutput::Request(MigrationRequest::Send { conn, message }) => {
                 let Some(sc) = self.t2s.get(&conn).copied() else {
                     return;
                 };
@@ -318,11 +319,13 @@ impl Pair {
                 );
                 assert_eq!(r, None, "source replied to {message:?}");
             }
-            MigrationOutput::HideSlots { slots } => self.t.hidden = self.t.hidden.union(&slots),
-            MigrationOutput::RevealSlots { slots } => {
+            MigrationOutput::Request(MigrationRequest::HideSlots { slots }) => {
+                self.t.hidden = self.t.hidden.union(&slots)
+            }
+            MigrationOutput::Request(MigrationRequest::RevealSlots { slots }) => {
                 self.t.hidden = self.t.hidden.difference(&slots)
             }
-            MigrationOutput::DropSlotKeys { slots } => {
+            MigrationOutput::Request(MigrationRequest::DropSlotKeys { slots }) => {
                 for s in slots.iter() {
                     assert_ne!(self.t.topo.slot_owner(s), Some(&id('t')));
                     self.t.keys.remove(&s);
@@ -338,7 +341,7 @@ impl Pair {
                     topo.set_slot_owner(s, Some(id('t'))).unwrap();
                 }
             }
-            MigrationOutput::Propagate { message } => {
+            MigrationOutput::Request(MigrationRequest::Propagate { message }) => {
                 if let SyncSlots::Finish { state, name, .. } = &message {
                     self.finishes.push((*name, *state));
                 }
@@ -351,37 +354,42 @@ impl Pair {
                 );
                 assert_eq!(r, Some(Reply::ok()), "replica refused {message:?}");
             }
-            MigrationOutput::Close { conn } => {
+            MigrationOutput::Request(MigrationRequest::Close { conn }) => {
                 if let Some(sc) = self.t2s.remove(&conn) {
                     self.s2t.remove(&sc);
                     self.s.m.handle_link_closed(&self.s.topo, sc, self.now);
                 }
             }
-            MigrationOutput::AcceptImportLink { .. } | MigrationOutput::StateChanged { .. } => {}
+            MigrationOutput::Request(MigrationRequest::AcceptImportLink { .. })
+            | MigrationOutput::StateChanged { .. } => {}
             other => panic!("target emitted a source-side output: {other:?}"),
         }
     }
 
     fn on_replica(&mut self, o: MigrationOutput) {
         match o {
-            MigrationOutput::HideSlots { slots } => self.r.hidden = self.r.hidden.union(&slots),
-            MigrationOutput::RevealSlots { slots } => {
+            MigrationOutput::Request(MigrationRequest::HideSlots { slots }) => {
+                self.r.hidden = self.r.hidden.union(&slots)
+            }
+            MigrationOutput::Request(MigrationRequest::RevealSlots { slots }) => {
                 self.r.hidden = self.r.hidden.difference(&slots)
             }
-            MigrationOutput::DropSlotKeys { slots } => {
+            MigrationOutput::Request(MigrationRequest::DropSlotKeys { slots }) => {
                 for s in slots.iter() {
                     self.r.keys.remove(&s);
                 }
             }
             // A replica re-propagates what it received; only a promoted one originates FINISH.
-            MigrationOutput::Propagate { message } if self.r.topo.myself().is_primary() => {
+            MigrationOutput::Request(MigrationRequest::Propagate { message })
+                if self.r.topo.myself().is_primary() =>
+            {
                 if let SyncSlots::Finish { state, name, .. } = &message {
                     self.finishes.push((*name, *state));
                 }
             }
-            MigrationOutput::Propagate { .. }
+            MigrationOutput::Request(MigrationRequest::Propagate { .. })
             | MigrationOutput::StateChanged { .. }
-            | MigrationOutput::Close { .. } => {}
+            | MigrationOutput::Request(MigrationRequest::Close { .. }) => {}
             other => panic!("replica emitted {other:?}"),
         }
     }

@@ -33,6 +33,9 @@ pub fn rng() -> rand_chacha::ChaCha8Rng {
 fn node(c: char, primary: Option<char>) -> Node {
     let shard = ShardId::parse(&primary.unwrap_or(c).to_string().repeat(40)).unwrap();
     let mut n = Node::new(id(c), shard, T0);
+    // Every node has an address: an export connects to its target's client port.
+    n.ip = Some(std::net::IpAddr::from([127, 0, 0, 1]));
+    n.port = 7000 + (c as u16 - u16::from(b'a'));
     match primary {
         None => n.flags = NodeFlags::PRIMARY,
         Some(p) => {

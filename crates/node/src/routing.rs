@@ -24,12 +24,13 @@ impl ClusterNode {
                 PreferredEndpoint::UnknownEndpoint => EndpointType::UnknownEndpoint,
             },
             databases: self.caps.databases,
-            ..RoutingConfig::default()
         }
     }
 
     /// The cluster as routing sees it now: the topology, whether the cluster state is `ok`
-    /// (§10) and [`ClusterNode::routing_config`].
+    /// (§10), the routing configuration (`cluster-allow-reads-when-down`,
+    /// `cluster-allow-pubsubshard-when-down`, `cluster-preferred-endpoint-type`) and the
+    /// host's database count.
     pub fn cluster_context(&self) -> ClusterContext<'_, Topology> {
         ClusterContext {
             view: &self.topo,

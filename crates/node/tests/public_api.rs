@@ -194,7 +194,8 @@ fn the_whole_api_through_the_node_crate() {
         ..ClusterConfig::default()
     };
     assert_eq!(config.bus_port(), 7000 + BUS_PORT_OFFSET);
-    assert!(MAX_PORT_WITH_DEFAULT_BUS_PORT > 7000);
+    // The largest port whose default bus port (port + 10000) still fits in 16 bits.
+    assert_eq!(MAX_PORT_WITH_DEFAULT_BUS_PORT, u16::MAX - BUS_PORT_OFFSET);
     let caps = Capabilities {
         replication: true,
         slot_migration: true,

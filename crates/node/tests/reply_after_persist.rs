@@ -86,10 +86,7 @@ fn naive(node: &mut ClusterNode, args: &[&str], keys: &TestKeys) -> Seen {
     }
     // Now in order, acknowledging each persist once written.
     let mut queue: std::collections::VecDeque<Output> = held.into();
-    loop {
-        let Some(o) = queue.pop_front().or_else(|| node.poll_output()) else {
-            break;
-        };
+    while let Some(o) = queue.pop_front().or_else(|| node.poll_output()) {
         match o {
             Output::Persist { seq, contents } => {
                 disk = contents;
@@ -112,6 +109,9 @@ fn naive(node: &mut ClusterNode, args: &[&str], keys: &TestKeys) -> Seen {
     seen.unwrap_or_else(|| panic!("{args:?}: no reply"))
 }
 
+/// One command case: its name, the node it runs on, and its CLUSTER arguments.
+type Case = (&'static str, fn() -> ClusterNode, &'static [&'static str]);
+
 fn fresh() -> ClusterNode {
     ClusterNode::new(common::config(0, 2000), CAPS, T0, 11, None).unwrap()
 }
@@ -129,7 +129,7 @@ fn fresh_with_slots() -> ClusterNode {
 fn every_config_change_of_a_fresh_node_is_durable_before_its_reply() {
     let none = TestKeys::default();
     let myself = |n: &ClusterNode| n.myself_id().as_str().to_owned();
-    let cases: &[(&str, fn() -> ClusterNode, &[&str])] = &[
+    let cases: &[Case] = &[
         ("ADDSLOTS", fresh, &["ADDSLOTS", "0", "1", "2"]),
         ("ADDSLOTSRANGE", fresh, &["ADDSLOTSRANGE", "0", "100"]),
         ("DELSLOTS", fresh_with_slots, &["DELSLOTS", "5"]),

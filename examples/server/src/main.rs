@@ -28,6 +28,7 @@ mod repl;
 mod resp;
 mod server;
 mod table;
+mod types;
 mod value;
 
 use config::{Invocation, USAGE};

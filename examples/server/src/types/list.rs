@@ -1,6 +1,6 @@
 //! The list: a quicklist, a deque of packed nodes (Valkey `quicklist.c`).
 //!
-//! Each node holds a run of elements as listpack entries ([`super::packed`]) in one exactly
+//! Each node holds a run of elements as listpack entries ([`super::listpack`]) in one exactly
 //! sized buffer (the nodes at the two ends grow by an eighth at a time, the others are shrunk
 //! when a new end node starts). Node boundaries follow `list-max-listpack-size` the way
 //! Redis 7.0's `_quicklistNodeAllowInsert` draws them: a negative fill `-1..=-5` caps a node's
@@ -17,7 +17,7 @@
 //! O(nodes); pushes and pops at either end are O(node size) at worst (a front insert moves the
 //! head node's bytes, as a listpack insert does).
 
-use super::packed::{self, Elem};
+use super::listpack::{self, Elem};
 use std::collections::VecDeque;
 
 /// `list-max-listpack-size` after `quicklistSetFill`'s clamp.
@@ -76,8 +76,8 @@ struct Node {
 
 impl Node {
     fn with(s: &[u8]) -> Node {
-        let mut buf = Vec::with_capacity(packed::entry_size(s));
-        packed::push(&mut buf, s);
+        let mut buf = Vec::with_capacity(listpack::entry_size(s));
+        listpack::push(&mut buf, s);
         Node { buf, count: 1 }
     }
 
@@ -95,7 +95,7 @@ impl Node {
     }
 
     fn offset_of(&self, i: usize) -> usize {
-        packed::offset_of(&self.buf, self.len(), i)
+        listpack::offset_of(&self.buf, self.len(), i)
     }
 }
 
@@ -160,11 +160,11 @@ impl List {
         };
         match node {
             Some(n) if fill.allows(n.buf.len(), n.len(), s.len()) => {
-                let e = packed::entry_size(s);
+                let e = listpack::entry_size(s);
                 n.reserve(e);
                 match end {
-                    End::Right => packed::push(&mut n.buf, s),
-                    End::Left => packed::insert(&mut n.buf, 0, s),
+                    End::Right => listpack::push(&mut n.buf, s),
+                    End::Left => listpack::insert(&mut n.buf, 0, s),
                 }
                 n.count += 1;
             }
@@ -197,10 +197,10 @@ impl List {
             End::Right => self.nodes.back_mut()?,
         };
         let (start, stop) = match end {
-            End::Left => (0, packed::next(&n.buf, 0)),
-            End::Right => (packed::prev(&n.buf, n.buf.len()), n.buf.len()),
+            End::Left => (0, listpack::next(&n.buf, 0)),
+            End::Right => (listpack::prev(&n.buf, n.buf.len()), n.buf.len()),
         };
-        let v = packed::decode(&n.buf, start).0.to_vec();
+        let v = listpack::decode(&n.buf, start).0.to_vec();
         n.buf.drain(start..stop);
         n.count -= 1;
         if n.count == 0 {
@@ -242,7 +242,7 @@ impl List {
         }
         let (k, j) = self.locate(i);
         let n = &self.nodes[k];
-        Some(f(packed::decode(&n.buf, n.offset_of(j)).0))
+        Some(f(listpack::decode(&n.buf, n.offset_of(j)).0))
     }
 
     /// Element `i`, copied.
@@ -258,7 +258,7 @@ impl List {
         let (k, j) = self.locate(i);
         let n = &mut self.nodes[k];
         let off = n.offset_of(j);
-        packed::replace(&mut n.buf, off, s);
+        listpack::replace(&mut n.buf, off, s);
         self.split_if_over(k, fill);
         true
     }
@@ -274,7 +274,7 @@ impl List {
         let (k, j) = self.locate(i);
         let n = &mut self.nodes[k];
         let off = n.offset_of(j);
-        packed::insert(&mut n.buf, off, s);
+        listpack::insert(&mut n.buf, off, s);
         n.count += 1;
         self.len += 1;
         self.split_if_over(k, fill);
@@ -386,7 +386,7 @@ impl List {
         while left > 0 {
             let n = &self.nodes[k];
             while off < n.buf.len() && left > 0 {
-                let (e, next) = packed::decode(&n.buf, off);
+                let (e, next) = listpack::decode(&n.buf, off);
                 f(e);
                 off = next;
                 left -= 1;
@@ -400,7 +400,7 @@ impl List {
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             nodes: self.nodes.iter(),
-            cur: packed::Iter::new(&[]),
+            cur: listpack::Iter::new(&[]),
         }
     }
 
@@ -409,7 +409,7 @@ impl List {
         self.nodes
             .iter()
             .rev()
-            .flat_map(|n| packed::Iter::new(&n.buf).rev())
+            .flat_map(|n| listpack::Iter::new(&n.buf).rev())
     }
 
     /// Removes up to `count` elements equal to `s` (all when `count == 0`), from the head when
@@ -439,7 +439,7 @@ impl List {
             let mut hits: Vec<(usize, usize)> = Vec::new();
             let mut off = 0;
             while off < n.buf.len() {
-                let (e, next) = packed::decode(&n.buf, off);
+                let (e, next) = listpack::decode(&n.buf, off);
                 if e.eq_bytes(s) {
                     hits.push((off, next));
                 }
@@ -496,7 +496,7 @@ impl List {
 #[derive(Clone)]
 pub struct Iter<'a> {
     nodes: std::collections::vec_deque::Iter<'a, Node>,
-    cur: packed::Iter<'a>,
+    cur: listpack::Iter<'a>,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -506,7 +506,7 @@ impl<'a> Iterator for Iter<'a> {
             if let Some(e) = self.cur.next() {
                 return Some(e);
             }
-            self.cur = packed::Iter::new(&self.nodes.next()?.buf);
+            self.cur = listpack::Iter::new(&self.nodes.next()?.buf);
         }
     }
 }
@@ -526,7 +526,7 @@ mod tests {
         let mut total = 0;
         for n in &l.nodes {
             assert!(n.count > 0, "empty node");
-            assert_eq!(packed::Iter::new(&n.buf).count(), n.len());
+            assert_eq!(listpack::Iter::new(&n.buf).count(), n.len());
             if n.count > 1 {
                 assert!(
                     fill.allows(n.buf.len(), n.len() - 1, 0)

@@ -3,7 +3,7 @@
 //! Two forms, as on the servers (`t_zset.c`):
 //!
 //! - **packed** (`OBJECT ENCODING listpack`): member and score entries alternating in one
-//!   [`super::packed`] buffer, in order. Used while the set has at most
+//!   [`super::listpack`] buffer, in order. Used while the set has at most
 //!   `zset-max-listpack-entries` members of at most `zset-max-listpack-value` bytes; the set
 //!   becomes big when an add would break either limit (`zsetAdd`), and a store command's
 //!   result comes back to packed when it fits (`zsetConvertToListpackIfNeeded`). Scores are
@@ -23,7 +23,7 @@
 //! Lookups touch a similar number of cache lines (a tree descent of four levels of binary
 //! search against a skiplist's ~2·log4(n) node visits).
 
-use super::packed::{self, Elem};
+use super::listpack::{self, Elem};
 use hashbrown::HashTable;
 use std::cmp::Ordering;
 use std::hash::BuildHasher;
@@ -671,8 +671,8 @@ impl Packed {
     fn find(&self, m: &[u8]) -> Option<(usize, usize, f64)> {
         let mut off = 0;
         while off < self.buf.len() {
-            let (e, s_off) = packed::decode(&self.buf, off);
-            let (score, next) = packed::decode(&self.buf, s_off);
+            let (e, s_off) = listpack::decode(&self.buf, off);
+            let (score, next) = listpack::decode(&self.buf, s_off);
             if e.eq_bytes(m) {
                 return Some((off, next, score.as_f64()));
             }
@@ -684,17 +684,17 @@ impl Packed {
     fn insert(&mut self, m: &[u8], score: f64) {
         let mut off = 0;
         while off < self.buf.len() {
-            let (e, s_off) = packed::decode(&self.buf, off);
-            let (s, next) = packed::decode(&self.buf, s_off);
+            let (e, s_off) = listpack::decode(&self.buf, off);
+            let (s, next) = listpack::decode(&self.buf, s_off);
             let ord = cmp_score(s.as_f64(), score).then_with(|| e.cmp_bytes(m));
             if ord == Ordering::Greater {
                 break;
             }
             off = next;
         }
-        let mut e = Vec::with_capacity(packed::entry_size(m) + 10);
-        packed::push(&mut e, m);
-        packed::push_double(&mut e, score);
+        let mut e = Vec::with_capacity(listpack::entry_size(m) + 10);
+        listpack::push(&mut e, m);
+        listpack::push_double(&mut e, score);
         self.buf.splice(off..off, e);
         self.len += 1;
     }
@@ -706,14 +706,14 @@ impl Packed {
 
     fn iter(&self) -> PackedPairs<'_> {
         PackedPairs {
-            it: packed::Iter::new(&self.buf),
+            it: listpack::Iter::new(&self.buf),
         }
     }
 }
 
 #[derive(Clone)]
 struct PackedPairs<'a> {
-    it: packed::Iter<'a>,
+    it: listpack::Iter<'a>,
 }
 
 impl<'a> Iterator for PackedPairs<'a> {
@@ -823,8 +823,8 @@ impl ZSet {
                 });
                 for id in ids {
                     let (s, m) = b.slab.key(id);
-                    packed::push(&mut p.buf, m);
-                    packed::push_double(&mut p.buf, s);
+                    listpack::push(&mut p.buf, m);
+                    listpack::push_double(&mut p.buf, s);
                     p.len += 1;
                 }
                 self.repr = Repr::Packed(p);

@@ -1,4 +1,4 @@
-//! The compact packed form of small collections and of list nodes: a sequence of elements in
+//! Listpack entries in a byte buffer, the form of list nodes and small sorted sets: a sequence of elements in
 //! one byte buffer, each element in the entry format of Valkey's listpack (`listpack.c`,
 //! "Listpack specification"), without the listpack's 6-byte header and end byte (the holder
 //! keeps the byte length in its `Vec` and the element count itself).

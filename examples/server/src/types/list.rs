@@ -104,6 +104,8 @@ impl Node {
 pub struct List {
     nodes: VecDeque<Node>,
     len: usize,
+    /// Sum of the nodes' entry bytes (kept so that [`List::heap_size`] is O(1)).
+    bytes: usize,
 }
 
 /// Which end of a list.
@@ -146,10 +148,10 @@ impl List {
         self.nodes.len()
     }
 
-    /// Heap bytes: the node table and every node's buffer (capacity).
+    /// Heap bytes, O(1): the node table and the nodes' entry bytes (the growth room of the
+    /// two end nodes is not counted).
     pub fn heap_size(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>()
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.bytes
     }
 
     /// Pushes `s` at `end`.
@@ -162,6 +164,7 @@ impl List {
             Some(n) if fill.allows(n.buf.len(), n.len(), s.len()) => {
                 let e = listpack::entry_size(s);
                 n.reserve(e);
+                self.bytes += e;
                 match end {
                     End::Right => listpack::push(&mut n.buf, s),
                     End::Left => listpack::insert(&mut n.buf, 0, s),
@@ -171,6 +174,7 @@ impl List {
             _ => {
                 // The old end node is now an inner node: no growth slack.
                 let node = Node::with(s);
+                self.bytes += node.buf.len();
                 match end {
                     End::Left => {
                         if let Some(n) = self.nodes.front_mut() {
@@ -203,6 +207,7 @@ impl List {
         let v = listpack::decode(&n.buf, start).0.to_vec();
         n.buf.drain(start..stop);
         n.count -= 1;
+        self.bytes -= stop - start;
         if n.count == 0 {
             match end {
                 End::Left => self.nodes.pop_front(),
@@ -258,7 +263,9 @@ impl List {
         let (k, j) = self.locate(i);
         let n = &mut self.nodes[k];
         let off = n.offset_of(j);
+        let before = n.buf.len();
         listpack::replace(&mut n.buf, off, s);
+        self.bytes = self.bytes + n.buf.len() - before;
         self.split_if_over(k, fill);
         true
     }
@@ -276,6 +283,7 @@ impl List {
         let off = n.offset_of(j);
         listpack::insert(&mut n.buf, off, s);
         n.count += 1;
+        self.bytes += listpack::entry_size(s);
         self.len += 1;
         self.split_if_over(k, fill);
     }
@@ -344,7 +352,9 @@ impl List {
                 first.get_or_insert(k);
                 self.len -= b - a;
                 if b - a == cnt {
-                    self.nodes.remove(k);
+                    if let Some(gone) = self.nodes.remove(k) {
+                        self.bytes -= gone.buf.len();
+                    }
                     base += cnt;
                     continue;
                 }
@@ -352,6 +362,7 @@ impl List {
                 let (oa, ob) = (n.offset_of(a - base), n.offset_of(b - base));
                 n.buf.drain(oa..ob);
                 n.count -= (b - a) as u32;
+                self.bytes -= ob - oa;
             }
             base += cnt;
             k += 1;
@@ -461,6 +472,7 @@ impl List {
                 last = b;
             }
             out.extend_from_slice(&n.buf[last..]);
+            self.bytes -= n.buf.len() - out.len();
             n.buf = out;
             n.count -= hits.len() as u32;
             if n.count == 0 {
@@ -539,6 +551,7 @@ mod tests {
             total += n.len();
         }
         assert_eq!(total, l.len());
+        assert_eq!(l.bytes, l.nodes.iter().map(|n| n.buf.len()).sum::<usize>());
     }
 
     #[test]

@@ -81,6 +81,35 @@ impl IntText {
     }
 }
 
+/// An element's bytes as a value ([`Elem::bytes`]): what the RDB writer takes.
+pub enum ElemBytes<'a> {
+    /// Stored bytes.
+    Str(&'a [u8]),
+    /// An integer's text.
+    Int(IntText),
+}
+
+impl AsRef<[u8]> for ElemBytes<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            ElemBytes::Str(s) => s,
+            ElemBytes::Int(t) => t.as_bytes(),
+        }
+    }
+}
+
+impl<'a> Elem<'a> {
+    /// The element's bytes as a client sees them, without allocating (a double reads as its
+    /// integer part: doubles are scores, never elements).
+    pub fn bytes(&self) -> ElemBytes<'a> {
+        match *self {
+            Elem::Str(s) => ElemBytes::Str(s),
+            Elem::Int(v) => ElemBytes::Int(IntText::new(v)),
+            Elem::Double(d) => ElemBytes::Int(IntText::new(d as i64)),
+        }
+    }
+}
+
 impl Elem<'_> {
     /// Calls `f` with the element's bytes as a client sees them (an integer as its decimal
     /// text). Doubles are not client-visible elements: `f` gets their shortest text.

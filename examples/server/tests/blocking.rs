@@ -30,7 +30,14 @@ fn start_pair(name: &str) -> (Procs, Redis, std::path::PathBuf) {
     std::fs::create_dir_all(&rdir).expect("redis dir");
     let redis = Redis(
         Command::new("redis-server")
-            .args(["--port", &REDIS.to_string(), "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &REDIS.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .arg("--dir")
             .arg(&rdir)
             .stdout(Stdio::null())
@@ -79,7 +86,12 @@ fn fifo(port: u16) -> Vec<Vec<u8>> {
     wait_blocked(port, 2);
     // One push of two elements: the longest waiter gets the first, the next the second.
     let pushed = p.cmd(&["RPUSH", "k2", "x", "y"]);
-    vec![pushed, a.read_reply(), b.read_reply(), p.cmd(&["EXISTS", "k2"])]
+    vec![
+        pushed,
+        a.read_reply(),
+        b.read_reply(),
+        p.cmd(&["EXISTS", "k2"]),
+    ]
 }
 
 fn timeouts(port: u16) -> Vec<Vec<u8>> {
@@ -87,7 +99,10 @@ fn timeouts(port: u16) -> Vec<Vec<u8>> {
     let started = Instant::now();
     let r1 = a.cmd(&["BLPOP", "nokey", "0.2"]);
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(200), "timed out early: {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(200),
+        "timed out early: {waited:?}"
+    );
     let r2 = a.cmd(&["BLMOVE", "nokey", "d", "LEFT", "LEFT", "0.05"]);
     let r3 = a.cmd(&["BZPOPMIN", "nokey", "0.05"]);
     let r4 = a.cmd(&["BZMPOP", "0.05", "1", "nokey", "MIN"]);
@@ -128,10 +143,17 @@ fn chain(port: u16) -> Vec<Vec<u8>> {
     // both, through the move.
     b.send_raw(&common::encode(&[b"BLPOP", b"dst", b"0"]));
     wait_blocked(port, 1);
-    a.send_raw(&common::encode(&[b"BLMOVE", b"src", b"dst", b"RIGHT", b"LEFT", b"0"]));
+    a.send_raw(&common::encode(&[
+        b"BLMOVE", b"src", b"dst", b"RIGHT", b"LEFT", b"0",
+    ]));
     wait_blocked(port, 2);
     let pushed = p.cmd(&["LPUSH", "src", "v"]);
-    vec![pushed, a.read_reply(), b.read_reply(), p.cmd(&["EXISTS", "src", "dst"])]
+    vec![
+        pushed,
+        a.read_reply(),
+        b.read_reply(),
+        p.cmd(&["EXISTS", "src", "dst"]),
+    ]
 }
 
 fn pipelined(port: u16) -> Vec<Vec<u8>> {
@@ -150,7 +172,9 @@ fn zsets(port: u16) -> Vec<Vec<u8>> {
     let (mut a, mut b, mut p) = (c(port), c(port), c(port));
     a.send_raw(&common::encode(&[b"BZPOPMIN", b"z", b"0"]));
     wait_blocked(port, 1);
-    b.send_raw(&common::encode(&[b"BZMPOP", b"0", b"1", b"z", b"MAX", b"COUNT", b"5"]));
+    b.send_raw(&common::encode(&[
+        b"BZMPOP", b"0", b"1", b"z", b"MAX", b"COUNT", b"5",
+    ]));
     wait_blocked(port, 2);
     // A list push does not wake sorted-set waiters.
     p.cmd(&["SET", "x", "1"]);
@@ -185,7 +209,10 @@ fn blocking_pops_match_redis() {
     for (name, run) in all {
         let want = scenario(REDIS, run);
         let got = scenario(OURS, run);
-        assert_eq!(got, want, "scenario {name}: ours (left) vs redis-server (right)");
+        assert_eq!(
+            got, want,
+            "scenario {name}: ours (left) vs redis-server (right)"
+        );
     }
 }
 
@@ -199,7 +226,9 @@ fn replicas_receive_the_pop_not_the_blocking_command() {
         common::bulk_text(&r.cmd(&["INFO", "replication"])).contains("master_link_status:up")
     });
     let (mut a, mut p) = (c(OURS), c(OURS));
-    a.send_raw(&common::encode(&[b"BLMOVE", b"src", b"dst", b"LEFT", b"RIGHT", b"0"]));
+    a.send_raw(&common::encode(&[
+        b"BLMOVE", b"src", b"dst", b"LEFT", b"RIGHT", b"0",
+    ]));
     wait_blocked(OURS, 1);
     p.cmd(&["RPUSH", "src", "1", "2"]);
     assert_eq!(a.read_reply(), b"$1\r\n1\r\n");

@@ -31,7 +31,14 @@ fn start_pair(name: &str) -> (Procs, Redis) {
     let rdir = dir.join("redis");
     std::fs::create_dir_all(&rdir).expect("redis dir");
     let redis = Command::new("redis-server")
-        .args(["--port", &REDIS.to_string(), "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &REDIS.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .arg("--dir")
         .arg(&rdir)
         .stdout(Stdio::null())
@@ -571,16 +578,42 @@ fn random_command(r: &mut Rng) -> Vec<String> {
             }
             v
         }
-        4 => vec![r.pick(&["LPOP", "RPOP"]).into(), l, format!("{}", r.below(5))],
+        4 => vec![
+            r.pick(&["LPOP", "RPOP"]).into(),
+            l,
+            format!("{}", r.below(5)),
+        ],
         5 => vec!["LRANGE".into(), l, int(r), int(r)],
         6 => vec!["LINDEX".into(), l, int(r)],
         7 => vec!["LSET".into(), l, int(r), random_member(r)],
-        8 => vec!["LINSERT".into(), l, r.pick(&["BEFORE", "AFTER"]).into(), random_member(r), random_member(r)],
+        8 => vec![
+            "LINSERT".into(),
+            l,
+            r.pick(&["BEFORE", "AFTER"]).into(),
+            random_member(r),
+            random_member(r),
+        ],
         9 => vec!["LREM".into(), l, int(r), random_member(r)],
         10 => vec!["LTRIM".into(), l, int(r), int(r)],
-        11 => vec!["LPOS".into(), l, random_member(r), "RANK".into(), r.pick(&["1", "-1", "2"]).into(), "COUNT".into(), format!("{}", r.below(3))],
+        11 => vec![
+            "LPOS".into(),
+            l,
+            random_member(r),
+            "RANK".into(),
+            r.pick(&["1", "-1", "2"]).into(),
+            "COUNT".into(),
+            format!("{}", r.below(3)),
+        ],
         12 => vec!["LMOVE".into(), l, r.pick(&lkeys).into(), end(r), end(r)],
-        13 => vec!["LMPOP".into(), "2".into(), "l1".into(), "l2".into(), end(r), "COUNT".into(), format!("{}", 1 + r.below(4))],
+        13 => vec![
+            "LMPOP".into(),
+            "2".into(),
+            "l1".into(),
+            "l2".into(),
+            end(r),
+            "COUNT".into(),
+            format!("{}", 1 + r.below(4)),
+        ],
         14..=17 => {
             let mut v = vec!["ZADD".to_string(), z];
             if r.below(4) == 0 {
@@ -594,16 +627,50 @@ fn random_command(r: &mut Rng) -> Vec<String> {
         }
         18 => vec!["ZREM".into(), z, random_member(r), random_member(r)],
         19 => vec!["ZRANGE".into(), z, int(r), int(r), "WITHSCORES".into()],
-        20 => vec!["ZRANGEBYSCORE".into(), z, random_score(r), random_score(r), "WITHSCORES".into(), "LIMIT".into(), format!("{}", r.below(5)), int(r)],
-        21 => vec!["ZREVRANGEBYSCORE".into(), z, random_score(r), random_score(r)],
+        20 => vec![
+            "ZRANGEBYSCORE".into(),
+            z,
+            random_score(r),
+            random_score(r),
+            "WITHSCORES".into(),
+            "LIMIT".into(),
+            format!("{}", r.below(5)),
+            int(r),
+        ],
+        21 => vec![
+            "ZREVRANGEBYSCORE".into(),
+            z,
+            random_score(r),
+            random_score(r),
+        ],
         22 => vec!["ZRANK".into(), z, random_member(r)],
-        23 => vec!["ZINCRBY".into(), z, format!("{}", r.below(5)), random_member(r)],
-        24 => vec![r.pick(&["ZPOPMIN", "ZPOPMAX"]).into(), z, format!("{}", r.below(4))],
+        23 => vec![
+            "ZINCRBY".into(),
+            z,
+            format!("{}", r.below(5)),
+            random_member(r),
+        ],
+        24 => vec![
+            r.pick(&["ZPOPMIN", "ZPOPMAX"]).into(),
+            z,
+            format!("{}", r.below(4)),
+        ],
         25 => vec!["ZREMRANGEBYRANK".into(), z, int(r), int(r)],
         26 => vec!["ZCOUNT".into(), z, random_score(r), random_score(r)],
-        27 => vec![r.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]).into(), r.pick(&zkeys).into(), "2".into(), "z1".into(), "z2".into()],
+        27 => vec![
+            r.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]).into(),
+            r.pick(&zkeys).into(),
+            "2".into(),
+            "z1".into(),
+            "z2".into(),
+        ],
         28 => vec!["ZMSCORE".into(), z, random_member(r), random_member(r)],
-        _ => vec!["ZREMRANGEBYSCORE".into(), z, random_score(r), random_score(r)],
+        _ => vec![
+            "ZREMRANGEBYSCORE".into(),
+            z,
+            random_score(r),
+            random_score(r),
+        ],
     };
     if v[0] == "ZDIFFSTORE" && r.below(2) == 0 {
         v.truncate(5);

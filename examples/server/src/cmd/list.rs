@@ -311,9 +311,6 @@ fn lpos(ctx: &mut Ctx<'_, '_>) {
             if r == 0 {
                 return ctx.error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
             }
-            if r == i64::MIN {
-                return ctx.error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
-            }
             rank = r;
         } else if opt.eq_ignore_ascii_case(b"count") && more {
             j += 1;
@@ -333,7 +330,9 @@ fn lpos(ctx: &mut Ctx<'_, '_>) {
         j += 1;
     }
     let from_tail = rank < 0;
-    let rank = rank.unsigned_abs();
+    // Redis 7.0 negates the rank in a long: RANK -9223372036854775808 stays negative, so
+    // every match from the tail qualifies (as RANK -1).
+    let rank = if rank == i64::MIN { 1 } else { rank.unsigned_abs() };
     let l = match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => return ctx.error(WRONGTYPE),
         Ok(None) => {

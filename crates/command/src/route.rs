@@ -4,7 +4,7 @@
 use crate::args::{eq_ignore_case, parse_i64};
 use crate::client::ClientState;
 use crate::error::{Redirect, RouteError};
-use crate::table::{CommandFlags, CommandKind, CommandSpec};
+use crate::spec::{CommandFlags, CommandKind, CommandSpec};
 use ferrocluster_slot::{Slot, SlotKey};
 use ferrocluster_topology::{Node, NodeId, Topology};
 

@@ -146,6 +146,8 @@ pub struct ClientCtx {
     pub cluster: Option<ferrocluster_command::ClientState>,
     /// This connection sent `CLUSTER SYNCSLOTS` (a slot migration data link, target side).
     pub migration_conn: bool,
+    /// WATCH was used (its watches are dropped when the connection closes).
+    pub watching: bool,
 }
 
 impl ClientCtx {
@@ -197,6 +199,7 @@ impl ClientCtx {
             listening_port: None,
             cluster: None,
             migration_conn: false,
+            watching: false,
         }
     }
 
@@ -219,6 +222,9 @@ impl ClientCtx {
         }
         if self.migration_conn {
             crate::migrate::client_closed(shared, self.id);
+        }
+        if self.watching {
+            crate::cmd::txn::client_closed(&mut shared.state.lock(), self.id);
         }
         if self.is_replica_link || self.blocked {
             crate::repl::replica_link_closed(&mut shared.state.lock(), self.id);

@@ -16,6 +16,7 @@
 mod admin;
 mod client;
 mod cluster;
+mod cmd;
 mod commands;
 mod config;
 mod demo;
@@ -104,6 +105,7 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
 
 fn run_server(mut config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
+    types::set_limits(config.limits);
     config.maxclients = net::adjust_open_files_limit(config.maxclients)?;
     // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
     nodesconf::check_dir(&config.dir)?;

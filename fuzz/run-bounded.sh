@@ -117,6 +117,45 @@ for i, c in enumerate(json.load(open(src))["cases"]):
 PY
 }
 
+# The slot migration targets take our captures of real Valkey 9.1 migrations
+# (crates/dataplane/tests/vectors/asm, made by its capture.py) and of MIGRATE / RESTORE
+# traffic (tests/vectors/migrate).
+asm_vectors=$repl_vectors/asm
+migrate_vectors=$repl_vectors/migrate
+
+seed_asm_import_stream() {
+  # Input = one seed byte (picks the read sizes) + what a real source sent.
+  local dir=corpus/asm_import_stream f i=0
+  for f in "$asm_vectors"/*/conn*.s2t.bin; do
+    i=$((i + 1))
+    { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/s2t-$i"
+  done
+}
+
+seed_asm_export_replies() {
+  # Input = mode byte (1: AUTH first) + seed byte + what a real target sent.
+  local dir=corpus/asm_export_replies f i=0 mode
+  for f in "$asm_vectors"/*/conn*.t2s.bin; do
+    i=$((i + 1))
+    mode=0
+    case "$f" in */auth/*) mode=1 ;; esac
+    { printf "\\$(printf '%03o' "$mode")\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/t2s-$i"
+  done
+}
+
+seed_legacy_migrate() {
+  # Input = mode byte (0: commands through RESTORE, 1: a target's replies to MIGRATE) + bytes.
+  local dir=corpus/legacy_migrate f i=0
+  for f in "$migrate_vectors"/*/*.s2t.bin; do
+    i=$((i + 1))
+    { printf '\000'; cat "$f"; } >"$dir/cmds-$i"
+  done
+  for f in "$migrate_vectors"/*/*.t2s.bin; do
+    i=$((i + 1))
+    { printf '\001'; cat "$f"; } >"$dir/replies-$i"
+  done
+}
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

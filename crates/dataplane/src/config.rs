@@ -1,6 +1,7 @@
 //! [`ReplicationConfig`]: every replication option with Valkey 9's default.
 
 use crate::error::HostError;
+use ferrocluster_topology::Millis;
 
 /// `client-output-buffer-limit replica <hard> <soft> <soft-seconds>` (Valkey default
 /// `256mb 64mb 60`). A replica is disconnected when the bytes held for it reach `hard_bytes`,
@@ -13,6 +14,29 @@ pub struct OutputBufferLimit {
     pub soft_bytes: u64,
     /// How long the soft limit may be exceeded, ms.
     pub soft_ms: u64,
+}
+
+impl OutputBufferLimit {
+    /// Valkey `checkClientOutputBufferLimits` for a connection holding `held` bytes: the hard
+    /// limit at once, the soft limit once it has been exceeded for longer than `soft_ms`.
+    /// `soft_since` is the connection's memory of when it went over the soft limit (cleared
+    /// when it drops below).
+    pub(crate) fn reached(&self, held: u64, soft_since: &mut Option<Millis>, now: Millis) -> bool {
+        if self.hard_bytes > 0 && held >= self.hard_bytes {
+            return true;
+        }
+        if self.soft_bytes > 0 && held >= self.soft_bytes {
+            let since = *soft_since.get_or_insert(now);
+            return now.since(since) > self.soft_ms;
+        }
+        *soft_since = None;
+        false
+    }
+
+    /// When a connection over the soft limit since `soft_since` is closed, if it stays over.
+    pub(crate) fn soft_deadline(&self, soft_since: Option<Millis>) -> Option<Millis> {
+        soft_since.map(|t| t.saturating_add_ms(self.soft_ms.saturating_add(1)))
+    }
 }
 
 impl Default for OutputBufferLimit {

@@ -1,5 +1,21 @@
-//! The replication protocol of Valkey 9 / Redis 7.0, both sides, Sans-IO: bytes and time in,
-//! [`Output`]s out, polled in order like `ClusterNode`. Facts: Valkey `src/replication.c`
+//! The data a Valkey Cluster node moves, Sans-IO: bytes and time in, outputs polled in order
+//! like `ClusterNode`:
+//!
+//! * [`Replication`]: the replication protocol of Valkey 9 / Redis 7.0, both sides (below);
+//! * [`AsmPlane`] ([`asm`]): the data connections of atomic slot migration (Valkey 9
+//!   `CLUSTER MIGRATESLOTS`), both sides: the slot snapshot in Valkey's AOF-rewrite form
+//!   ([`aof`]), the held and streamed writes, the SYNCSLOTS messages, the import stream into
+//!   commands to apply, and the rule a host follows for a correct snapshot under writes;
+//! * [`legacy`]: the MIGRATE client and the RESTORE / RESTORE-ASKING checks of legacy slot
+//!   migration (`redis-cli --cluster reshard`), with DUMP payloads from `ferrocluster-rdb`.
+//!
+//! The control plane of slot migration (job states, timeouts, which message when) is
+//! `ferrocluster-migration`, inside the cluster node; this crate moves the bytes it asks for.
+//! The RDB format itself is `ferrocluster-rdb`.
+//!
+//! # Replication
+//!
+//! Facts: Valkey `src/replication.c`
 //! (`syncCommand`, `primaryTryPartialResynchronization`, `replconfCommand`,
 //! `replicationFeedReplicas`, `syncWithPrimary`, `replicaTryPartialResynchronization`,
 //! `readSyncBulkPayload`, `replicationCron`, `waitCommand`, `shiftReplicationId`) and the
@@ -27,7 +43,7 @@
 //! The RDB format itself is not here: the host produces snapshots and decodes received RDBs
 //! (with the `rdb` crate's writer and streaming decoder).
 //!
-//! # The host loop
+//! ## The host loop
 //!
 //! 1. Build it: [`Replication::new`] with a [`ReplicationConfig`], a seed, the [`Role`], and
 //!    the [`Restored`] replication fields of the RDB it loaded, if any.
@@ -93,10 +109,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod aof;
+pub mod asm;
 mod backlog;
+mod clock;
 mod config;
 mod error;
 mod info;
+pub mod legacy;
 mod output;
 mod primary;
 mod replica;
@@ -104,6 +124,10 @@ mod replication;
 mod replid;
 pub mod resp;
 
+pub use asm::{
+    AsmConfig, AsmError, AsmEvent, AsmOutput, AsmPlane, KeyVisitor, SlotSource, SnapshotMode,
+    SnapshotProgress,
+};
 pub use backlog::Backlog;
 pub use config::{OutputBufferLimit, ReplicationConfig};
 pub use error::{CommandError, HostError, StreamError, StreamErrorKind};

@@ -73,19 +73,10 @@ impl ReplicaConn {
         own + self.host_pending
     }
 
-    /// Valkey `checkClientOutputBufferLimits`: hard limit now, soft limit for longer than
-    /// its time.
+    /// Valkey `checkClientOutputBufferLimits` ([`OutputBufferLimit::reached`]).
     pub(crate) fn over_limit(&mut self, l: OutputBufferLimit, now: Millis) -> bool {
         let held = self.held();
-        if l.hard_bytes > 0 && held >= l.hard_bytes {
-            return true;
-        }
-        if l.soft_bytes > 0 && held >= l.soft_bytes {
-            let since = *self.soft_since.get_or_insert(now);
-            return now.since(since) > l.soft_ms;
-        }
-        self.soft_since = None;
-        false
+        l.reached(held, &mut self.soft_since, now)
     }
 }
 

@@ -139,10 +139,7 @@ impl Replication {
 
     /// Clamps time that goes backwards and returns the time to use.
     pub(crate) fn clock(&mut self, now: Millis) -> Millis {
-        if now > self.now {
-            self.now = now;
-        }
-        self.now
+        crate::clock::advance(&mut self.now, now)
     }
 
     /// Starts (or restarts) replicating from `host:port` (`REPLICAOF host port`, or the cluster

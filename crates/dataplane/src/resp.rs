@@ -7,42 +7,7 @@
 
 use crate::error::{StreamError, StreamErrorKind};
 
-/// Appends one command in the form a primary propagates it (Valkey `replicationFeedReplicas`):
-/// `*<argc>\r\n` then `$<len>\r\n<arg>\r\n` per argument.
-pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.push(b'*');
-    push_decimal(out, argv.len() as u64);
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        push_decimal(out, a.len() as u64);
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-/// The bytes of one command (see [`encode_command`]).
-pub fn command_bytes<A: AsRef<[u8]>>(argv: &[A]) -> Vec<u8> {
-    let mut v = Vec::new();
-    encode_command(&mut v, argv);
-    v
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
+pub use ferrocluster_topology::{command_bytes, encode_array_len, encode_bulk, encode_command};
 
 /// Limits of [`CommandReader`]. Defaults are Valkey's: `proto-max-bulk-len` 512 MiB, at most
 /// `i32::MAX` arguments, header lines of at most 64 KiB (`PROTO_INLINE_MAX_SIZE`).
@@ -168,6 +133,21 @@ impl CommandReader {
                 };
                 self.failed = Some(e.clone());
                 Err(e)
+            }
+        }
+    }
+
+    /// The next whole command's arguments, skipping bare newlines and empty multibulks
+    /// (for streams whose byte count does not matter: a slot migration link).
+    ///
+    /// # Errors
+    /// As [`CommandReader::next_item`].
+    pub fn next_command(&mut self) -> Result<Option<Vec<Vec<u8>>>, StreamError> {
+        loop {
+            match self.next_item()? {
+                Some(Item::Command(c)) => return Ok(Some(c.argv)),
+                Some(Item::Empty(_)) => continue,
+                None => return Ok(None),
             }
         }
     }
@@ -347,6 +327,16 @@ impl LineReader {
         }
     }
 
+    /// Whether no byte waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The first waiting byte.
+    pub(crate) fn first_byte(&self) -> Option<u8> {
+        self.buf.first().copied()
+    }
+
     /// Takes what follows the lines read so far.
     pub(crate) fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.buf)
@@ -367,16 +357,6 @@ mod tests {
             }
         }
         Ok(out)
-    }
-
-    #[test]
-    fn encodes_like_valkey() {
-        assert_eq!(
-            command_bytes(&["SET", "k1", "v1"]),
-            b"*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$2\r\nv1\r\n"
-        );
-        assert_eq!(command_bytes(&["ping"]), b"*1\r\n$4\r\nping\r\n");
-        assert_eq!(command_bytes::<&str>(&[]), b"*0\r\n");
     }
 
     #[test]

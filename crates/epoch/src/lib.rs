@@ -20,7 +20,7 @@
 //! * elections: the replica side ([`Epoch::handle_failover`], [`Election::handle_auth_ack`],
 //!   rank [`replica_rank`]) and the voter ([`Epoch::handle_auth_request`], every rule of §12.3);
 //! * manual failover ([`Epoch::handle_failover_command`], [`Epoch::handle_mfstart`],
-//!   [`Epoch::handle_primary_offset`]) and replica migration
+//!   [`Epoch::handle_writes_paused`], [`Epoch::handle_primary_offset`]) and replica migration
 //!   ([`Epoch::handle_replica_migration`]).
 //!
 //! # Durability
@@ -47,7 +47,9 @@
 //! 5. FAILOVER_AUTH_ACK from a known sender: `epoch.election_mut().handle_auth_ack(topo,
 //!    sender, hdr.currentEpoch)`; if it counted, run [`Epoch::handle_failover`] before
 //!    returning to the host (Valkey's "before sleep"), so a won election completes at once.
-//! 6. MFSTART from a known sender: [`Epoch::handle_mfstart`].
+//! 6. MFSTART from a known sender: [`Epoch::handle_mfstart`]; once the host confirms that
+//!    client writes are paused (it reports its final offset), [`Epoch::handle_writes_paused`]
+//!    (the PAUSED offset is announced only from then on).
 //! 7. UPDATE from a known sender: [`Epoch::handle_update`] with the body's node ID,
 //!    configEpoch and slot bitmap.
 //!

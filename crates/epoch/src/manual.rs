@@ -17,6 +17,11 @@ pub struct ManualFailover {
     pub(crate) replica: Option<NodeId>,
     /// `mf_primary_offset` (replica side): the paused primary's final offset, once known.
     pub(crate) primary_offset: Option<u64>,
+    /// Primary side: the host confirmed that client writes are paused
+    /// ([`Epoch::handle_writes_paused`]), so myself's reported offset is final. Valkey pauses
+    /// inside the MFSTART handler (`pauseActions`); a Sans-IO host pauses when it acts on the
+    /// output, later, so the PAUSED offset waits for its word.
+    pub(crate) writes_paused: bool,
 }
 
 impl ManualFailover {
@@ -31,6 +36,11 @@ impl ManualFailover {
     /// Primary side: the replica this primary is serving (writes paused), if any.
     pub fn replica(&self) -> Option<&NodeId> {
         self.replica.as_ref()
+    }
+    /// Primary side: whether the host confirmed the write pause
+    /// ([`Epoch::handle_writes_paused`]); only then is the offset announced with PAUSED.
+    pub fn writes_paused(&self) -> bool {
+        self.writes_paused
     }
     /// Replica side: the primary's offset announced with PAUSED, if received.
     pub fn primary_offset(&self) -> Option<u64> {
@@ -65,9 +75,16 @@ impl FailoverMode {
 
 impl Epoch {
     /// Whether every header myself sends must carry mflags PAUSED (§5.2, §13.2): myself is a
-    /// primary with a manual failover in progress. Its `offset` is then final.
+    /// primary with a manual failover in progress whose host confirmed the write pause
+    /// ([`Epoch::handle_writes_paused`]). Its `offset` is then final.
+    ///
+    /// Valkey sets PAUSED from `mf_end` alone because it pauses its clients inside the MFSTART
+    /// handler, before any header goes out. Here the host pauses when it acts on
+    /// [`EpochEffect::PauseWrites`], after the MFSTART step: a header sent in between would
+    /// announce an offset that later writes pass, and the replica, which keeps the first
+    /// PAUSED offset it hears, would wait for it until the manual failover times out.
     pub fn paused_for_manual_failover(&self, topo: &Topology) -> bool {
-        self.manual.end.is_some() && topo.myself().is_primary()
+        self.manual.end.is_some() && self.manual.writes_paused && topo.myself().is_primary()
     }
 
     /// `CLUSTER FAILOVER [FORCE|TAKEOVER]` on myself (§13.1). Resets the manual failover state
@@ -130,9 +147,10 @@ impl Epoch {
 
     /// §8 step 11 / §13.2: an MFSTART from a known `sender`. Accepted only if the sender is one
     /// of my replicas: the manual failover state is reset, its end set to
-    /// `now + timeout`, the replica remembered, client writes paused for 2 × timeout, and a
-    /// PING sent at once on the link the MFSTART came in on (it carries PAUSED and my final
-    /// offset). While it lasts the node MUST set PAUSED in every header
+    /// `now + timeout`, the replica remembered and client writes paused for 2 × timeout
+    /// ([`EpochEffect::PauseWrites`]). Once the host confirmed the pause
+    /// ([`Epoch::handle_writes_paused`]: Valkey's PING right after `pauseActions`) and while
+    /// the manual failover lasts, the node MUST set PAUSED in every header
     /// ([`Epoch::paused_for_manual_failover`]) and PING the replica every cron run
     /// ([`Epoch::manual_failover`]`.replica()`). Returns whether it was accepted.
     pub fn handle_mfstart(
@@ -156,8 +174,25 @@ impl Epoch {
         out.push(EpochEffect::Event(EpochEvent::ManualFailoverRequested(
             *sender,
         )));
+        true
+    }
+
+    /// Primary side, §13.2: the host acted on the [`EpochEffect::PauseWrites`] of an accepted
+    /// MFSTART — no client write is accepted any more — and reported myself's final
+    /// replication offset. From now on every header carries PAUSED with that offset, and a PING
+    /// goes to the replica being served at once (`clusterSendPing` after `pauseActions` in
+    /// Valkey's MFSTART handler). Nothing happens without a manual failover in progress on
+    /// this primary or when it was confirmed already; returns whether the PING was sent.
+    pub fn handle_writes_paused(&mut self, topo: &Topology, out: &mut Vec<EpochEffect>) -> bool {
+        let Some(replica) = self.manual.replica else {
+            return false;
+        };
+        if self.manual.end.is_none() || self.manual.writes_paused || !topo.myself().is_primary() {
+            return false;
+        }
+        self.manual.writes_paused = true;
         out.push(EpochEffect::Send {
-            to: Target::ReplyLink,
+            to: Target::Node(replica),
             message: EpochMessage::Ping,
             after_persist: false,
         });

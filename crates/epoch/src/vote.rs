@@ -24,7 +24,7 @@ pub struct AuthRequest<'a> {
 pub enum VoteOutcome {
     /// Rule 1: myself is not a voting primary; ignored without even an event.
     NotVoter,
-    /// Refused silently (nothing is sent).
+    /// Refused: nothing is sent, except the UPDATE that answers a stale slot claim.
     Denied(VoteDenied),
     /// Granted in this epoch: lastVoteEpoch is set, persisted, then the ACK leaves.
     Granted(CurrentEpoch),
@@ -46,8 +46,14 @@ impl Epoch {
     ///    [`EpochEffect::Persist`] followed by the FAILOVER_AUTH_ACK to the requester with
     ///    `after_persist` (the vote is on disk before it leaves).
     ///
-    /// A refusal sends nothing (only [`EpochEvent::VoteDenied`]). The node MUST have run the
-    /// header bookkeeping of §8 step 4 first (my currentEpoch raised to the request's).
+    /// A refusal sends nothing (only [`EpochEvent::VoteDenied`]), except for rule 6: the
+    /// requester claims its primary's slots with a configEpoch older than the owner's in my
+    /// view — it never heard its primary's last bump (the primary's messages to it were lost) —
+    /// and gets the §11.3 UPDATE about that owner ([`Epoch::check_stale_claims`] applied to
+    /// the request's claim), so its next attempt claims the current configEpoch; without it
+    /// such a replica is refused in every election and its shard stays down. The node MUST
+    /// have run the header bookkeeping of §8 step 4 first (my currentEpoch raised to the
+    /// request's).
     pub fn handle_auth_request(
         &mut self,
         topo: &mut Topology,
@@ -64,6 +70,12 @@ impl Epoch {
                     to: req.requester,
                     reason,
                 }));
+                if reason == VoteDenied::StaleSlotClaim {
+                    // The requester holds an old view of its primary's configEpoch (it missed
+                    // a bump): the §11.3 UPDATE about the slot's owner tells it, so its next
+                    // attempt claims the current epoch and can win (issue 16, BUG-07).
+                    self.check_stale_claims(topo, &req.requester, req.config_epoch, req.slots, out);
+                }
             }
             VoteOutcome::Granted(epoch) => {
                 topo.last_vote_epoch = epoch;

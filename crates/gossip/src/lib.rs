@@ -142,6 +142,30 @@ pub enum GossipEffect {
     /// A node was deleted (handshake timeout, duplicate handshake, FORGET, forgotten-node
     /// extension).
     NodeDeleted(NodeId),
+    /// A message on `link` claims myself's node ID (two nodes share one ID: built from one
+    /// seed, or a copied nodes.conf). It was refused — nothing of it was applied, myself's
+    /// address least of all; a handshake this link served was dropped. Reported once per
+    /// link.
+    IdCollision {
+        /// The link it came on.
+        link: LinkId,
+        /// Myself's address as the model has it.
+        mine: NodeAddress,
+        /// The address the other node gave (header `myip`, else the link's peer IP; header
+        /// ports).
+        peer: NodeAddress,
+    },
+}
+
+/// A node's address as a message or the model gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeAddress {
+    /// IP, if known.
+    pub ip: Option<IpAddr>,
+    /// Client (data) port; 0 = none.
+    pub port: u16,
+    /// Cluster bus port.
+    pub bus_port: u16,
 }
 
 /// The gossip layer's own state. See the crate docs.

@@ -52,6 +52,9 @@ pub struct Link {
     /// (§2, §3.1). Never reset while the link lives: a peer's binding lasts until the link
     /// closes.
     pub bound_at_peer: bool,
+    /// A message on this link claimed myself's node ID, and it was reported
+    /// ([`crate::GossipEffect::IdCollision`]): later ones are refused silently.
+    pub id_collision_reported: bool,
 }
 
 /// Which ping extensions a peer is sent (§6.2, §6.3, §21.1) — the Redis 7.0 interop rule.
@@ -137,6 +140,7 @@ impl Links {
                 connected,
                 received: 0,
                 bound_at_peer: false,
+                id_collision_reported: false,
             },
         );
         id

@@ -160,6 +160,10 @@ impl Gossip {
         };
         // Step 1: the sender.
         let hdr_id = node_id(&h.sender);
+        if hdr_id.as_ref() == Some(topo.myself_id()) {
+            self.refuse_my_id(topo, cfg, &link, msg, h, now, rng, out);
+            return None;
+        }
         let sender = resolve_sender(topo, link_node, h);
         if let Some(s) = sender {
             if link.node.is_none() && link.direction == LinkDirection::Inbound {
@@ -210,27 +214,20 @@ impl Gossip {
                             rng,
                             out,
                         )?;
-                        // The MEET's gossip is trusted (§7.4).
-                        self.process_gossip_section(topo, &hs, &section.entries, now, out);
+                        // Its gossip section is not used: nodes are learned only from a
+                        // known sender (Redis 7.0 `clusterProcessGossipSection`: "otherwise we
+                        // risk joining another cluster"). Valkey 9.1.2 counts the new handshake
+                        // node as the sender and adds every node a MEET names (captured:
+                        // crates/gossip/tests/vectors/meet-gossip/); so a forged MEET could
+                        // plant nodes whose PINGs then claim slots. Redis also takes pong times
+                        // and addresses of known nodes from it; we take nothing.
                         reply_to = Some(hs);
                         ext_override = h.ext_data();
                     }
                     None => {}
                 }
             }
-            let pong = build_ping(
-                topo,
-                &self.links,
-                &self.blacklist,
-                cfg,
-                self.state_byte,
-                PingKind::Pong,
-                reply_to.as_ref(),
-                ext_override,
-                self.pfail_count,
-                now,
-                rng,
-            );
+            let pong = self.pong(topo, cfg, reply_to.as_ref(), ext_override, now, rng);
             out.push(GossipEffect::Send {
                 link: link_id,
                 message: pong,
@@ -328,6 +325,88 @@ impl Gossip {
         }
         // f–h belong to the caller (the epoch layer); i follows in handle_message_gossip.
         sender.map(Received::Claims)
+    }
+
+    /// The PONG that answers a PING or MEET (§8 step 5), addressed to `to` when the sender is
+    /// known (its extension set); `ext_override` forces the extensions (a MEET with EXT_DATA).
+    fn pong<R: RngCore + ?Sized>(
+        &self,
+        topo: &Topology,
+        cfg: &GossipConfig,
+        to: Option<&NodeId>,
+        ext_override: bool,
+        now: Millis,
+        rng: &mut R,
+    ) -> Message {
+        build_ping(
+            topo,
+            &self.links,
+            &self.blacklist,
+            cfg,
+            self.state_byte,
+            PingKind::Pong,
+            to,
+            ext_override,
+            self.pfail_count,
+            now,
+            rng,
+        )
+    }
+
+    /// A message whose sender ID is myself's (another node has my ID): nothing of it is
+    /// applied — no address, epoch, offset, role, slot or gossip — so a peer can never move
+    /// myself. Valkey would resolve the sender to myself and could rewrite myself's address
+    /// ("known under its real ID" on a handshake link); we refuse instead. A PING or MEET is
+    /// still answered with a PONG (Valkey answers every PING/MEET), from which the other node
+    /// learns of the collision in turn; a handshake node this outbound link was opened for is
+    /// dropped (the MEET is refused). The first such message on a link is reported
+    /// ([`GossipEffect::IdCollision`]).
+    #[allow(clippy::too_many_arguments)]
+    fn refuse_my_id<R: RngCore + ?Sized>(
+        &mut self,
+        topo: &mut Topology,
+        cfg: &GossipConfig,
+        link: &crate::Link,
+        msg: &Message,
+        h: &FullHeader,
+        now: Millis,
+        rng: &mut R,
+        out: &mut Vec<GossipEffect>,
+    ) {
+        if !link.id_collision_reported {
+            if let Some(mut l) = self.links.get_mut(link.id) {
+                l.id_collision_reported = true;
+            }
+            let me = topo.myself();
+            out.push(GossipEffect::IdCollision {
+                link: link.id,
+                mine: crate::NodeAddress {
+                    ip: me.ip,
+                    port: me.port,
+                    bus_port: me.bus_port,
+                },
+                peer: crate::NodeAddress {
+                    ip: parse_ip_field(&h.myip).or(link.peer_ip),
+                    port: h.port,
+                    bus_port: h.cport,
+                },
+            });
+        }
+        if matches!(msg.body, Body::Ping(_) | Body::Meet(_)) {
+            let pong = self.pong(topo, cfg, None, false, now, rng);
+            out.push(GossipEffect::Send {
+                link: link.id,
+                message: pong,
+            });
+        }
+        if link.direction == LinkDirection::Outbound {
+            let handshake = link
+                .node
+                .filter(|ln| topo.node(ln).is_some_and(|n| n.in_handshake()));
+            if let Some(ln) = handshake {
+                self.delete_node(topo, &ln, out);
+            }
+        }
     }
 
     /// §8 steps 3 and 4 for a known sender; `exts` are the message's ping extensions (PING,

@@ -20,7 +20,9 @@
 //!    [`is_migration_subcommand`] holds, with the [`Origin`] of the request (a connection,
 //!    the replication stream from its primary, or the AOF loader), and sends back the
 //!    returned reply (if any);
-//! 2. reports data-plane events: [`Migrations::handle_connected`] /
+//! 2. reports data-plane events, each a [`MigrationInput`] for [`Migrations::handle_input`]
+//!    (the data plane, `ferrocluster-dataplane`, produces most of them from the bytes):
+//!    [`Migrations::handle_connected`] /
 //!    [`Migrations::handle_connect_failed`], [`Migrations::handle_auth_reply`],
 //!    [`Migrations::handle_establish_reply`], [`Migrations::handle_snapshot_done`],
 //!    [`Migrations::handle_link_backlog`], [`Migrations::handle_link_closed`],
@@ -70,6 +72,7 @@ mod config;
 mod error;
 mod events;
 mod export;
+mod input;
 mod job;
 pub mod legacy;
 mod manager;
@@ -81,6 +84,7 @@ pub use commands::{is_migration_subcommand, SUBCOMMANDS};
 pub use config::{MigrationConfig, FAILOVER_GRANT_PAUSE_MS};
 pub use error::MigrationError;
 pub use export::{AuthReply, SnapshotResult};
+pub use input::MigrationInput;
 pub use job::Job;
 pub use manager::{
     Migrations, MSG_FLUSHED, MSG_LOST_SOURCE, MSG_LOST_TARGET, MSG_TIMED_OUT, MSG_UNEXPECTED,

@@ -105,15 +105,16 @@ impl SyncSlots {
         v
     }
 
-    /// The RESP array of bulk strings, e.g. `*3\r\n$7\r\nCLUSTER\r\n$9\r\nSYNCSLOTS\r\n$3\r\nACK\r\n`.
+    /// The RESP array of bulk strings, e.g. `*3\r\n$7\r\nCLUSTER\r\n$9\r\nSYNCSLOTS\r\n$3\r\nACK\r\n`
+    /// ([`ferrocluster_topology::encode_command`], the one command encoder).
     pub fn to_resp(&self) -> Vec<u8> {
-        let argv = self.argv();
-        let mut out = format!("*{}\r\n", argv.len()).into_bytes();
-        for a in argv {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(&a);
-            out.extend_from_slice(b"\r\n");
-        }
+        let mut out = Vec::new();
+        self.encode(&mut out);
         out
+    }
+
+    /// Appends [`SyncSlots::to_resp`] to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        ferrocluster_topology::encode_command(out, &self.argv());
     }
 }

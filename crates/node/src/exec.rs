@@ -453,17 +453,13 @@ impl ClusterNode {
         self.save_pending = true;
         self.state_dirty = true;
         if !already {
-            self.staged.push(crate::Output::Event(Event::BecameReplica {
-                primary: *primary,
-            }));
             let p = self.topo.node(primary);
-            self.staged.push(crate::Output::Event(Event::ReplicateFrom {
-                primary: *primary,
-                ip: p.and_then(|p| p.ip),
-                port: p.map_or(0, |p| p.port),
-                tls_port: p.map_or(0, |p| p.tls_port),
-                full_sync: !was_in_shard,
-            }));
+            let (ip, port, tls_port) = (
+                p.and_then(|p| p.ip),
+                p.map_or(0, |p| p.port),
+                p.map_or(0, |p| p.tls_port),
+            );
+            self.stage_replicate_from(*primary, ip, port, tls_port, !was_in_shard);
         }
     }
 

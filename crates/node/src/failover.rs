@@ -3,11 +3,12 @@
 //! 9–12), the cron part (§7.2 step 5), and the effects turned into outputs: persist-gated
 //! transmits, role changes, write pauses and key deletions for the host.
 
+use crate::node::ReplSync;
 use crate::{ClusterNode, Event, Output};
 use ferrocluster_bus::{msg_flags, Body, FullHeader, Message, NodeName, Update};
 use ferrocluster_epoch::{
     AuthRequest, ClaimedRole, Epoch, EpochEffect, EpochEvent, EpochMessage, PingClaims, PriorRole,
-    ReplicationState, Target,
+    ReplLink, ReplicationState, Target,
 };
 use ferrocluster_gossip::{build_ping, GossipEffect, LinkId, PingKind};
 use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeId};
@@ -23,12 +24,82 @@ impl ClusterNode {
     /// final offset (§13). The link gives the data age that may forbid an automatic failover
     /// (§12.2) and is myself's evidence in [`ClusterNode::readiness`] (a replica that never
     /// synced is not eligible). Nothing is sent or saved by this call itself.
+    ///
+    /// After myself is pointed at another primary ([`Event::ReplicateFrom`]) the offset the
+    /// host reports belongs to the old primary's stream: until the host reports the link up
+    /// again after polling that event (its first sync with the new primary completed), myself
+    /// advertises offset 0 and ranks itself with it, so a synced sibling does not rank behind
+    /// a replica that has nothing of the new primary yet (issue 16, BUG-08). Valkey keeps
+    /// advertising its cached primary's offset until then.
     pub fn handle_replication(&mut self, state: ReplicationState, now: Millis) {
         let now = self.clamp(now);
         self.repl = state;
         self.repl_reported = true;
-        self.topo.myself_mut().repl_offset = state.offset;
+        if self.repl_sync == ReplSync::Polled && matches!(state.link, ReplLink::Up { .. }) {
+            self.repl_sync = ReplSync::Synced;
+        }
+        self.topo.myself_mut().repl_offset = self.advertised_replication().offset;
         self.topo.myself_mut().repl_offset_time = Some(now);
+        self.finish(now);
+    }
+
+    /// Myself's replication as the cluster is told it: the host's report, with offset 0 while
+    /// a re-pointed replica has not completed its first sync with its new primary (see
+    /// [`ClusterNode::handle_replication`]).
+    pub fn advertised_replication(&self) -> ReplicationState {
+        if self.repl_sync == ReplSync::Synced {
+            self.repl
+        } else {
+            ReplicationState {
+                offset: 0,
+                ..self.repl
+            }
+        }
+    }
+
+    /// Stages [`Event::BecameReplica`] and [`Event::ReplicateFrom`] for a new primary, and
+    /// advertises offset 0 until the first sync with it.
+    pub(crate) fn stage_replicate_from(
+        &mut self,
+        primary: NodeId,
+        ip: Option<std::net::IpAddr>,
+        port: u16,
+        tls_port: u16,
+        full_sync: bool,
+    ) {
+        self.event(Event::BecameReplica { primary });
+        self.event(Event::ReplicateFrom {
+            primary,
+            ip,
+            port,
+            tls_port,
+            full_sync,
+        });
+        self.repl_sync = ReplSync::Pending;
+        self.topo.myself_mut().repl_offset = 0;
+    }
+
+    /// The host acted on an [`Event::PauseWrites`]: it accepts no client write any more, and
+    /// `offset` is myself's replication offset after the last write it accepted (bytes, as in
+    /// [`ClusterNode::handle_replication`], which this call also updates). The host MUST call
+    /// it after acting on every `PauseWrites`, with the offset read once the pause holds (a
+    /// multi-threaded host: under the lock its writers take).
+    ///
+    /// A primary serving a manual failover announces its offset with PAUSED (§13.2) only after
+    /// this call: its node may have been told an older offset, and writes the host accepted
+    /// between the MFSTART and the pause move it further, while the replica keeps the first
+    /// PAUSED offset it hears and waits for exactly that one (Valkey, which pauses inside the
+    /// MFSTART handler, announces a final offset at once). The call then PINGs the replica at
+    /// once. Harmless when no manual failover waits for it (a slot migration's pause).
+    pub fn handle_writes_paused(&mut self, offset: u64, now: Millis) {
+        let now = self.clamp(now);
+        self.repl.offset = offset;
+        self.repl_reported = true;
+        self.topo.myself_mut().repl_offset = offset;
+        self.topo.myself_mut().repl_offset_time = Some(now);
+        let mut eout = Vec::new();
+        self.epoch.handle_writes_paused(&self.topo, &mut eout);
+        self.apply_epoch_effects(eout, None, now);
         self.finish(now);
     }
 
@@ -49,10 +120,11 @@ impl ClusterNode {
     pub(crate) fn epoch_cron(&mut self, now: Millis) {
         let mut eout = Vec::new();
         let ok = self.state.is_ok();
+        let repl = self.advertised_replication();
         self.epoch.handle_cron(
             &mut self.topo,
             &self.epoch_cfg,
-            &self.repl,
+            &repl,
             ok,
             now,
             &mut self.rng,
@@ -70,10 +142,11 @@ impl ClusterNode {
     /// next cron run (Valkey's "before sleep").
     pub(crate) fn run_failover(&mut self, now: Millis) {
         let mut eout = Vec::new();
+        let repl = self.advertised_replication();
         self.epoch.handle_failover(
             &mut self.topo,
             &self.epoch_cfg,
-            &self.repl,
+            &repl,
             now,
             &mut self.rng,
             &mut eout,
@@ -200,18 +273,12 @@ impl ClusterNode {
                     full_sync,
                 } => {
                     self.manual_failover = None;
-                    self.event(Event::BecameReplica { primary });
-                    self.event(Event::ReplicateFrom {
-                        primary,
-                        ip,
-                        port,
-                        tls_port,
-                        full_sync,
-                    });
+                    self.stage_replicate_from(primary, ip, port, tls_port, full_sync);
                 }
                 EpochEffect::BecomePrimary => {
                     self.manual_failover = None;
                     self.promoted = true;
+                    self.became_primary();
                     self.event(Event::BecamePrimary);
                 }
                 EpochEffect::PauseWrites { until } => {
@@ -222,7 +289,10 @@ impl ClusterNode {
                     self.mf_pause = None;
                     self.announce_pause();
                 }
-                EpochEffect::DeleteSlotKeys(slots) => self.event(Event::DeleteSlotKeys(slots)),
+                EpochEffect::DeleteSlotKeys(slots) => {
+                    self.slot_keys_deleted(&slots);
+                    self.event(Event::DeleteSlotKeys(slots));
+                }
                 EpochEffect::Event(EpochEvent::ConfigEpochBumped(e)) => {
                     self.event(Event::ConfigEpochBumped(e));
                 }
@@ -233,6 +303,12 @@ impl ClusterNode {
 
     fn event(&mut self, e: Event) {
         self.staged.push(Output::Event(e));
+    }
+
+    /// Myself is a primary now: its offset is its own again.
+    pub(crate) fn became_primary(&mut self) {
+        self.repl_sync = ReplSync::Synced;
+        self.topo.myself_mut().repl_offset = self.repl.offset;
     }
 
     /// PING/PONG on `id`'s connected outbound link (nothing without one).

@@ -22,7 +22,8 @@
 //!      then (a host that never acknowledges stalls the node, it never breaks safety);
 //!    * `Event(..)`: log or count it — except the ones that ask the host to act on its data
 //!      set: [`Event::ReplicateFrom`] (start replicating, after [`Event::BecameReplica`]),
-//!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] /
+//!      [`Event::BecamePrimary`] (stop replicating), [`Event::PauseWrites`] (hold client
+//!      writes, then report the final offset with [`ClusterNode::handle_writes_paused`]) /
 //!      [`Event::UnpauseWrites`] (manual failover or a slot migration export),
 //!      [`Event::DeleteSlotKeys`] (slots lost), [`Event::ClusterReset`], and
 //!      [`Event::Migration`] (an atomic slot migration's data plane: connect to the target's
@@ -136,7 +137,7 @@ pub use ferrocluster_command::{
     lookup, ClientState, ClusterCommand, CommandSpec, Dispatch, ErrorReply, FailoverMode,
     KeyPresence, NoKeys, QueuedCommand, Route, RouteError,
 };
-pub use ferrocluster_gossip::{CommandError, LinkId};
+pub use ferrocluster_gossip::{CommandError, LinkId, NodeAddress};
 pub use ferrocluster_topology::Reply;
 pub use ferrocluster_topology::{Millis, NodeId, Topology};
 pub use keys::{EmptyKeyspace, SlotKeys, SlotUsage};

@@ -373,7 +373,7 @@ impl ClusterNode {
     }
 
     /// Whether any migration job is unfinished (only then can a topology change matter).
-    fn migrations_active(&self) -> bool {
+    pub(crate) fn migrations_active(&self) -> bool {
         self.migrations.is_any_importing() || self.migrations.is_any_exporting()
     }
 
@@ -459,7 +459,10 @@ impl ClusterNode {
             }
             MigrationOutput::HideSlots { slots } => MigrationRequest::HideSlots { slots },
             MigrationOutput::RevealSlots { slots } => MigrationRequest::RevealSlots { slots },
-            MigrationOutput::DropSlotKeys { slots } => MigrationRequest::DropSlotKeys { slots },
+            MigrationOutput::DropSlotKeys { slots } => {
+                self.slot_keys_deleted(&slots);
+                MigrationRequest::DropSlotKeys { slots }
+            }
             MigrationOutput::Propagate { message } => MigrationRequest::Propagate { message },
             MigrationOutput::Close { conn } => MigrationRequest::Close { conn },
             MigrationOutput::StateChanged {

@@ -19,8 +19,8 @@ use ferrocluster_migration::Migrations;
 use ferrocluster_slot::SlotSet;
 use ferrocluster_topology::views::{self, InfoInputs, ViewOptions};
 use ferrocluster_topology::{
-    load_nodes_conf, save_nodes_conf, Hostname, HumanNodename, LinkState, LoadOptions, Millis,
-    NodeFlags, NodeId, Topology,
+    load_nodes_conf_with_warnings, save_nodes_conf, Hostname, HumanNodename, LinkState,
+    LoadOptions, Millis, NodeFlags, NodeId, Topology,
 };
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -77,13 +77,29 @@ pub struct ClusterNode {
     pub(crate) mf_pause: Option<Millis>,
     /// End of the slot migrations' write pause, if one holds.
     pub(crate) asm_pause: Option<Millis>,
+    /// Where myself stands with the first sync from the primary it was last pointed at
+    /// ([`ClusterNode::advertised_replication`]).
+    pub(crate) repl_sync: ReplSync,
+    /// Slots whose keys the host may hold: myself's slots, importing ones, every slot while
+    /// myself is a replica (its data is its primary's, whatever that held), minus the slots
+    /// the host was told to empty. See [`ClusterNode::sweep_stale_keys`].
+    pub(crate) key_slots: SlotSet,
 }
 
 impl ClusterNode {
     /// Builds a node from `config` at `now` with randomness from `seed`, either with a fresh
     /// identity (random node ID and shard ID, flags MYSELF|PRIMARY, §18.3) or from the contents
     /// of a previously saved nodes.conf. A `Persist` output (seq 1) is queued at once: Valkey
-    /// writes the config at startup.
+    /// writes the config at startup. Skipped parts of the saved file (aux fields a newer node
+    /// wrote) come out as [`Event::NodesConfWarning`]s before it.
+    ///
+    /// Identity: a fresh node's ID and shard ID are the first draws of the ChaCha8 generator
+    /// seeded with `seed` (then the node's other randomness follows from it), so two nodes
+    /// built with the same seed and no saved file get the same ID, as do two nodes loading
+    /// copies of one nodes.conf. A host MUST give every node its own seed (drawn from the OS
+    /// RNG, say) and its own file. Two nodes that share an ID anyway refuse each other's
+    /// messages and report it ([`Event::NodeIdCollision`]); myself's address is never taken
+    /// from a peer.
     ///
     /// # Errors
     /// [`NodeError::Config`] from [`ClusterConfig::validate`]; [`NodeError::NodesConf`] when the
@@ -96,9 +112,11 @@ impl ClusterNode {
     ) -> Result<ClusterNode, NodeError> {
         config.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut topo = match saved_nodes_conf.filter(|b| !b.is_empty()) {
-            Some(text) => load_nodes_conf(text, now, &mut rng, LoadOptions::default())?,
-            None => Topology::fresh(&mut rng, now),
+        let (mut topo, warnings) = match saved_nodes_conf.filter(|b| !b.is_empty()) {
+            Some(text) => {
+                load_nodes_conf_with_warnings(text, now, &mut rng, LoadOptions::default())?
+            }
+            None => (Topology::fresh(&mut rng, now), Vec::new()),
         };
         for n in topo.nodes_mut().filter(|n| !n.is_myself()) {
             n.link = LinkState::Disconnected;
@@ -141,7 +159,12 @@ impl ClusterNode {
             promoted: false,
             mf_pause: None,
             asm_pause: None,
+            key_slots: SlotSet::new(),
+            repl_sync: ReplSync::Synced,
         };
+        for w in warnings {
+            node.staged.push(Output::Event(Event::NodesConfWarning(w)));
+        }
         node.finish(now);
         Ok(node)
     }
@@ -334,7 +357,15 @@ impl ClusterNode {
     /// The next instruction for the host, in order; `None` when there is nothing (more) to do
     /// now. Drain it after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.queue.pop()
+        let o = self.queue.pop();
+        if let Some(Output::Event(Event::ReplicateFrom { .. })) = &o {
+            // The host has seen the re-point: what it reports from now on is about the new
+            // primary ([`ClusterNode::advertised_replication`]).
+            if self.repl_sync == ReplSync::Pending {
+                self.repl_sync = ReplSync::Polled;
+            }
+        }
+        o
     }
 
     /// When [`ClusterNode::handle_timeout`] must be called next (absolute Unix ms): the next
@@ -468,8 +499,11 @@ impl ClusterNode {
         self.apply_epoch_effects(eout, None, now);
         if was_replica {
             self.promoted = true;
+            self.became_primary();
             self.staged.push(Output::Event(Event::BecamePrimary));
         }
+        // A reset replica's data is emptied by the host; a primary with keys is refused.
+        self.key_slots = SlotSet::new();
         self.staged
             .push(Output::Event(Event::ClusterReset { hard, was_replica }));
     }
@@ -707,6 +741,14 @@ impl ClusterNode {
                 GossipEffect::NodeDeleted(id) => {
                     self.staged.push(Output::Event(Event::NodeDeleted(id)));
                 }
+                GossipEffect::IdCollision { link, mine, peer } => {
+                    self.staged.push(Output::Event(Event::NodeIdCollision {
+                        id: *self.topo.myself_id(),
+                        link,
+                        mine,
+                        peer,
+                    }));
+                }
             }
         }
     }
@@ -790,6 +832,7 @@ impl ClusterNode {
     /// held until that persist is acknowledged.
     pub(crate) fn finish(&mut self, now: Millis) {
         self.pump_migrations(now);
+        self.sweep_stale_keys();
         if self.state_dirty {
             self.state_dirty = false;
             if let Some(h) = self.state.update(&self.topo, now, &self.state_cfg) {
@@ -825,6 +868,47 @@ impl ClusterNode {
         }
     }
 
+    /// Keys of a slot another node owns must not stay on a primary (issue 16; Valkey deletes
+    /// the keys of slots it lost on a config update, `clusterUpdateSlotsConfigWith`, and of
+    /// slots assigned to another node at startup, `verifyClusterConfigWithData`). At the end
+    /// of every step: while myself is a replica its data is its primary's, so every slot may
+    /// hold keys; while a primary, the slots of [`ClusterNode::key_slots`] that another node
+    /// owns now — not myself's, not importing (a legacy IMPORTING mark or an atomic slot
+    /// migration's hidden slots), not unassigned — get one [`Event::DeleteSlotKeys`]. This
+    /// covers what the epoch layer's dirty slots do not: a promoted replica whose old
+    /// primary lost slots it never heard deleted (a slot migration source killed after
+    /// granting the failover), a slot that was unassigned when myself took its keys, an
+    /// aborted import.
+    pub(crate) fn sweep_stale_keys(&mut self) {
+        let me = self.topo.myself();
+        if !me.is_primary() {
+            self.key_slots = SlotSet::full();
+            return;
+        }
+        let mut keep = me.slots().clone();
+        for (s, _) in self.topo.importing() {
+            keep.insert(s);
+        }
+        if self.migrations_active() {
+            keep = keep.union(&self.migrations.hidden_slots());
+        }
+        let extra = self.key_slots.difference(&keep);
+        let stale: SlotSet = extra
+            .iter()
+            .filter(|s| self.topo.slot_owner(*s).is_some())
+            .collect();
+        self.key_slots = self.key_slots.union(&keep).difference(&stale);
+        if !stale.is_empty() {
+            self.staged
+                .push(Output::Event(Event::DeleteSlotKeys(Box::new(stale))));
+        }
+    }
+
+    /// The host was told to empty `slots` (a dirty-slot deletion, a slot migration's drop).
+    pub(crate) fn slot_keys_deleted(&mut self, slots: &SlotSet) {
+        self.key_slots = self.key_slots.difference(slots);
+    }
+
     /// The full header of every message myself sends now (§3), with mflags PAUSED while
     /// myself is a primary serving a manual failover (§13.2; messages the gossip layer builds
     /// get it in [`ClusterNode::transmit`]).
@@ -836,6 +920,18 @@ impl ClusterNode {
         }
         h
     }
+}
+
+/// Myself's first sync with the primary it follows (issue 16 item 14, BUG-08).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplSync {
+    /// Synced, or a primary: the host's offset is advertised.
+    Synced,
+    /// Re-pointed (`ReplicateFrom` staged, not yet polled): reports still describe the old
+    /// link.
+    Pending,
+    /// The host polled the `ReplicateFrom`; the first report with the link up ends it.
+    Polled,
 }
 
 /// Writes the configured announce values into myself's record (ports, hostname, names, client

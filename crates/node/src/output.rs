@@ -151,9 +151,10 @@ pub enum Event {
     /// failover (§13.2, 2 × `cluster-manual-failover-timeout`) or an atomic slot migration
     /// export paused writes (slot-migration sheet A.9; Valkey 9.0/9.1 pause every write,
     /// expiry and eviction of the node). Paused writes are held, not rejected. A later
-    /// `PauseWrites` replaces the earlier one (the end is the latest of both purposes). While
-    /// paused, myself's replication offset (reported with
-    /// [`crate::ClusterNode::handle_replication`]) is final.
+    /// `PauseWrites` replaces the earlier one (the end is the latest of both purposes). Once
+    /// the pause holds the host MUST call [`crate::ClusterNode::handle_writes_paused`] with
+    /// its replication offset, which is final while paused: a manual failover's primary
+    /// announces that offset to its replica only then (§13.2).
     PauseWrites {
         /// End of the pause.
         until: Millis,
@@ -183,6 +184,26 @@ pub enum Event {
     /// Myself's IP was learned from the local address of a link a MEET (or a first PING)
     /// arrived on (§7.3).
     MyIpChanged(IpAddr),
+    /// A message on `link` claimed myself's node ID `id`: another node has the same ID (built
+    /// from the same seed, or started from a copy of this node's nodes.conf). The message was
+    /// refused and nothing of it applied (myself's address is never taken from a peer); a
+    /// MEET handshake over this link was dropped. Reported once per link; the host SHOULD log
+    /// it with both addresses — one of the two nodes needs a new identity (CLUSTER RESET
+    /// HARD, or its own nodes.conf).
+    NodeIdCollision {
+        /// The shared node ID (myself's).
+        id: NodeId,
+        /// The link the message came on.
+        link: LinkId,
+        /// Myself's address.
+        mine: ferrocluster_gossip::NodeAddress,
+        /// The address the other node announced (or its link's peer IP).
+        peer: ferrocluster_gossip::NodeAddress,
+    },
+    /// The saved nodes.conf given to [`crate::ClusterNode::new`] loaded with something
+    /// skipped (an aux field a newer node wrote): the host SHOULD log it. It is emitted once,
+    /// at construction; the node's first `Persist` already leaves the field out.
+    NodesConfWarning(ferrocluster_topology::ConfWarning),
     /// Framing was lost on the link: it was closed ([`Output::Close`] precedes this event).
     FramingLost {
         /// The link.

@@ -439,3 +439,76 @@ fn fresh_node_persists_first_and_state_starts_fail() {
     // §10: no slots anywhere -> size 0, quorum 1, reachable 0 -> fail.
     assert!(!n.cluster_state_ok());
 }
+
+/// Issue 16 item 6: two nodes built with one seed share a node ID. A MEET between them is
+/// refused on both sides and reported with both addresses; neither ever shows myself at the
+/// other's address, neither keeps a node for the other, and a third node's view is not
+/// touched by the pair's handshake.
+#[test]
+fn two_nodes_with_one_node_id_refuse_each_other_and_report_it() {
+    use common::config;
+    use ferrocluster_node::NodeAddress;
+    let nodes = (0..2)
+        .map(|i| ClusterNode::new(config(i, NT), T0, 4242, None).unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(
+        nodes[0].myself_id(),
+        nodes[1].myself_id(),
+        "same seed, same ID"
+    );
+    let id = *nodes[0].myself_id();
+    let mut net = Net::from_nodes(nodes);
+    net.meet(0, 1);
+    net.run_for(5 * NT);
+    for i in 0..2 {
+        let t = net.nodes[i].topology();
+        let me = t.myself();
+        assert_eq!(me.port, port(i), "node {i}: myself's port moved");
+        assert_eq!(
+            me.bus_port,
+            port(i) + 10000,
+            "node {i}: myself's bus port moved"
+        );
+        assert!(
+            me.ip.is_none_or(|a| a == ip(i)),
+            "node {i}: myself at {:?}",
+            me.ip
+        );
+        assert_eq!(
+            t.len(),
+            1,
+            "node {i} kept a node for its twin: {}",
+            net.nodes[i].cluster_nodes()
+        );
+    }
+    let reports: Vec<(usize, NodeAddress, NodeAddress)> = net
+        .events
+        .iter()
+        .filter_map(|(i, e)| match e {
+            Event::NodeIdCollision {
+                id: got,
+                mine,
+                peer,
+                ..
+            } if *got == id => Some((*i, *mine, *peer)),
+            _ => None,
+        })
+        .collect();
+    // The MEET's receiver reports the sender's announced address; the sender hears the
+    // receiver's PONG on its handshake link.
+    let on = |n: usize| reports.iter().find(|(i, _, _)| *i == n).copied();
+    let (_, mine, peer) = on(1).expect("the MEET's receiver reports");
+    assert_eq!((mine.port, mine.bus_port), (port(1), port(1) + 10000));
+    assert_eq!(
+        (peer.ip, peer.port, peer.bus_port),
+        (Some(ip(0)), port(0), port(0) + 10000)
+    );
+    let (_, mine, peer) = on(0).expect("the MEET's sender reports");
+    assert_eq!((mine.port, mine.bus_port), (port(0), port(0) + 10000));
+    assert_eq!((peer.port, peer.bus_port), (port(1), port(1) + 10000));
+    assert!(
+        reports.len() <= 4,
+        "reported {} times (once per link)",
+        reports.len()
+    );
+}

@@ -340,6 +340,58 @@ fn manual_failover_default_mode() {
         .all(|(_, _, _, m)| !m.full_header().unwrap().has_mflags(msg_flags::PAUSED)));
 }
 
+/// Issue 16 item 1: the host pauses when it acts on `PauseWrites`, after the MFSTART step;
+/// writes it accepted meanwhile move its offset. The primary announces nothing with PAUSED
+/// until the host confirms the pause with its final offset, and then announces that one, so
+/// the replica waits for the right offset (it keeps the first PAUSED offset it hears).
+#[test]
+fn manual_failover_announces_the_offset_the_host_confirmed_after_pausing() {
+    let mut net = cluster_with_replica();
+    net.hold_pause.insert(0);
+    let start = net.wire.len();
+    assert_eq!(failover(&mut net, 3, &[]), b"+OK\r\n");
+    assert!(events_of(&net, 0)
+        .iter()
+        .any(|e| matches!(e, Event::PauseWrites { .. })));
+    // Before the host confirmed, no header of the primary carries PAUSED.
+    net.run_for(300);
+    assert!(net.wire[start..]
+        .iter()
+        .filter(|(_, f, _, m)| *f == 0 && !m.is_light())
+        .all(|(_, _, _, m)| !m.full_header().unwrap().has_mflags(msg_flags::PAUSED)));
+    assert_eq!(
+        net.nodes[3].epoch().manual_failover().primary_offset(),
+        None
+    );
+    // 40 bytes of writes were accepted before the pause held; the replica got them too.
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        140,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    net.nodes[0].handle_writes_paused(140, now);
+    net.drain();
+    let ping = net.wire[start..]
+        .iter()
+        .find(|(_, f, to, m)| {
+            *f == 0
+                && *to == Some(3)
+                && m.message_type() == MessageType::Ping
+                && m.full_header().unwrap().has_mflags(msg_flags::PAUSED)
+        })
+        .expect("the primary PINGs its replica once the pause holds");
+    assert_eq!(ping.3.full_header().unwrap().offset, 140);
+    assert_eq!(
+        net.nodes[3].epoch().manual_failover().primary_offset(),
+        Some(140)
+    );
+    assert!(net.run_until(3_000, |n| n.nodes[3].topology().myself().is_primary()));
+}
+
 #[test]
 fn manual_failover_takeover_needs_no_votes() {
     let mut net = cluster_with_replica();
@@ -636,4 +688,64 @@ fn auth_request_waits_for_the_bumped_current_epoch_persist() {
         .iter()
         .all(|(_, _, m)| m.full_header().unwrap().current_epoch == epoch.get()));
     assert!(net.run_until(2_000, |n| n.nodes[3].topology().myself().is_primary()));
+}
+
+/// Issue 16 item 14 (BUG-08): after CLUSTER REPLICATE to a new primary, a replica advertises
+/// offset 0 — not the offset it had with the old primary — until the host reports the link
+/// to the new primary up; then the host's offset again.
+#[test]
+fn a_repointed_replica_advertises_offset_zero_until_its_first_sync() {
+    let mut net = cluster_with_replica();
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        268_927,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    net.run_for(NT);
+    let seen = |net: &Net| {
+        let me = id(net, 3);
+        net.nodes[1].topology().node(&me).map(|n| n.repl_offset)
+    };
+    assert_eq!(seen(&net), Some(268_927));
+    let target = id(&net, 1).as_str().to_owned();
+    let out = net.nodes[3].cluster_command_argv(
+        &["CLUSTER", "REPLICATE", &target],
+        &CommandRequest::default(),
+        &common::TestKeys::default(),
+        now,
+    );
+    assert_eq!(out.reply().unwrap().to_resp2(), b"+OK\r\n");
+    let start = net.wire.len();
+    net.drain();
+    assert_eq!(net.nodes[3].topology().myself().repl_offset, 0);
+    // The host still reports the old stream's offset while it re-syncs.
+    let now = net.now;
+    report(&mut net, 3, 268_927, ReplLink::DownSince(now));
+    net.run_for(NT);
+    assert!(net.wire[start..]
+        .iter()
+        .filter(|(_, f, _, m)| *f == 3 && !m.is_light())
+        .all(|(_, _, _, m)| m.full_header().unwrap().offset == 0));
+    assert_eq!(
+        seen(&net),
+        Some(0),
+        "a sibling would rank itself behind the old offset"
+    );
+    // First sync with the new primary done: its offset is advertised.
+    let now = net.now;
+    report(
+        &mut net,
+        3,
+        4_096,
+        ReplLink::Up {
+            last_interaction: now,
+        },
+    );
+    net.run_for(NT);
+    assert_eq!(net.nodes[3].topology().myself().repl_offset, 4_096);
+    assert_eq!(seen(&net), Some(4_096));
 }

@@ -8,7 +8,7 @@ use ferrocluster_node::{
     ClusterConfig, ClusterNode, Event, LinkEvent as NodeLinkEvent, LinkId, NodeError, Output,
 };
 use ferrocluster_slot::{Slot, SlotSet};
-use ferrocluster_topology::{Millis, Node, NodeFlags, NodeId, Topology};
+use ferrocluster_topology::{Millis, Node, NodeFlags, NodeId, Reply, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
@@ -401,6 +401,7 @@ pub fn check_converged(sim: &ClusterSim, hosts: &[usize]) -> Result<(), String> 
     }
     for &h in &up {
         if let Some(n) = sim.node(h) {
+            check_shards_match_slots(n.topology()).map_err(|m| format!("host {h}: {m}"))?;
             let full = n.topology().assigned_slot_count() == ferrocluster_slot::SLOT_COUNT;
             if full && !n.cluster_state_ok() {
                 return Err(format!(
@@ -408,6 +409,73 @@ pub fn check_converged(sim: &ClusterSim, hosts: &[usize]) -> Result<(), String> 
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// The views agree on slot ownership (issue 16 item 3): the slots over all shards of CLUSTER
+/// SHARDS are exactly the owned slots of CLUSTER SLOTS, each in one shard only. Holds once a
+/// view settled (a failed-over shard's old primary is FAIL or follows the new one, shard IDs
+/// propagated); part of [`check_converged`].
+///
+/// # Errors
+/// What differs.
+pub fn check_shards_match_slots(topo: &Topology) -> Result<(), String> {
+    let opts = ferrocluster_topology::views::ViewOptions::default();
+    let pairs = |r: &Reply| -> Option<SlotSet> {
+        let Reply::Array(v) = r else { return None };
+        let mut set = SlotSet::new();
+        for p in v.chunks(2) {
+            let (Some(Reply::Integer(a)), Some(Reply::Integer(b))) = (p.first(), p.get(1)) else {
+                return None;
+            };
+            for s in *a..=*b {
+                set.insert(Slot::new(u16::try_from(s).ok()?).ok()?);
+            }
+        }
+        Some(set)
+    };
+    let Reply::Array(shards) = ferrocluster_topology::views::cluster_shards(topo, &opts) else {
+        return Err("CLUSTER SHARDS is not an array".into());
+    };
+    let mut in_shards = SlotSet::new();
+    for (i, sh) in shards.iter().enumerate() {
+        let Reply::Map(m) = sh else {
+            return Err(format!("CLUSTER SHARDS entry {i} is not a map"));
+        };
+        let slots = m
+            .iter()
+            .find(|(k, _)| *k == Reply::bulk("slots"))
+            .and_then(|(_, v)| pairs(v))
+            .ok_or_else(|| format!("CLUSTER SHARDS entry {i} has no slot pairs"))?;
+        if let Some(s) = slots.intersection(&in_shards).iter().next() {
+            return Err(format!("slot {s} is in two shards of CLUSTER SHARDS"));
+        }
+        in_shards = in_shards.union(&slots);
+    }
+    let Reply::Array(ranges) = ferrocluster_topology::views::cluster_slots(topo, &opts) else {
+        return Err("CLUSTER SLOTS is not an array".into());
+    };
+    let mut owned = SlotSet::new();
+    for r in &ranges {
+        let Reply::Array(e) = r else {
+            return Err("a CLUSTER SLOTS entry is not an array".into());
+        };
+        let set = pairs(&Reply::Array(e.iter().take(2).cloned().collect()))
+            .ok_or("a CLUSTER SLOTS entry has no range")?;
+        owned = owned.union(&set);
+    }
+    if owned != in_shards {
+        let missing = owned.difference(&in_shards);
+        let extra = in_shards.difference(&owned);
+        return Err(format!(
+            "CLUSTER SHARDS covers {} slots, CLUSTER SLOTS {}: missing from SHARDS {:?}, not \
+             owned {:?}",
+            in_shards.len(),
+            owned.len(),
+            missing.ranges().next(),
+            extra.ranges().next()
+        ));
     }
     Ok(())
 }

@@ -85,7 +85,7 @@ pub mod trace;
 pub mod world;
 
 pub use cluster::{
-    check_converged, cluster_sim, cluster_sim_with, preset_cluster_sim,
+    check_converged, check_shards_match_slots, cluster_sim, cluster_sim_with, preset_cluster_sim,
     preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt, SimError,
 };
 pub use disk::Disk;

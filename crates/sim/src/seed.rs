@@ -22,6 +22,20 @@ pub fn parse_seed(text: &str) -> Option<u64> {
 /// Environment variable that sets how many seeds the random failover test runs.
 pub const FAILOVER_SEEDS_ENV: &str = "FERROCLUSTER_SIM_FAILOVER_SEEDS";
 
+/// Environment variable that sets the first seed of the random tests' seed ranges (default
+/// 0), so a long run can go in chunks: `FERROCLUSTER_SIM_FIRST_SEED=5000
+/// FERROCLUSTER_SIM_SEEDS=1000` runs seeds 5000..6000.
+pub const FIRST_SEED_ENV: &str = "FERROCLUSTER_SIM_FIRST_SEED";
+
+/// `first..first + count` with `first` from [`FIRST_SEED_ENV`] (0 if unset or invalid).
+pub fn seed_range(count: u64) -> std::ops::Range<u64> {
+    let first = std::env::var(FIRST_SEED_ENV)
+        .ok()
+        .and_then(|v| parse_seed(&v))
+        .unwrap_or(0);
+    first..first.saturating_add(count)
+}
+
 /// How many seeds to run: the variable `env` if set and valid, else `default`.
 pub fn seed_count_from(env: &str, default: u64) -> u64 {
     std::env::var(env)

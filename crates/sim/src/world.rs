@@ -23,6 +23,16 @@
 //!   while synced and connected, `DownSince(t)` after it dropped (or after the host was
 //!   re-pointed to another primary), `Down` while this incarnation never completed a sync
 //!   (Valkey: data age unbounded). Primaries report their own offset with link `Down`.
+//!   A replica reports as data arrives; a primary does not report each client write: its
+//!   offset reaches its node on the data-plane cron and on role events, as on a host whose
+//!   bus loop reads its replication facts on its own turn while other threads take writes
+//!   (the reference server reads them once per bus-loop turn, after feeding that turn's bus
+//!   input), so the node's view of a primary's offset lags its data by up to
+//!   [`DataConfig::cron_ms`].
+//! * **Write pauses**: `Event::PauseWrites` holds the host's client writes from the end of
+//!   the step that emitted it; the host then reports its offset, final while paused, with
+//!   `ClusterNode::handle_writes_paused` (a manual failover's primary announces it only
+//!   then).
 //! * **Writes**: the client sits beside a vantage host (same side of every partition). It
 //!   asks the vantage host's slot table for the owner, follows one MOVED, and the host
 //!   acknowledges the write if the client can reach it, its own node says it is a primary
@@ -421,7 +431,7 @@ impl World {
         self.acked.push(ack);
         self.asm_forward(t, slot, id)?;
         self.stream(t);
-        self.report(t)?;
+        // The offset reaches the node on the host's next turn (module docs, "Reported state").
         Ok(Ok(ack))
     }
 
@@ -535,9 +545,13 @@ impl World {
         }
         let asm_work = asm::work_of(&evs);
         let mut role_changed = BTreeSet::new();
+        let mut paused = BTreeSet::new();
         for (_, h, ev) in &evs {
             match ev {
-                Event::PauseWrites { until } => self.data[*h].paused_until = Some(*until),
+                Event::PauseWrites { until } => {
+                    self.data[*h].paused_until = Some(*until);
+                    paused.insert(*h);
+                }
                 Event::UnpauseWrites => self.data[*h].paused_until = None,
                 Event::DeleteSlotKeys(_) => self.slot_deletions += 1,
                 Event::BecameReplica { .. }
@@ -553,6 +567,13 @@ impl World {
         for h in role_changed {
             self.check_link(h)?;
             self.report(h)?;
+        }
+        for h in paused {
+            // The pause holds: the offset is final (`ClusterNode::handle_writes_paused`).
+            self.report(h)?;
+            let offset = self.offset(h);
+            self.sim
+                .report_to_engine(h, |n, now| n.handle_writes_paused(offset, now))?;
         }
         self.asm_work(asm_work)?;
         self.asm_check()

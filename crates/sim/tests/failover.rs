@@ -93,11 +93,12 @@ fn owner_in(w: &World, viewers: &[usize], slot: Slot) -> Option<usize> {
     owner.and_then(|o| host_of(w.sim(), &o))
 }
 
-/// Runs until [`check_epochs_converged`] holds for `hosts` (at most 5 × NODE_TIMEOUT); the
-/// last disagreement otherwise.
+/// Runs until [`check_epochs_converged`] holds for `hosts` (at most 5 × NODE_TIMEOUT), then
+/// checks that no primary holds keys of a slot it does not own; the last disagreement
+/// otherwise.
 fn converge(w: &mut World, hosts: &[usize]) -> Res {
     let ok = w.run_until_cond(5 * NT, |w| check_epochs_converged(w.sim(), hosts).is_ok())?;
-    match check_epochs_converged(w.sim(), hosts) {
+    match check_epochs_converged(w.sim(), hosts).and_then(|()| w.check_no_stale_keys()) {
         Ok(()) if ok => Ok(()),
         Ok(()) => Err("converged only after the deadline".into()),
         Err(e) => Err(format!("no convergence within 5 × NODE_TIMEOUT: {e}").into()),
@@ -446,6 +447,7 @@ fn a_replica_that_never_synced_promotes_only_with_validity_factor_zero() {
                     w.run_until_cond(10 * NT, |w| agreed_owner(w.sim(), slot) == Some(3))?;
                 if factor == 0 {
                     ensure(promoted, || "factor 0: no promotion".into())?;
+                    converge(&mut w, &[1, 2, 3, 4, 5])?;
                 } else {
                     ensure(!promoted, || {
                         "a never-synced replica promoted with the default validity factor".into()
@@ -468,6 +470,74 @@ fn a_replica_that_never_synced_promotes_only_with_validity_factor_zero() {
                 }
             }
             Ok(())
+        },
+    );
+}
+
+/// Issue 16 item 11 (BUG-07): the bus link primary → replica is cut, the primary bumps its
+/// configEpoch (CLUSTER BUMPEPOCH: everyone else learns it, the replica does not), then the
+/// primary dies. The replica's requests claim the old configEpoch and are refused
+/// (`StaleSlotClaim`); a voter's UPDATE tells it the current one, and it is promoted within
+/// two election attempts (auth retry 4 × NODE_TIMEOUT), with every slot served again.
+#[test]
+fn a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected() {
+    check_seeds(
+        "a_replica_that_missed_its_primarys_epoch_bump_is_told_and_elected",
+        SEEDS,
+        |seed| -> Res {
+            let l = Layout::uniform(3, 1);
+            let mut w = world(seed, config(), &l)?;
+            w.run_for(NT)?;
+            let p = id(&w, 0);
+            w.sim_mut().block_one_way(0, 3);
+            w.run_for(200)?;
+            let before = epoch_of(&w, 1, &p).unwrap_or(0);
+            match w.cluster_command(0, &["BUMPEPOCH"])? {
+                Some(Reply::Simple(s)) if s.starts_with("BUMPED") => {}
+                other => return Err(format!("BUMPEPOCH: {other:?}").into()),
+            }
+            let bumped = w.run_until_cond(NT, |w| {
+                (1..3).all(|v| epoch_of(w, v, &p).is_some_and(|e| e > before))
+            })?;
+            ensure(bumped, || {
+                "the other primaries never learned the bump".into()
+            })?;
+            ensure(epoch_of(&w, 3, &p) == Some(before), || {
+                "the replica learned the bump: the case is not built".into()
+            })?;
+            w.crash(0);
+            let t0 = w.now();
+            let promoted = w.run_until_cond(12 * NT, |w| {
+                w.node(3)
+                    .is_some_and(|n| n.topology().myself().is_primary())
+            })?;
+            let denied = w.events().iter().any(|(at, _, e)| {
+                *at >= t0
+                    && matches!(
+                        e,
+                        Event::Epoch(EpochEvent::VoteDenied {
+                            reason: ferrocluster_node::epoch::VoteDenied::StaleSlotClaim,
+                            ..
+                        })
+                    )
+            });
+            ensure(promoted, || {
+                format!(
+                    "the replica was not promoted within 12 × NODE_TIMEOUT (stale-claim denials: {denied})"
+                )
+            })?;
+            ensure(denied, || "no vote was refused for the stale claim".into())?;
+            println!(
+                "seed {seed}: promoted {} ms after the crash",
+                w.now().since(t0)
+            );
+            w.sim_mut().heal();
+            let slot = l.first_slot(0);
+            let ok = w.run_until_cond(5 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
+            ensure(ok, || {
+                "the shard's slots are not served by the new primary".into()
+            })?;
+            converge(&mut w, &[1, 2, 3, 4, 5])
         },
     );
 }
@@ -533,6 +603,48 @@ fn a_default_manual_failover_loses_no_acknowledged_write() {
     );
 }
 
+/// Issue 16 item 1: a burst of 100 acknowledged writes right before CLUSTER FAILOVER. The
+/// primary's node hears of them only on its host's next turn, after the MFSTART may have
+/// arrived (the reference server), and still the replica is promoted with every write.
+#[test]
+fn a_default_manual_failover_right_after_a_burst_of_writes_promotes_and_loses_nothing() {
+    check_seeds(
+        "a_default_manual_failover_right_after_a_burst_of_writes_promotes_and_loses_nothing",
+        SEEDS,
+        |seed| -> Res {
+            let l = Layout::uniform(3, 1);
+            let mut w = world(seed, config(), &l)?;
+            let slot = l.first_slot(0);
+            w.run_for(NT)?;
+            let mut burst = Vec::new();
+            for _ in 0..100 {
+                match w.write(slot)? {
+                    Ok(a) => burst.push(a),
+                    Err(why) => return Err(format!("write refused: {why:?}").into()),
+                }
+            }
+            reply_ok(w.cluster_command(3, &["FAILOVER"])?)?;
+            let done = w.run_until_cond(5_000, |w| agreed_owner(w.sim(), slot) == Some(3))?;
+            let timed_out = w
+                .events()
+                .iter()
+                .any(|(_, _, e)| matches!(e, Event::Epoch(EpochEvent::ManualFailoverTimedOut)));
+            ensure(done && !timed_out, || {
+                format!("no switch within the manual failover timeout (timed out: {timed_out})")
+            })?;
+            let lost: Vec<u64> = burst
+                .iter()
+                .filter(|a| !w.has_write(3, a.id))
+                .map(|a| a.id)
+                .collect();
+            ensure(lost.is_empty(), || {
+                format!("acknowledged writes missing on the new primary: {lost:?}")
+            })?;
+            converge(&mut w, &[0, 1, 2, 3, 4, 5])
+        },
+    );
+}
+
 #[test]
 fn a_forced_manual_failover_replaces_a_dead_primary_before_fail_is_detected() {
     check_seeds(
@@ -560,7 +672,7 @@ fn a_forced_manual_failover_replaces_a_dead_primary_before_fail_is_detected() {
             })?;
             let conv = w.run_until_cond(5 * NT, |w| all_ok_with_owner(w.sim(), slot, 3))?;
             ensure(conv, || "no convergence".into())?;
-            Ok(())
+            converge(&mut w, &[1, 2, 3, 4, 5])
         },
     );
 }
@@ -654,6 +766,7 @@ fn migration(seed: u64, barrier: u32) -> Result<Option<usize>, Box<dyn Error>> {
         ensure(!migrated, || {
             format!("a replica migrated with barrier {barrier} and 2 replicas")
         })?;
+        converge(&mut w, &[0, 2, 3, 4, 5, 6])?;
         return Ok(None);
     }
     ensure(migrated, || "no replica migrated".into())?;
@@ -681,6 +794,7 @@ fn migration(seed: u64, barrier: u32) -> Result<Option<usize>, Box<dyn Error>> {
     ensure(primary_of(&w, stayed) == Some(id0), || {
         "primary 0 lost both replicas".into()
     })?;
+    converge(&mut w, &[0, 2, 3, 4, 5, 6])?;
     Ok(Some(moved[0]))
 }
 

@@ -278,12 +278,26 @@ fn rolled_back(w: &mut World, owner: usize, target_shard: &[usize], kept: &[(u64
         })?;
     }
     ensure(!w.paused(owner), || format!("host {owner} still paused"))?;
+    settled_views(w)?;
     holds_all(w, owner, kept)?;
     for s in FIRST..=LAST {
         let ack = w.write(slot(s))?;
         ensure(ack.is_ok_and(|a| a.host == owner), || {
             format!("slot {s} after the rollback: {ack:?}")
         })?;
+    }
+    Ok(())
+}
+
+/// Once settled (issue 16): no primary holds keys of a slot another node owns, and every
+/// running node's CLUSTER SHARDS covers exactly the slots of its CLUSTER SLOTS.
+fn settled_views(w: &World) -> Res {
+    w.check_no_stale_keys()?;
+    for h in (0..w.sim().hosts()).filter(|&h| w.sim().is_up(h)) {
+        if let Some(n) = w.node(h) {
+            ferrocluster_sim::check_shards_match_slots(n.topology())
+                .map_err(|m| format!("host {h}: {m}"))?;
+        }
     }
     Ok(())
 }
@@ -819,6 +833,63 @@ fn a_source_failover_rolls_back_and_the_new_source_primary_serves() {
             rolled_back(&mut w, SRC_REPLICA, &[DST, DST_REPLICA], &before)
         },
     );
+}
+
+/// Issue 16 item 4: the source is killed when its export reaches `failover-granted`. The
+/// target takes the slots (or, if the grant never reached it, the source's promoted replica
+/// keeps them); either way no acknowledged write is lost and, once the cluster settled, no
+/// primary holds keys of a slot another node owns — in particular the source's promoted
+/// replica, whose data still has the migrated slots' keys (its primary died before deleting
+/// them), deletes them.
+#[test]
+fn a_source_killed_at_failover_granted_leaves_no_stale_keys_on_its_promoted_replica() {
+    let mut target_won = 0;
+    check_seeds(
+        "a_source_killed_at_failover_granted_leaves_no_stale_keys_on_its_promoted_replica",
+        [1, 2, 3, 4],
+        |seed| -> Res {
+            let mut w = world(seed, config())?;
+            seed_keys(&mut w)?;
+            let before = acked_ids(&w, 0);
+            migrate(&mut w)?;
+            wait_export(&mut w, JobState::ExportFailoverGranted)?;
+            w.crash(SRC);
+            wait(&mut w, 10 * NT, "the source's replica promoted", |w| {
+                is_primary(w, SRC_REPLICA)
+            })?;
+            let owner = if all_agree_owner(&w, DST) {
+                DST
+            } else {
+                SRC_REPLICA
+            };
+            wait(&mut w, 5 * NT, "settled", |w| {
+                (all_agree_owner(w, DST) || all_agree_owner(w, SRC_REPLICA))
+                    && (0..w.sim().hosts()).all(|h| {
+                        w.node(h)
+                            .is_none_or(ferrocluster_node::ClusterNode::cluster_state_ok)
+                    })
+            })?;
+            let owner = if all_agree_owner(&w, DST) { DST } else { owner };
+            holds_all(&w, owner, &before)?;
+            w.run_for(NT)?;
+            settled_views(&w)?;
+            if owner == DST {
+                target_won += 1;
+                ensure(w.count_keys_in(SRC_REPLICA, &slots()) == 0, || {
+                    format!(
+                        "the promoted replica kept {} keys of the migrated slots",
+                        w.count_keys_in(SRC_REPLICA, &slots())
+                    )
+                })?;
+            }
+            // The old source comes back as a replica: no stale keys anywhere.
+            w.restart(SRC)?;
+            wait(&mut w, 5 * NT, "old source follows", |w| w.synced(SRC))?;
+            settled_views(&w)?;
+            holds_all(&w, owner, &before)
+        },
+    );
+    assert!(target_won > 0, "the target never took the slots over");
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! The seeded random-fault run over many seeds (partitions, one-way blocks, crashes with
 //! kept-or-lost unacknowledged writes, restarts, link resets, latency changes), invariants
 //! checked after every step and convergence after healing. Seed count: FERROCLUSTER_SIM_SEEDS
-//! (default 300); one seed: FERROCLUSTER_SIM_SEED.
+//! (default 300), from FERROCLUSTER_SIM_FIRST_SEED (default 0); one seed:
+//! FERROCLUSTER_SIM_SEED.
 
-use ferrocluster_sim::seed::{check_seeds, seed_count_or};
+use ferrocluster_sim::seed::{check_seeds, seed_count_or, seed_range};
 use ferrocluster_sim::{random_fault_run, FaultPlan};
 
 /// Default number of seeds: sized for CI (a debug build on 2 cores).
@@ -16,15 +17,19 @@ fn random_faults_break_no_invariant() {
     let mut runs = 0u64;
     let mut events = 0u64;
     let mut faults = [0u64; 8];
-    check_seeds("random_faults_break_no_invariant", 0..count, |seed| {
-        let r = random_fault_run(seed, &plan)?;
-        runs += 1;
-        events += r.events;
-        for (a, b) in faults.iter_mut().zip(r.faults) {
-            *a += b;
-        }
-        Ok::<(), ferrocluster_sim::Violation>(())
-    });
+    check_seeds(
+        "random_faults_break_no_invariant",
+        seed_range(count),
+        |seed| {
+            let r = random_fault_run(seed, &plan)?;
+            runs += 1;
+            events += r.events;
+            for (a, b) in faults.iter_mut().zip(r.faults) {
+                *a += b;
+            }
+            Ok::<(), ferrocluster_sim::Violation>(())
+        },
+    );
     println!(
         "{runs} seeds, {events} events; faults: splits {} one-way {} isolations {} heals {} \
          crashes {} restarts {} link resets {} latency changes {}",

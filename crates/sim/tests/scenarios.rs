@@ -123,11 +123,15 @@ fn gossip_entry(about: &NodeId, ip: IpAddr) -> GossipEntry {
 }
 
 #[test]
-fn gossip_from_an_unknown_sender_adds_no_node_but_a_meet_does() {
-    // §7.4: nodes are learned only from known senders, or through a MEET (whose handshake node
-    // counts as the sender). Host 2 is a real node nobody has met; a raw peer announces it.
+fn gossip_from_an_unknown_sender_adds_no_node_not_even_in_a_meet() {
+    // §7.4 with Redis 7.0's rule (`clusterProcessGossipSection`: no node is created unless the
+    // sender is known, "otherwise we risk joining another cluster"): neither a PING nor a MEET
+    // from an unknown sender teaches nodes. A MEET creates a handshake node for its sender
+    // only. (Valkey 9.1.2 adds a MEET's gossiped nodes: issue 16 item 10, captured in
+    // crates/gossip/tests/vectors/meet-gossip/.) A PING from a node named only in such a MEET
+    // then changes nothing, although it claims host 0's slots with a larger configEpoch.
     check_seeds(
-        "gossip_from_an_unknown_sender_adds_no_node_but_a_meet_does",
+        "gossip_from_an_unknown_sender_adds_no_node_not_even_in_a_meet",
         SEEDS,
         |seed| -> Res {
             let ghost_ip = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 77));
@@ -139,6 +143,9 @@ fn gossip_from_an_unknown_sender_adds_no_node_but_a_meet_does() {
             let mut s = cluster_sim_with(seed, 2, config(), NetConfig::default(), invariants)?;
             s.meet(1, 0)?;
             ensure(s.run_until_mesh(&[0, 1], 10 * NT)?, || "no mesh".into())?;
+            s.add_slot_range(0, 0, 8191)?;
+            s.add_slot_range(1, 8192, 16383)?;
+            s.run_for(NT)?;
             let header = FullHeader {
                 sender: NodeName::new(*sender.as_bytes()),
                 port: CLIENT_PORT,
@@ -169,8 +176,8 @@ fn gossip_from_an_unknown_sender_adds_no_node_but_a_meet_does() {
             ensure(t.node(&sender).is_none(), || {
                 "the unknown PING sender was added".into()
             })?;
-            // 2. A MEET from the same unknown sender: a handshake node is created for it, and the
-            // MEET's gossip is trusted.
+            // 2. A MEET from the same unknown sender: answered, a handshake node is created for
+            // its sender, and its gossip is ignored too.
             let raw2 = s.raw_connect(ghost_ip, 0);
             let meet = Message::full(
                 header,
@@ -179,12 +186,53 @@ fn gossip_from_an_unknown_sender_adds_no_node_but_a_meet_does() {
             s.run_for(20)?;
             s.raw_send(raw2, &encode(&meet));
             s.run_for(200)?;
+            ensure(!s.raw_received(raw2).is_empty(), || {
+                "no PONG to an unknown sender's MEET".into()
+            })?;
             let t = s.node(0).unwrap().topology();
-            ensure(t.node(&fresh).is_some(), || {
-                "a MEET's gossip entry was not learned".into()
+            ensure(t.node(&fresh).is_none(), || {
+                "a MEET's gossip entry from an unknown sender was learned".into()
             })?;
             ensure(t.nodes().any(|n| n.in_handshake()), || {
                 "no handshake node for the MEET sender".into()
+            })?;
+            ensure(t.len() == 3, || {
+                format!("host 0 knows {} nodes, not 3", t.len())
+            })?;
+            // 3. The gossiped ID speaks: a PING claiming host 0's slots with a larger
+            // configEpoch. Unknown sender: host 0 stays the primary of its slots.
+            let mut slots = ferrocluster_slot::SlotSet::new();
+            for x in 0..8192 {
+                slots.insert(ferrocluster_slot::Slot::new(x).unwrap());
+            }
+            let claim = FullHeader {
+                sender: NodeName::new(*fresh.as_bytes()),
+                port: CLIENT_PORT,
+                cport: BUS_PORT,
+                flags: ferrocluster_bus::node_flags::PRIMARY,
+                config_epoch: 1_000,
+                current_epoch: 1_000,
+                myslots: slots,
+                ..FullHeader::default()
+            };
+            let raw3 = s.raw_connect(host_ip(9), 0);
+            s.run_for(20)?;
+            s.raw_send(
+                raw3,
+                &encode(&Message::full(claim, Body::Ping(body(vec![])))),
+            );
+            s.run_for(500)?;
+            let n = s.node(0).unwrap();
+            let me = n.topology().myself();
+            ensure(me.is_primary() && me.slot_count() == 8192, || {
+                format!(
+                    "host 0 is {} with {} slots after a PING from an unknown node",
+                    me.flags.names(),
+                    me.slot_count()
+                )
+            })?;
+            ensure(n.topology().current_epoch.get() < 1_000, || {
+                "an unknown sender's currentEpoch was adopted".into()
             })?;
             Ok(())
         },

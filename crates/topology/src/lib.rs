@@ -42,7 +42,10 @@ pub use epoch::{ConfigEpoch, CurrentEpoch};
 pub use flags::NodeFlags;
 pub use id::{IdError, NodeId, ShardId, ID_LEN};
 pub use node::{LinkState, Node};
-pub use nodes_conf::{load_nodes_conf, save_nodes_conf, ConfError, ConfErrorKind, LoadOptions};
-pub use reply::Reply;
+pub use nodes_conf::{
+    load_nodes_conf, load_nodes_conf_with_warnings, save_nodes_conf, ConfError, ConfErrorKind,
+    ConfWarning, ConfWarningKind, LoadOptions,
+};
+pub use reply::{command_bytes, encode_array_len, encode_bulk, encode_command, Reply};
 pub use time::Millis;
 pub use topology::{Topology, TopologyError};

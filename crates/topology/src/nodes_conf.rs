@@ -63,7 +63,8 @@ pub enum ConfErrorKind {
     /// The address field lacks the `ip:port` form.
     #[error("invalid address {0:?}")]
     Address(String),
-    /// An aux field that is not `key=value` with aux-valid characters, or an unknown key.
+    /// An aux field that is not `key=value` with aux-valid characters (an unknown key in that
+    /// form is skipped with a [`ConfWarning`]).
     #[error("invalid aux field {0:?}")]
     Aux(String),
     /// An announced value (hostname, nodename, IP) that does not validate.
@@ -87,6 +88,30 @@ pub enum ConfErrorKind {
     /// The same node ID appears on two lines.
     #[error("node {0} appears on two lines")]
     DuplicateLine(NodeId),
+}
+
+/// Something in a nodes.conf that was loaded anyway, for the host to log once: the 1-based
+/// line number and what was skipped. Nothing of it reaches the model, so the next save drops
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("nodes.conf line {line}: {kind}")]
+pub struct ConfWarning {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was skipped.
+    pub kind: ConfWarningKind,
+}
+
+/// The kind part of a [`ConfWarning`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfWarningKind {
+    /// An aux field of the address (`key=value` with aux-valid characters) whose key this
+    /// version does not know, written by a newer node (forward compatibility across a
+    /// rolling upgrade, which the aux format exists for). Valkey 8/9 refuse such a file
+    /// (`clusterLoadConfig`: no handler for the field); we skip the field instead.
+    #[error("unknown aux field {0:?} skipped")]
+    UnknownAux(String),
 }
 
 fn err(line: usize, reason: ConfErrorKind) -> ConfError {
@@ -217,6 +242,8 @@ struct Line {
     slots: Vec<SlotRange>,
     importing: Vec<(Slot, NodeId)>,
     migrating: Vec<(Slot, NodeId)>,
+    /// Well-formed aux fields with a key this version does not know (skipped).
+    unknown_aux: Vec<String>,
 }
 
 fn parse_address(field: &str, opts: LoadOptions, line: &mut Line) -> Result<(), ConfErrorKind> {
@@ -275,7 +302,7 @@ fn parse_address(field: &str, opts: LoadOptions, line: &mut Line) -> Result<(), 
                     Some(parse_client_ipv6(v)?)
                 }
             }
-            _ => return Err(ConfErrorKind::Aux(aux.to_owned())),
+            _ => line.unknown_aux.push(aux.to_owned()),
         }
     }
     let (ip, rest) = addr
@@ -356,6 +383,7 @@ fn parse_node_line(args: &[String], opts: LoadOptions) -> Result<Line, ConfError
         slots: Vec::new(),
         importing: Vec::new(),
         migrating: Vec::new(),
+        unknown_aux: Vec::new(),
     };
     parse_address(&args[1], opts, &mut line)?;
     for name in args[2].split(',') {
@@ -429,6 +457,10 @@ fn ensure_node<R: rand_core::RngCore + ?Sized>(
 /// The `link` field of a loaded node is kept as written (`connected` for myself); Valkey
 /// ignores it, the engine may reset it.
 ///
+/// An aux field with a key this version does not know is skipped (kept out of the model);
+/// [`load_nodes_conf_with_warnings`] also returns one [`ConfWarning`] for each. A malformed
+/// aux field, or a known one with an invalid value, refuses the file.
+///
 /// # Errors
 /// [`ConfError`] with the 1-based line and the reason; nothing is built. An empty text is
 /// refused with [`ConfErrorKind::NoMyself`] (the host handles "missing or empty file" by
@@ -439,6 +471,21 @@ pub fn load_nodes_conf<R: rand_core::RngCore + ?Sized>(
     rng: &mut R,
     opts: LoadOptions,
 ) -> Result<Topology, ConfError> {
+    load_nodes_conf_with_warnings(text, now, rng, opts).map(|(t, _)| t)
+}
+
+/// [`load_nodes_conf`], plus what was skipped while loading (unknown aux fields), in line
+/// order, for the host to log once.
+///
+/// # Errors
+/// As [`load_nodes_conf`].
+pub fn load_nodes_conf_with_warnings<R: rand_core::RngCore + ?Sized>(
+    text: &[u8],
+    now: Millis,
+    rng: &mut R,
+    opts: LoadOptions,
+) -> Result<(Topology, Vec<ConfWarning>), ConfError> {
+    let mut warnings = Vec::new();
     let text = std::str::from_utf8(text).map_err(|e| {
         let line = text[..e.valid_up_to()]
             .iter()
@@ -487,6 +534,10 @@ pub fn load_nodes_conf<R: rand_core::RngCore + ?Sized>(
             continue;
         }
         let l = parse_node_line(&args, opts).map_err(|k| err(lineno, k))?;
+        warnings.extend(l.unknown_aux.iter().map(|a| ConfWarning {
+            line: lineno,
+            kind: ConfWarningKind::UnknownAux(a.clone()),
+        }));
         if seen_line.contains(&l.id) {
             return Err(err(lineno, ConfErrorKind::DuplicateLine(l.id)));
         }
@@ -583,6 +634,7 @@ pub fn load_nodes_conf<R: rand_core::RngCore + ?Sized>(
         current_epoch,
         last_vote_epoch,
     )
+    .map(|t| (t, warnings))
     .map_err(|k| err(0, k))
 }
 

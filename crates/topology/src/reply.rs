@@ -1,10 +1,15 @@
-//! Protocol-neutral reply values and their RESP2 / RESP3 encodings.
+//! Protocol-neutral reply values and their RESP2 / RESP3 encodings, and the encoding of a
+//! command ([`encode_command`]).
 //!
 //! The views and the node's command executor return [`Reply`]; the host encodes it for the
 //! client's protocol with [`Reply::encode_resp2`] or [`Reply::encode_resp3`] (or its own
 //! encoder). The encodings follow the real servers' bytes (checked against the captures in
 //! `shared/vectors/*/text`): in RESP2 a map is a flat array of `2n` items and a verbatim string
 //! is a plain bulk string; in RESP3 they are `%n` and `=len\r\ntxt:...`.
+//!
+//! A command a node writes to another (a replication stream, a slot migration stream, a
+//! `CLUSTER SYNCSLOTS` message, a `RESTORE` of MIGRATE) is an array of bulk strings:
+//! [`encode_command`] writes it without building a [`Reply`] first.
 
 /// A reply value, independent of the wire protocol.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,10 +90,7 @@ impl Reply {
         }
         fn bulk(out: &mut Vec<u8>, prefix: u8, body: &[u8]) {
             out.push(prefix);
-            out.extend_from_slice(body.len().to_string().as_bytes());
-            out.extend_from_slice(b"\r\n");
-            out.extend_from_slice(body);
-            out.extend_from_slice(b"\r\n");
+            push_bulk_body(out, body);
         }
         match self {
             Reply::Simple(s) => line(out, b'+', s),
@@ -130,6 +132,59 @@ impl Reply {
     }
 }
 
+/// Appends one command as servers send commands to each other (Valkey
+/// `replicationFeedReplicas`, `rioWriteBulkString`): `*<argc>\r\n` then `$<len>\r\n<arg>\r\n`
+/// per argument.
+pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
+    encode_array_len(out, argv.len());
+    for a in argv {
+        encode_bulk(out, a.as_ref());
+    }
+}
+
+/// Appends `*<n>\r\n`, the header of an array (a command) of `n` items; a writer that
+/// produces the arguments one by one follows it with `n` [`encode_bulk`]s.
+pub fn encode_array_len(out: &mut Vec<u8>, n: usize) {
+    out.push(b'*');
+    push_decimal(out, n as u64);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends one bulk string: `$<len>\r\n<bytes>\r\n`.
+pub fn encode_bulk(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'$');
+    push_bulk_body(out, bytes);
+}
+
+/// The bytes of one command (see [`encode_command`]).
+pub fn command_bytes<A: AsRef<[u8]>>(argv: &[A]) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_command(&mut v, argv);
+    v
+}
+
+/// `<len>\r\n<body>\r\n`: a bulk string after its `$`.
+fn push_bulk_body(out: &mut Vec<u8>, body: &[u8]) {
+    push_decimal(out, body.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
 fn format_double(d: f64) -> String {
     if d.is_nan() {
         "nan".to_owned()
@@ -168,6 +223,23 @@ mod tests {
         assert_eq!(m.to_resp3(), b"%1\r\n$1\r\nk\r\n:1\r\n");
         assert_eq!(Reply::Map(vec![]).to_resp2(), b"*0\r\n");
         assert_eq!(Reply::Map(vec![]).to_resp3(), b"%0\r\n");
+    }
+
+    #[test]
+    fn commands_encode_like_valkey() {
+        assert_eq!(
+            command_bytes(&["SET", "k1", "v1"]),
+            b"*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$2\r\nv1\r\n"
+        );
+        assert_eq!(command_bytes(&["ping"]), b"*1\r\n$4\r\nping\r\n");
+        assert_eq!(command_bytes::<&str>(&[]), b"*0\r\n");
+        let long = vec![b'x'; 12345];
+        let argv: [&[u8]; 2] = [b"", &long];
+        let bytes = command_bytes(&argv);
+        assert!(bytes.starts_with(b"*2\r\n$0\r\n\r\n$12345\r\nxxx"));
+        // The same bytes as an array of bulk strings.
+        let as_reply = Reply::Array(argv.iter().map(Reply::bulk).collect());
+        assert_eq!(as_reply.to_resp2(), bytes);
     }
 
     #[test]

@@ -284,10 +284,17 @@ fn shard_entry(
     shard: Option<ShardId>,
     o: &ViewOptions,
 ) -> Reply {
-    // The shard's slots are its primary's: the first member's primary, or itself (Valkey
-    // `clusterNodeGetPrimary(first member)`).
+    // The shard's slots are its primary's. Valkey 8+ (`clusterGetPrimaryFromShard`) takes
+    // the primary of the first member that is not FAIL: after a failover the first member
+    // can be the old primary, which owns nothing any more — failed (then skipped), or, until
+    // its demotion is heard, still shown as a primary. So a member that is a primary owning
+    // slots and not FAIL is the shard's primary when there is one; otherwise Valkey's rule
+    // (a shard whose primary failed before any failover shows that primary's slots); none
+    // but FAIL members: no slots.
     let owner = members
-        .first()
+        .iter()
+        .find(|n| n.is_primary() && !n.is_fail() && n.slot_count() > 0)
+        .or_else(|| members.iter().find(|n| !n.is_fail()))
         .map(|n| n.primary.and_then(|p| topo.node(&p)).unwrap_or(n));
     let mut slots = Vec::new();
     if let Some(p) = owner {
@@ -309,7 +316,11 @@ fn shard_entry(
     Reply::Map(m)
 }
 
-/// CLUSTER SHARDS (§19.3): one map per shard with `slots` (flat start/end pairs) and `nodes`
+/// CLUSTER SHARDS (§19.3): one map per shard with `slots` (flat start/end pairs: the slots
+/// of the shard's member that is a primary owning slots and not FAIL, else of the primary of
+/// its first member that is not FAIL — Valkey 8+ `clusterGetPrimaryFromShard`, which shows a
+/// failed-over shard without slots while its demoted old primary still looks like a primary;
+/// empty when every member is FAIL) and `nodes`
 /// (per node: `id`, `port` if non-zero, `tls-port` if non-zero, `ip`, `endpoint`, `hostname`
 /// if set, `role`, `replication-offset`, `health` = `fail` / `loading` (replica with offset 0)
 /// / `online`).

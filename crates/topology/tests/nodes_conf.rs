@@ -196,8 +196,22 @@ fn corrupt_files_are_refused_with_line_and_reason() {
         (format!("{A} 127.0.0.1:1@2 myself,bogus - 0 0 0 connected"), 1, |k| {
             matches!(k, ConfErrorKind::Flag(_))
         }),
-        (format!("{A} 127.0.0.1:1@2,,what=1 myself - 0 0 0 connected"), 1, |k| {
+        // Malformed aux fields (an unknown key in the right form only warns, see
+        // `unknown_aux_fields_load_with_one_warning_each`).
+        (format!("{A} 127.0.0.1:1@2,,what myself - 0 0 0 connected"), 1, |k| {
             matches!(k, ConfErrorKind::Aux(_))
+        }),
+        (format!("{A} 127.0.0.1:1@2,,what=1=2 myself - 0 0 0 connected"), 1, |k| {
+            matches!(k, ConfErrorKind::Aux(_))
+        }),
+        (format!("{A} 127.0.0.1:1@2,,=1 myself - 0 0 0 connected"), 1, |k| {
+            matches!(k, ConfErrorKind::Aux(_))
+        }),
+        (format!("{A} 127.0.0.1:1@2,,shard-id=xyz myself - 0 0 0 connected"), 1, |k| {
+            matches!(k, ConfErrorKind::Id { .. })
+        }),
+        (format!("{A} 127.0.0.1:1@2,,tcp-port=x myself - 0 0 0 connected"), 1, |k| {
+            matches!(k, ConfErrorKind::Number(..))
         }),
         (format!("{A} 127.0.0.1:1@2,,tls-port=99999 myself - 0 0 0 connected"), 1, |k| {
             matches!(k, ConfErrorKind::Number(..))
@@ -508,4 +522,44 @@ proptest! {
             prop_assert_eq!(save_nodes_conf(&third), t2);
         }
     }
+}
+
+/// Issue 16 item 5: a file written by a newer node (an aux field this version does not know)
+/// loads; the field stays out of the model (the next save drops it) and each one comes back
+/// as a warning naming the line, for the host to log once.
+#[test]
+fn unknown_aux_fields_load_with_one_warning_each() {
+    use ferrocluster_topology::{load_nodes_conf_with_warnings, ConfWarning, ConfWarningKind};
+    let text = format!(
+        "{A} 127.0.0.1:30001@40001,,tls-port=0,future-field=xyz,shard-id={S} myself,master - 0 0 1 connected 0-5460\n\
+         {B} 127.0.0.1:30004@40004,,tls-port=0,shard-id={S},other-new=1 slave {A} 0 1718000000123 1 connected\n\
+         vars currentEpoch 3 lastVoteEpoch 2\n"
+    );
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let (t, warnings) =
+        load_nodes_conf_with_warnings(text.as_bytes(), Millis(5), &mut rng, LoadOptions::default())
+            .unwrap_or_else(|e| panic!("refused: {e}"));
+    assert_eq!(
+        warnings,
+        vec![
+            ConfWarning {
+                line: 1,
+                kind: ConfWarningKind::UnknownAux("future-field=xyz".into())
+            },
+            ConfWarning {
+                line: 2,
+                kind: ConfWarningKind::UnknownAux("other-new=1".into())
+            },
+        ]
+    );
+    assert_eq!(
+        warnings[0].to_string(),
+        "nodes.conf line 1: unknown aux field \"future-field=xyz\" skipped"
+    );
+    // The rest of the line was read as if the field were absent.
+    let plain = load(&good()).unwrap();
+    assert_eq!(save_nodes_conf(&t), save_nodes_conf(&plain));
+    assert!(!save_nodes_conf(&t).contains("future-field"));
+    assert_eq!(t.myself().slot_count(), 5461);
+    assert_eq!(shard_of(&t, A), S);
 }

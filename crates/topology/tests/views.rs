@@ -220,3 +220,70 @@ fn shards_show_tls_port_hostname_and_health() {
         Reply::Error("ERR Unknown node nope".into())
     );
 }
+
+/// Issue 16 item 3: after a failover the failed old primary, still first in its shard, owns
+/// nothing; the shard's slots are the new primary's and the old one is listed with health
+/// `fail` (Valkey 8+ `clusterGetPrimaryFromShard`: the first member that is not FAIL).
+#[test]
+fn shards_after_a_failover_show_the_new_primarys_slots() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let mut t = Topology::fresh(&mut rng, Millis(0));
+    let me = *t.myself_id();
+    for s in 5461..16384 {
+        t.set_slot_owner(Slot::new(s).unwrap(), Some(me)).unwrap();
+    }
+    let shard = ShardId::random(&mut rng);
+    let (old, new) = (NodeId::random(&mut rng), NodeId::random(&mut rng));
+    for (id, flags) in [
+        (old, NodeFlags::PRIMARY | NodeFlags::FAIL),
+        (new, NodeFlags::PRIMARY),
+    ] {
+        let mut n = Node::new(id, shard, Millis(0));
+        n.flags = flags;
+        n.ip = Some("10.0.0.9".parse().unwrap());
+        n.port = 7009;
+        t.add_node(n).unwrap();
+    }
+    for s in 0..5461 {
+        t.set_slot_owner(Slot::new(s).unwrap(), Some(new)).unwrap();
+    }
+    let Reply::Array(shards) = views::cluster_shards(&t, &ViewOptions::default()) else {
+        panic!()
+    };
+    let entry = shards
+        .iter()
+        .find_map(|s| match s {
+            Reply::Map(m) if m[1].1.to_resp2().windows(40).any(|w| w == old.as_bytes()) => Some(m),
+            _ => None,
+        })
+        .expect("the failed-over shard is listed");
+    assert_eq!(
+        entry[0].1,
+        Reply::Array(vec![Reply::Integer(0), Reply::Integer(5460)])
+    );
+    let Reply::Array(nodes) = &entry[1].1 else {
+        panic!()
+    };
+    let Reply::Map(first) = &nodes[0] else {
+        panic!()
+    };
+    assert_eq!(first[0].1, Reply::bulk(old.as_str()));
+    assert_eq!(first.last().unwrap().1, Reply::bulk("fail"));
+    // Before its demotion is heard the old primary may still look like a primary, not FAIL
+    // (a manual failover): the shard's slots are still the new primary's.
+    t.node_mut(&old).unwrap().flags.remove(NodeFlags::FAIL);
+    let Reply::Array(shards) = views::cluster_shards(&t, &ViewOptions::default()) else {
+        panic!()
+    };
+    assert!(shards.iter().any(|s| matches!(s, Reply::Map(m)
+        if m[0].1 == Reply::Array(vec![Reply::Integer(0), Reply::Integer(5460)]))));
+    // Every member FAIL: no slots (nothing is served).
+    t.node_mut(&old).unwrap().flags.insert(NodeFlags::FAIL);
+    t.node_mut(&new).unwrap().flags.insert(NodeFlags::FAIL);
+    let Reply::Array(shards) = views::cluster_shards(&t, &ViewOptions::default()) else {
+        panic!()
+    };
+    assert!(shards
+        .iter()
+        .any(|s| matches!(s, Reply::Map(m) if m[0].1 == Reply::Array(vec![]))));
+}

@@ -469,6 +469,11 @@ impl BusThread {
                 let Some(side) = st.cluster.as_mut() else {
                     return;
                 };
+                // The replication facts first: the bus input of this turn (an MFSTART, an
+                // auth request) is handled with the offset the data has now.
+                if *side.node.replication() != facts {
+                    side.node.handle_replication(facts, now);
+                }
                 for input in inputs {
                     match input {
                         Input::Accepted(mut s, ip, local) => {
@@ -502,9 +507,6 @@ impl BusThread {
                         Input::Bytes(link, b) => side.node.handle_link_bytes(link, &b, now),
                         Input::Link(e) => side.node.handle_link(e, now),
                     }
-                }
-                if *side.node.replication() != facts {
-                    side.node.handle_replication(facts, now);
                 }
                 side.node.handle_timeout(now);
                 while let Some(o) = side.node.poll_output() {
@@ -763,7 +765,18 @@ impl BusThread {
                             self.shared.publish_local(sharded, &channel, &message);
                         }
                         Event::PauseWrites { until } => {
-                            self.shared.state.lock().writes_paused_until = Some(until.0);
+                            // Under the lock the writers take: once it is set no write runs,
+                            // so the offset read here is final; the node announces it
+                            // (manual failover, §13.2) only after hearing it.
+                            let mut st = self.shared.state.lock();
+                            st.writes_paused_until = Some(until.0);
+                            let offset = st.repl.offset;
+                            if let Some(side) = st.cluster.as_mut() {
+                                side.node.handle_writes_paused(offset, now);
+                                while let Some(o) = side.node.poll_output() {
+                                    queue.push_back(o);
+                                }
+                            }
                         }
                         Event::UnpauseWrites => {
                             self.shared.state.lock().writes_paused_until = None;
@@ -773,11 +786,15 @@ impl BusThread {
                             let mut st = self.shared.state.lock();
                             let n = crate::repl::delete_slot_keys(&mut st, &slots);
                             crate::repl::flush(&self.shared, &mut st);
-                            tracing::info!(
-                                slots = slots.len(),
-                                keys = n,
-                                "deleted the keys of slots myself lost"
-                            );
+                            // The node also sweeps every slot another node owns when a
+                            // replica is promoted: most hold no key.
+                            if n > 0 {
+                                tracing::info!(
+                                    slots = slots.len(),
+                                    keys = n,
+                                    "deleted the keys of slots another node owns"
+                                );
+                            }
                         }
                         Event::Migration(req) => crate::migrate::act(&self.shared, *req),
                         Event::ClusterReset {
@@ -845,9 +862,25 @@ fn log_event(e: &Event) {
         Event::UnpauseWrites => tracing::info!("client writes resumed"),
         Event::DeleteSlotKeys(_) => {}
         Event::MyIpChanged(ip) => tracing::info!(%ip, "learned my own IP"),
+        Event::NodeIdCollision { id, mine, peer, .. } => tracing::warn!(
+            node = %id,
+            mine = %format_addr(mine),
+            peer = %format_addr(peer),
+            "another node uses my node ID: its messages are refused (give one of the two its \
+             own nodes.conf, or CLUSTER RESET HARD it)"
+        ),
+        Event::NodesConfWarning(w) => tracing::warn!("{w}"),
         Event::PubSubMessage { .. } => {}
         Event::Migration(r) => tracing::debug!("slot migration request: {r:?}"),
         other => tracing::info!("cluster event: {other:?}"),
+    }
+}
+
+/// `ip:port@bus_port` (`?` for an unknown IP).
+fn format_addr(a: &ferrocluster_node::NodeAddress) -> String {
+    match a.ip {
+        Some(ip) => format!("{}@{}", SocketAddr::new(ip, a.port), a.bus_port),
+        None => format!("?:{}@{}", a.port, a.bus_port),
     }
 }
 

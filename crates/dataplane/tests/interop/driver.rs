@@ -42,10 +42,17 @@ pub struct Server {
     pub dir: PathBuf,
     bin: String,
     args: Vec<String>,
+    /// `requirepass`, when set.
+    password: Option<String>,
 }
 
 impl Server {
     pub fn start(bin: &str, extra: &[&str]) -> Server {
+        Server::start_with(bin, extra, None)
+    }
+
+    /// A server with `requirepass <password>` (its clients here authenticate).
+    pub fn start_with(bin: &str, extra: &[&str], password: Option<&str>) -> Server {
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("dp-interop-{bin}-{port}-{}", std::process::id()));
@@ -67,6 +74,9 @@ impl Server {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
+        if let Some(pw) = password {
+            args.extend(["--requirepass".to_string(), pw.to_string()]);
+        }
         let child = spawn(bin, &args, &dir);
         let s = Server {
             child,
@@ -74,6 +84,7 @@ impl Server {
             dir,
             bin: bin.to_string(),
             args,
+            password: password.map(str::to_owned),
         };
         s.wait_up();
         s
@@ -92,7 +103,11 @@ impl Server {
     }
 
     fn conn_opt(&self) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+        let auth = self
+            .password
+            .as_ref()
+            .map_or(String::new(), |p| format!(":{p}@"));
+        redis::Client::open(format!("redis://{auth}127.0.0.1:{}/", self.port))?.get_connection()
     }
 
     pub fn conn(&self) -> redis::Connection {

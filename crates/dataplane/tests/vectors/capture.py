@@ -19,82 +19,19 @@ Every proxied connection is written to <flavor>-<framing>/conn<N>.<dir>.bin, wit
 primary's and replica's INFO replication after each step and each server's version. The
 primary's own RDB (SAVE) is kept as dump.rdb for tests that need a real RDB from that server.
 """
-import json, os, shutil, socket, subprocess, sys, threading, time
+import os, shutil, subprocess, sys, time
 
 import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from capturelib import Proxy, stop, wait_for, wait_port, write_facts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAVORS = [("redis-7.0", "redis-server"), ("valkey-9.1", "valkey-server")]
 
 
-def wait_port(port, t=10):
-    end = time.time() + t
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"port {port} never opened")
-
-
-class Proxy:
-    def __init__(self, listen, target, outdir):
-        self.listen, self.target, self.outdir = listen, target, outdir
-        self.n = 0
-        self.srv = socket.socket()
-        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.srv.bind(("127.0.0.1", listen))
-        self.srv.listen(8)
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            self.n += 1
-            n = self.n
-            u = socket.create_connection(("127.0.0.1", self.target))
-            for src, dst, d in ((c, u, "r2p"), (u, c, "p2r")):
-                f = open(os.path.join(self.outdir, f"conn{n}.{d}.bin"), "wb")
-                threading.Thread(target=self.pump, args=(src, dst, f), daemon=True).start()
-
-    @staticmethod
-    def pump(src, dst, f):
-        while True:
-            try:
-                b = src.recv(65536)
-            except OSError:
-                b = b""
-            if not b:
-                f.close()
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                return
-            f.write(b)
-            f.flush()
-            try:
-                dst.sendall(b)
-            except OSError:
-                pass
-
-
 def info(r):
     return r.info("replication")
-
-
-def wait_for(pred, t=20):
-    end = time.time() + t
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise RuntimeError("condition never held")
 
 
 def run(flavor, binary, diskless, base):
@@ -116,7 +53,7 @@ def run(flavor, binary, diskless, base):
     p = redis.Redis(port=pport)
     p.set("before-sync", "v0")
     p.hset("h", mapping={"a": "1", "b": "2"})
-    proxy = Proxy(xport, pport, outdir)
+    proxy = Proxy(xport, pport)
     repl = subprocess.Popen([binary, "--port", str(rport), "--dir", work + "/r",
                              "--replicaof", "127.0.0.1", str(xport)] + common,
                             stdout=open(work + "/r.log", "w"), stderr=subprocess.STDOUT)
@@ -152,13 +89,11 @@ def run(flavor, binary, diskless, base):
         shutil.copy(work + "/p/dump.rdb", os.path.join(outdir, "dump.rdb"))
         facts["primary_sync_stats"] = {k: v for k, v in p.info("stats").items() if k.startswith("sync_")}
     finally:
-        for proc in (repl, prim):
-            proc.terminate()
-            proc.wait()
-        proxy.srv.close()
-    time.sleep(0.3)
-    with open(os.path.join(outdir, "facts.json"), "w") as f:
-        json.dump(facts, f, indent=1, sort_keys=True, default=str)
+        stop([repl, prim])
+        time.sleep(0.3)
+        proxy.save(outdir, "conn", names=("r2p", "p2r"))
+        proxy.close()
+    write_facts(outdir, facts)
     print(f"{flavor} {framing}: {proxy.n} connections captured in {outdir}")
 
 

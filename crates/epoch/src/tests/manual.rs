@@ -118,15 +118,21 @@ fn default_manual_failover_end_to_end() {
             until: T0.saturating_add_ms(10_000)
         }
     );
-    assert!(has(
-        &pout,
-        &EpochEffect::Send {
-            to: Target::ReplyLink,
+    // Nothing is announced until the host confirms the pause (its offset is final then).
+    assert!(!pout.iter().any(|e| matches!(e, EpochEffect::Send { .. })));
+    assert!(!ep.paused_for_manual_failover(&tp));
+    let mut pout = Vec::new();
+    assert!(ep.handle_writes_paused(&tp, &mut pout));
+    assert_eq!(
+        pout,
+        vec![EpochEffect::Send {
+            to: Target::Node(id('m')),
             message: EpochMessage::Ping,
             after_persist: false
-        }
-    ));
+        }]
+    );
     assert!(ep.paused_for_manual_failover(&tp));
+    assert!(!ep.handle_writes_paused(&tp, &mut pout), "confirmed once");
     assert_eq!(ep.manual_failover().replica(), Some(&id('m')));
     // Not from one of my replicas: ignored.
     assert!(!Epoch::new().handle_mfstart(&tp, &cfg, &id('x'), T0, &mut Vec::new()));

@@ -76,13 +76,20 @@ fn rule1_only_voting_primaries_vote() {
 fn rules_2_to_6_deny_silently_in_order() {
     let cfg = EpochConfig::default();
     let s = slots(0..=99);
+    // Silence, no refusal message — but rule 6 answers with the owner's UPDATE (issue 16,
+    // `a_stale_slot_claim_is_answered_with_an_update_about_the_owner`).
     let deny = |t: &mut Topology, r: AuthRequest<'_>, now: Millis| {
         let mut out = Vec::new();
         let o = Epoch::new().handle_auth_request(t, &cfg, &r, now, &mut out);
+        let stale = o == VoteOutcome::Denied(VoteDenied::StaleSlotClaim);
         assert!(
-            !out.iter()
-                .any(|e| matches!(e, EpochEffect::Send { .. } | EpochEffect::Persist)),
-            "silence, no refusal"
+            !out.iter().any(|e| match e {
+                EpochEffect::Persist => true,
+                EpochEffect::Send { message, .. } =>
+                    !(stale && matches!(message, EpochMessage::Update { .. })),
+                _ => false,
+            }),
+            "silence, no refusal: {out:?}"
         );
         o
     };
@@ -163,6 +170,55 @@ fn rules_2_to_6_deny_silently_in_order() {
         deny(&mut t, req('r', 5, false, &both), T0),
         VoteOutcome::Denied(VoteDenied::StaleSlotClaim)
     );
+}
+
+/// Issue 16 item 11 (BUG-07): a replica that missed its primary's configEpoch bump asks with
+/// the old epoch; the vote is denied and the requester is told the owner's configuration
+/// (an UPDATE about the primary, §11.3), so its next attempt can win. Nothing is persisted.
+#[test]
+fn a_stale_slot_claim_is_answered_with_an_update_about_the_owner() {
+    let mut t = setup();
+    t.node_mut(&id('p')).unwrap().config_epoch = ConfigEpoch(4);
+    let s = slots(0..=99);
+    let mut out = Vec::new();
+    let o = Epoch::new().handle_auth_request(
+        &mut t,
+        &EpochConfig::default(),
+        &req('r', 5, false, &s),
+        T0,
+        &mut out,
+    );
+    assert_eq!(o, VoteOutcome::Denied(VoteDenied::StaleSlotClaim));
+    assert_eq!(t.last_vote_epoch, CurrentEpoch(0));
+    assert_eq!(
+        out,
+        vec![
+            EpochEffect::Event(EpochEvent::VoteDenied {
+                to: id('r'),
+                reason: VoteDenied::StaleSlotClaim
+            }),
+            EpochEffect::Send {
+                to: Target::Node(id('r')),
+                message: EpochMessage::Update {
+                    node: id('p'),
+                    config_epoch: ConfigEpoch(4),
+                    slots: Box::new(s.clone()),
+                },
+                after_persist: false
+            }
+        ]
+    );
+    // Other refusals stay silent.
+    let mut out = Vec::new();
+    t.node_mut(&id('p')).unwrap().flags.remove(NodeFlags::FAIL);
+    Epoch::new().handle_auth_request(
+        &mut t,
+        &EpochConfig::default(),
+        &req('r', 5, false, &s),
+        T0,
+        &mut out,
+    );
+    assert!(!out.iter().any(|e| matches!(e, EpochEffect::Send { .. })));
 }
 
 proptest! {

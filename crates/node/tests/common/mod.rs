@@ -43,6 +43,9 @@ pub struct Net {
     pub wire: Vec<(usize, usize, Option<usize>, ferrocluster_bus::Message)>,
     /// Nodes whose persists are not acknowledged until [`Net::release_persists`].
     pub hold_persist: BTreeSet<usize>,
+    /// Nodes whose `PauseWrites` the harness does not confirm (the test calls
+    /// `handle_writes_paused` itself).
+    pub hold_pause: BTreeSet<usize>,
     held: Vec<(usize, u64)>,
     deliveries: VecDeque<(usize, LinkId, Vec<u8>)>,
 }
@@ -70,6 +73,7 @@ impl Net {
             log: Vec::new(),
             wire: Vec::new(),
             hold_persist: BTreeSet::new(),
+            hold_pause: BTreeSet::new(),
             held: Vec::new(),
             deliveries: VecDeque::new(),
         };
@@ -151,7 +155,14 @@ impl Net {
                     self.nodes[i].handle_persisted(seq);
                 }
             }
-            Output::Event(e) => self.events.push((i, e)),
+            Output::Event(e) => {
+                // A host that pauses at once: its offset is the one it reported last.
+                if matches!(e, Event::PauseWrites { .. }) && !self.hold_pause.contains(&i) {
+                    let offset = self.nodes[i].replication().offset;
+                    self.nodes[i].handle_writes_paused(offset, now);
+                }
+                self.events.push((i, e));
+            }
         }
     }
 

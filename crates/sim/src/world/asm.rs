@@ -325,6 +325,35 @@ impl World {
             .sum()
     }
 
+    /// Issue 16 item 4, for a settled cluster: no running primary holds keys of a slot that
+    /// another node owns in its own view, unless it imports the slot (hidden by an atomic
+    /// slot migration, or a legacy IMPORTING mark).
+    ///
+    /// # Errors
+    /// The first host and slot that break it, with the key count and the owner.
+    pub fn check_no_stale_keys(&self) -> Result<(), String> {
+        for h in 0..self.sim.hosts() {
+            let Some(n) = self.sim.node(h) else { continue };
+            let t = n.topology();
+            if !t.myself().is_primary() {
+                continue;
+            }
+            for (slot, keys) in self.keyspace(h, None) {
+                let foreign = t.slot_owner(slot).is_some_and(|o| o != t.myself_id());
+                let importing =
+                    self.asm.hidden[h].contains(slot) || t.importing_from(slot).is_some();
+                if foreign && !importing && !keys.is_empty() {
+                    return Err(format!(
+                        "primary host {h} holds {} keys of slot {slot}, owned by {}",
+                        keys.len(),
+                        t.slot_owner(slot).map_or("?", |o| o.as_str())
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// FLUSHALL on `host`: every key goes (a drop entry that replicates) and the node hears
     /// `Flush` (sheet A.17: every in-progress job fails with `Data was flushed`).
     ///

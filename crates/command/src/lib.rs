@@ -52,8 +52,8 @@ pub use cluster::{
 };
 pub use error::{ClusterError, CommandError, ErrorReply, Redirect, Rejection, RouteError};
 pub use route::{
-    endpoint_of, route, shard_channels_slot, ClusterContext, ClusterView, EndpointType,
-    KeyPresence, NoKeys, Route, RoutingConfig,
+    blocked_redirect, endpoint_of, route, shard_channels_slot, ClusterContext, ClusterView,
+    EndpointType, KeyPresence, NoKeys, Route, RoutingConfig,
 };
 pub use table::{
     builtin, builtin_table, cluster_subcommands, lookup, resolve, AclCategories, Arg, ArgFlags,

@@ -220,6 +220,8 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
                 "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
                 "SETNAME <name>",
                 "    Assign the name <name> to the current connection.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
             ],
         );
     } else if eq(sub, "no-evict") || eq(sub, "no-touch") {
@@ -527,7 +529,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
             crate::net::cluster_connections(state),
             shared.clients.maxclients(),
-            state.repl.waiting_clients(),
+            state.repl.waiting_clients() + state.blocked.len(),
         ));
     }
     if want("memory") {

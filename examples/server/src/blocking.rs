@@ -15,7 +15,8 @@
 //!   hands the reply to the client's I/O thread;
 //! - the timer calls [`expire`] (timeouts: seconds with decimals, rounded up to ms) and, in
 //!   cluster mode, [`check_cluster`]: a client blocked on a slot this node no longer serves
-//!   gets `-MOVED` (or `-CLUSTERDOWN ...`) and is unblocked (Valkey
+//!   gets `-MOVED` (or `-CLUSTERDOWN ...`) and is unblocked
+//!   ([`ferrocluster_command::blocked_redirect`]: Valkey
 //!   `clusterRedirectBlockedClientIfNeeded`);
 //! - a node that becomes a replica calls [`unblock_all_for_role_change`] (`-UNBLOCKED force
 //!   unblock from blocking operation, instance state changed (master -> replica?)`, then the
@@ -79,6 +80,8 @@ struct Waiter {
     keys: Vec<Vec<u8>>,
     op: BlockOp,
     deadline: Option<u64>,
+    /// The connection is IPv6 (the endpoint a MOVED names).
+    ipv6: bool,
 }
 
 /// The clients blocked on keys, per key in arrival order.
@@ -99,11 +102,6 @@ impl Blocked {
     /// Whether no client is blocked on a key.
     pub fn is_empty(&self) -> bool {
         self.waiters.is_empty()
-    }
-
-    /// Whether client `id` is blocked on keys.
-    pub fn contains(&self, id: u64) -> bool {
-        self.waiters.contains_key(&id)
     }
 
     fn remove(&mut self, id: u64) -> Option<Waiter> {
@@ -138,7 +136,10 @@ pub fn block(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], op: BlockOp, deadline: Optio
     }
     let b = &mut ctx.state.blocked;
     for k in &mine {
-        b.queues.entry((ctx.db, k.clone())).or_default().push_back(id);
+        b.queues
+            .entry((ctx.db, k.clone()))
+            .or_default()
+            .push_back(id);
     }
     b.waiters.insert(
         id,
@@ -150,6 +151,7 @@ pub fn block(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], op: BlockOp, deadline: Optio
             keys: mine,
             op,
             deadline,
+            ipv6: ctx.client.addr.is_some_and(|a| a.is_ipv6()),
         },
     );
     ctx.client.blocked = true;
@@ -187,7 +189,7 @@ fn serve_key(shared: &Shared, state: &mut State, db: usize, key: &[u8], now: u64
         };
         let kind = match state.kv.get(db, key, now).ok().flatten() {
             None => return,
-            Some(v) => v.type_name(),
+            Some(v) => ferrocluster_kvstore::KvValue::type_name(v),
         };
         // The longest waiter for this key's type (a BLPOP waiter stays blocked while the key
         // holds a sorted set).
@@ -223,10 +225,9 @@ fn serve_key(shared: &Shared, state: &mut State, db: usize, key: &[u8], now: u64
                 to,
                 dst,
                 legacy,
-            } => crate::cmd::list::move_into(state, db, key, dst, *from, *to, &mut out, now)
-                .map(|moved| {
-                    moved.then(|| crate::cmd::list::move_effect(key, dst, *from, *to, *legacy))
-                }),
+            } => crate::cmd::list::move_into(state, db, key, dst, *from, *to, &mut out, now).map(
+                |moved| moved.then(|| crate::cmd::list::move_effect(key, dst, *from, *to, *legacy)),
+            ),
         };
         match effect {
             Ok(Some(argv)) => {
@@ -235,7 +236,7 @@ fn serve_key(shared: &Shared, state: &mut State, db: usize, key: &[u8], now: u64
                     crate::cmd::txn::touch(state, db, dst);
                 }
                 let parts: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-                crate::repl::propagate_effect(state, db, &parts);
+                crate::commands::propagate_argv(state, db, &parts, now);
             }
             Ok(None) => {
                 // Nothing to pop after all: wait again, in the same place.
@@ -279,7 +280,7 @@ fn timeout_reply(op: &BlockOp, proto: u8) -> Vec<u8> {
 /// Answers the clients whose timeout passed (`handleBlockedClientsTimeout`). Called by the
 /// timer.
 pub fn expire(shared: &Shared, state: &mut State, now: u64) {
-    if state.blocked.waiters.is_empty() {
+    if state.blocked.is_empty() {
         return;
     }
     let mut due: Vec<u64> = state
@@ -313,6 +314,27 @@ pub fn unblock(shared: &Shared, state: &mut State, id: u64, error: bool) -> bool
     true
 }
 
+/// `CLIENT UNBLOCK <id> [TIMEOUT|ERROR]` (Redis 7.0 `clientCommand`: the reason is checked
+/// first, then the id; `:1` when the client was blocked on keys and is answered now).
+pub fn client_unblock(ctx: &mut Ctx<'_, '_>) {
+    let args = ctx.args;
+    let error = match args.opt(3) {
+        None => false,
+        Some(r) if r.eq_ignore_ascii_case(b"timeout") => false,
+        Some(r) if r.eq_ignore_ascii_case(b"error") => true,
+        Some(_) => {
+            return ctx
+                .out
+                .error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        }
+    };
+    let Some(id) = crate::cmd::parse_i64(args.get(2)) else {
+        return ctx.out.error(crate::cmd::NOT_INT);
+    };
+    let done = u64::try_from(id).is_ok_and(|id| unblock(ctx.shared, ctx.state, id, error));
+    ctx.out.int(i64::from(done));
+}
+
 /// The node became a replica: every client blocked on keys gets `-UNBLOCKED` and its
 /// connection closes (Valkey `disconnectAllBlockedClients`).
 pub fn unblock_all_for_role_change(shared: &Shared, state: &mut State) {
@@ -321,7 +343,12 @@ pub fn unblock_all_for_role_change(shared: &Shared, state: &mut State) {
     for id in ids {
         if let Some(w) = state.blocked.remove(id) {
             let text = b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n";
-            shared.deliver(w.io_thread, w.token, id, Delivery::Unblock(text.to_vec().into()));
+            shared.deliver(
+                w.io_thread,
+                w.token,
+                id,
+                Delivery::Unblock(text.to_vec().into()),
+            );
             shared.deliver(w.io_thread, w.token, id, Delivery::Close);
         }
     }
@@ -345,16 +372,23 @@ pub fn check_cluster(shared: &Shared, state: &mut State) {
         let Some(key) = w.keys.first() else {
             continue;
         };
-        let Some(err) = crate::cluster::blocked_redirect(state, key) else {
+        let Some(side) = state.cluster.as_ref() else {
+            return;
+        };
+        let slot = ferrocluster_slot::key_hash_slot(key);
+        let cs = ferrocluster_command::ClientState::new(false, w.ipv6);
+        let ctx = crate::cluster::routing_ctx(side);
+        let Some(err) = ferrocluster_command::blocked_redirect(&ctx, &cs, slot) else {
             continue;
         };
         if let Some(w) = state.blocked.remove(id) {
-            let mut out = Out {
-                buf: Vec::new(),
-                proto: w.proto,
-            };
-            out.error(&err);
-            shared.deliver(w.io_thread, w.token, id, Delivery::Unblock(out.buf.into()));
+            use ferrocluster_command::ErrorReply;
+            shared.deliver(
+                w.io_thread,
+                w.token,
+                id,
+                Delivery::Unblock(err.to_resp().into()),
+            );
         }
     }
 }
@@ -390,7 +424,10 @@ mod tests {
     fn removal_keeps_the_other_waiters_in_order() {
         let mut b = Blocked::default();
         for id in [1u64, 2, 3] {
-            b.queues.entry((0, b"k".to_vec())).or_default().push_back(id);
+            b.queues
+                .entry((0, b"k".to_vec()))
+                .or_default()
+                .push_back(id);
             b.waiters.insert(
                 id,
                 Waiter {
@@ -404,12 +441,16 @@ mod tests {
                         count: None,
                     },
                     deadline: None,
+                    ipv6: false,
                 },
             );
         }
         assert!(b.remove(2).is_some());
         assert_eq!(
-            b.queues[&(0, b"k".to_vec())].iter().copied().collect::<Vec<_>>(),
+            b.queues[&(0, b"k".to_vec())]
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
             vec![1, 3]
         );
         b.remove(1);

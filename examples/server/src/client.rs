@@ -71,6 +71,9 @@ pub enum Delivery {
     Raw(Arc<[u8]>),
     /// Close the connection after what is queued (a slot migration link the node closed).
     Close,
+    /// The reply of a client blocked on keys (`crate::blocking`), already encoded in its
+    /// protocol; the connection reads again.
+    Unblock(Arc<[u8]>),
 }
 
 impl Delivery {
@@ -92,6 +95,10 @@ impl Delivery {
                 out.int(*n);
             }
             Delivery::Raw(b) => out.buf.extend_from_slice(b),
+            Delivery::Unblock(b) => {
+                client.blocked = false;
+                out.buf.extend_from_slice(b);
+            }
             Delivery::Close => {}
         }
     }
@@ -134,8 +141,10 @@ pub struct ClientCtx {
     pub shard_channels: BTreeSet<Vec<u8>>,
     /// Creation time (unix ms).
     pub created_ms: u64,
-    /// Waiting for a WAIT reply.
+    /// Waiting for a WAIT reply or blocked on keys (`crate::blocking`).
     pub blocked: bool,
+    /// Running the commands of an EXEC (a blocking command then answers at once).
+    pub in_exec: bool,
     /// Name of the last command (CLIENT INFO `cmd=`).
     pub last_cmd: &'static str,
     /// This connection is a replica's replication stream (REPLCONF/PSYNC).
@@ -194,6 +203,7 @@ impl ClientCtx {
             shard_channels: BTreeSet::new(),
             created_ms: crate::server::unix_ms(),
             blocked: false,
+            in_exec: false,
             last_cmd: "NULL",
             is_replica_link: false,
             listening_port: None,
@@ -227,7 +237,9 @@ impl ClientCtx {
             crate::cmd::txn::client_closed(&mut shared.state.lock(), self.id);
         }
         if self.is_replica_link || self.blocked {
-            crate::repl::replica_link_closed(&mut shared.state.lock(), self.id);
+            let mut st = shared.state.lock();
+            crate::repl::replica_link_closed(&mut st, self.id);
+            crate::blocking::client_closed(&mut st, self.id);
         }
     }
 

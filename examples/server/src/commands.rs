@@ -194,6 +194,7 @@ fn execute_cluster(
                 return Flow::Continue;
             }
             out.array(queue.len());
+            client.in_exec = true;
             let databases = state.kv.databases();
             let mut ranges = Vec::new();
             let mut flat = Vec::new();
@@ -236,6 +237,8 @@ fn execute_cluster(
                     }
                 }
             }
+            client.in_exec = false;
+            crate::blocking::serve(shared, state, now);
             Flow::Continue
         }
     };
@@ -341,7 +344,27 @@ pub fn run(
     if spec.is_write() && !wrote_error {
         propagate(state_of(&mut ctx), db, spec, args, prop, now);
     }
+    // Clients blocked on keys this command gave elements to (after EXEC as a whole).
+    if !ctx.client.in_exec {
+        crate::blocking::serve(shared, ctx.state, now);
+    }
     flow
+}
+
+/// Propagates one effect `argv` (a served blocking pop: `LPOP key`, `LMOVE ...`) as a
+/// command run in `db` would.
+pub fn propagate_argv(state: &mut State, db: usize, argv: &[&[u8]], now: u64) {
+    let mut flat = Vec::new();
+    let mut ranges = Vec::new();
+    for a in argv {
+        let start = flat.len();
+        flat.extend_from_slice(a);
+        ranges.push(start..flat.len());
+    }
+    let args = Args::new(&flat, &ranges);
+    if let Some(spec) = table::lookup(args.get(0)) {
+        crate::repl::propagate(state, db, spec, &args, now);
+    }
 }
 
 fn out_error_at(out: &Out, at: usize) -> bool {
@@ -451,6 +474,7 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         Cmd::Reset => reset(ctx),
         Cmd::Hello => crate::admin::hello(shared, ctx.state, ctx.client, args, ctx.out),
         Cmd::Auth => crate::admin::auth(shared, ctx.client, args, ctx.out),
+        Cmd::Client if eq(args.get(1), "unblock") => crate::blocking::client_unblock(ctx),
         Cmd::Client => crate::admin::client(shared, ctx.client, args, ctx.out, now),
         Cmd::Command => crate::admin::command(args, ctx.out),
         Cmd::Info => crate::admin::info(shared, ctx.state, args, ctx.out, now),
@@ -597,6 +621,63 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         | Cmd::Sdiff
         | Cmd::Sdiffstore
         | Cmd::Sscan => crate::cmd::set::run(ctx),
+        Cmd::Lpush
+        | Cmd::Rpush
+        | Cmd::Lpushx
+        | Cmd::Rpushx
+        | Cmd::Linsert
+        | Cmd::Llen
+        | Cmd::Lindex
+        | Cmd::Lset
+        | Cmd::Lrange
+        | Cmd::Ltrim
+        | Cmd::Lrem
+        | Cmd::Lpos
+        | Cmd::Lpop
+        | Cmd::Rpop
+        | Cmd::Lmove
+        | Cmd::Rpoplpush
+        | Cmd::Lmpop
+        | Cmd::Blmpop
+        | Cmd::Blpop
+        | Cmd::Brpop
+        | Cmd::Blmove
+        | Cmd::Brpoplpush => crate::cmd::list::run(ctx),
+        Cmd::Zadd
+        | Cmd::Zincrby
+        | Cmd::Zrem
+        | Cmd::Zcard
+        | Cmd::Zscore
+        | Cmd::Zmscore
+        | Cmd::Zrank
+        | Cmd::Zrevrank
+        | Cmd::Zcount
+        | Cmd::Zlexcount
+        | Cmd::Zrange
+        | Cmd::Zrangestore
+        | Cmd::Zrevrange
+        | Cmd::Zrangebyscore
+        | Cmd::Zrevrangebyscore
+        | Cmd::Zrangebylex
+        | Cmd::Zrevrangebylex
+        | Cmd::Zremrangebyrank
+        | Cmd::Zremrangebyscore
+        | Cmd::Zremrangebylex
+        | Cmd::Zpopmin
+        | Cmd::Zpopmax
+        | Cmd::Bzpopmin
+        | Cmd::Bzpopmax
+        | Cmd::Zmpop
+        | Cmd::Bzmpop
+        | Cmd::Zrandmember
+        | Cmd::Zscan
+        | Cmd::Zunion
+        | Cmd::Zinter
+        | Cmd::Zdiff
+        | Cmd::Zunionstore
+        | Cmd::Zinterstore
+        | Cmd::Zdiffstore
+        | Cmd::Zintercard => crate::cmd::zset::run(ctx),
         Cmd::Del
         | Cmd::Unlink
         | Cmd::Exists
@@ -671,6 +752,8 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
     ctx.out.array(queue.len());
     let mut ranges = Vec::new();
     let mut flat = Vec::new();
+    // Queued blocking commands answer at once; blocked clients are served after EXEC.
+    ctx.client.in_exec = true;
     for cmd in &queue {
         flat.clear();
         ranges.clear();
@@ -690,6 +773,7 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
             Err(e) => ctx.out.buf.extend_from_slice(&e.to_resp()),
         }
     }
+    ctx.client.in_exec = false;
     Flow::Continue
 }
 

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod admin;
+mod blocking;
 mod client;
 mod cluster;
 mod cmd;
@@ -180,6 +181,8 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 let now = server::unix_ms();
                 let mut st = shared.state.lock();
                 repl::check_waiters(&shared, &mut st, now);
+                blocking::expire(&shared, &mut st, now);
+                blocking::check_cluster(&shared, &mut st);
                 repl::ping_replicas(&shared, &mut st, now);
                 if now.saturating_sub(last_expire) >= expire_every {
                     last_expire = now;

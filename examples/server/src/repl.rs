@@ -561,6 +561,7 @@ pub fn set_primary(shared: &Arc<Shared>, state: &mut State, primary: Option<Prim
         Some(p) => {
             tracing::info!(host = %p.host, port = p.port, "role change: now a replica, syncing from the primary");
             state.repl.replicas.clear();
+            crate::blocking::unblock_all_for_role_change(shared, state);
             let shared = Arc::clone(shared);
             let p = p.clone();
             let _ = std::thread::Builder::new()

@@ -55,6 +55,8 @@ pub struct State {
     pub migr: crate::migrate::MigrState,
     /// WATCHed keys (`crate::cmd::txn`).
     pub watches: crate::cmd::txn::Watches,
+    /// Clients blocked on keys (`crate::blocking`).
+    pub blocked: crate::blocking::Blocked,
 }
 
 /// Lock-free counters.
@@ -223,6 +225,7 @@ impl Shared {
                 writes_paused_until: None,
                 migr: crate::migrate::MigrState::default(),
                 watches: crate::cmd::txn::Watches::default(),
+                blocked: crate::blocking::Blocked::default(),
             }),
             config,
             pubsub: RwLock::new(PubSub::default()),

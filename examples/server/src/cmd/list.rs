@@ -3,7 +3,10 @@
 //! at once (or inside MULTI / a script, where they never block) and hand the rest to
 //! [`crate::blocking`].
 
-use super::{create, drop_if_empty, parse_i64, read, write, Ctx, Family, WrongType, NOT_INT, SYNTAX, WRONGTYPE};
+use super::{
+    create, drop_if_empty, parse_i64, read, write, Ctx, Family, WrongType, NOT_INT, SYNTAX,
+    WRONGTYPE,
+};
 use crate::blocking::{self, BlockOp};
 use crate::resp::Out;
 use crate::server::{State, Value};
@@ -59,13 +62,13 @@ pub fn run(ctx: &mut Ctx<'_, '_>) {
         Cmd::Brpop => bpop(ctx, End::Right),
         Cmd::Blmove => blmove(ctx),
         Cmd::Brpoplpush => brpoplpush(ctx),
-        _ => ctx.error("ERR command not handled"),
+        _ => ctx.out.error("ERR command not handled"),
     }
 }
 
-/// The configured node fill.
-pub fn fill(state: &State) -> Fill {
-    Fill::new(state.limits.list_max_listpack_size)
+/// The configured node fill (`list-max-listpack-size`).
+pub fn fill(_state: &State) -> Fill {
+    Fill::new(crate::types::limits().list_max_listpack_size)
 }
 
 /// Resolves Redis list range indexes (`addListRangeReply`, `ltrimCommand`): `None` for an
@@ -97,10 +100,10 @@ fn push(ctx: &mut Ctx<'_, '_>, end: End, xx: bool) {
     let fill = fill(ctx.state);
     let n = if xx {
         match write::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-            Err(WrongType) => return ctx.error(WRONGTYPE),
+            Err(WrongType) => return ctx.out.error(WRONGTYPE),
             Ok(None) => return ctx.out.int(0),
             Ok(Some(mut l)) => {
-                for i in 2..ctx.argc() {
+                for i in 2..ctx.args.len() {
                     l.push(end, ctx.args.get(i), fill);
                 }
                 l.len()
@@ -108,9 +111,9 @@ fn push(ctx: &mut Ctx<'_, '_>, end: End, xx: bool) {
         }
     } else {
         match create(&mut ctx.state.kv, ctx.db, key, ctx.now, List::new) {
-            Err(WrongType) => return ctx.error(WRONGTYPE),
+            Err(WrongType) => return ctx.out.error(WRONGTYPE),
             Ok(mut l) => {
-                for i in 2..ctx.argc() {
+                for i in 2..ctx.args.len() {
                     l.push(end, ctx.args.get(i), fill);
                 }
                 l.len()
@@ -128,12 +131,12 @@ fn linsert(ctx: &mut Ctx<'_, '_>) {
     } else if ctx.arg(2).eq_ignore_ascii_case(b"before") {
         false
     } else {
-        return ctx.error(SYNTAX);
+        return ctx.out.error(SYNTAX);
     };
     let (key, pivot, elem) = (ctx.arg(1), ctx.arg(3), ctx.arg(4));
     let fill = fill(ctx.state);
     let n = match write::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.int(0),
         Ok(Some(mut l)) => {
             let Some(at) = l.iter().position(|e| e.eq_bytes(pivot)) else {
@@ -149,19 +152,19 @@ fn linsert(ctx: &mut Ctx<'_, '_>) {
 
 fn llen(ctx: &mut Ctx<'_, '_>) {
     match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(l) => ctx.out.int(l.map_or(0, |l| l.len() as i64)),
     }
 }
 
 fn lindex(ctx: &mut Ctx<'_, '_>) {
     let l = match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.null(),
         Ok(Some(l)) => l,
     };
     let Some(i) = parse_i64(ctx.arg(2)) else {
-        return ctx.error(NOT_INT);
+        return ctx.out.error(NOT_INT);
     };
     let out = &mut *ctx.out;
     match index(i, l.len()) {
@@ -176,12 +179,12 @@ fn lset(ctx: &mut Ctx<'_, '_>) {
     let key = ctx.arg(1);
     let fill = fill(ctx.state);
     let ok = match write::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
-        Ok(None) => return ctx.error("ERR no such key"),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
+        Ok(None) => return ctx.out.error("ERR no such key"),
         Ok(Some(mut l)) => {
             let Some(i) = parse_i64(ctx.args.get(2)) else {
                 drop(l);
-                return ctx.error(NOT_INT);
+                return ctx.out.error(NOT_INT);
             };
             match index(i, l.len()) {
                 Some(i) => l.set(i, ctx.args.get(3), fill),
@@ -190,7 +193,7 @@ fn lset(ctx: &mut Ctx<'_, '_>) {
         }
     };
     if !ok {
-        return ctx.error("ERR index out of range");
+        return ctx.out.error("ERR index out of range");
     }
     ctx.out.ok();
     ctx.modified(key);
@@ -222,10 +225,10 @@ fn range_reply(out: &mut Out, l: &List, start: usize, end: usize, rev: bool) {
 
 fn lrange(ctx: &mut Ctx<'_, '_>) {
     let (Some(start), Some(end)) = (parse_i64(ctx.arg(2)), parse_i64(ctx.arg(3))) else {
-        return ctx.error(NOT_INT);
+        return ctx.out.error(NOT_INT);
     };
     match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(None) => ctx.out.array(0),
         Ok(Some(l)) => match resolve(start, end, l.len()) {
             None => ctx.out.array(0),
@@ -236,12 +239,12 @@ fn lrange(ctx: &mut Ctx<'_, '_>) {
 
 fn ltrim(ctx: &mut Ctx<'_, '_>) {
     let (Some(start), Some(end)) = (parse_i64(ctx.arg(2)), parse_i64(ctx.arg(3))) else {
-        return ctx.error(NOT_INT);
+        return ctx.out.error(NOT_INT);
     };
     let key = ctx.arg(1);
     let fill = fill(ctx.state);
     let removed = match write::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.ok(),
         Ok(Some(mut l)) => {
             let len = l.len();
@@ -268,16 +271,14 @@ fn ltrim(ctx: &mut Ctx<'_, '_>) {
 
 fn lrem(ctx: &mut Ctx<'_, '_>) {
     let Some(count) = parse_i64(ctx.arg(2)) else {
-        return ctx.error(NOT_INT);
+        return ctx.out.error(NOT_INT);
     };
     let (key, elem) = (ctx.arg(1), ctx.arg(3));
     let fill = fill(ctx.state);
     let removed = match write::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.int(0),
-        Ok(Some(mut l)) => {
-            l.remove_matching(elem, count.unsigned_abs() as usize, count < 0, fill)
-        }
+        Ok(Some(mut l)) => l.remove_matching(elem, count.unsigned_abs() as usize, count < 0, fill),
     };
     drop_if_empty::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now);
     if removed > 0 {
@@ -300,41 +301,45 @@ fn lpos(ctx: &mut Ctx<'_, '_>) {
     let elem = ctx.arg(2);
     let (mut rank, mut count, mut maxlen) = (1i64, -1i64, 0i64);
     let mut j = 3;
-    while j < ctx.argc() {
+    while j < ctx.args.len() {
         let opt = ctx.arg(j);
-        let more = j + 1 < ctx.argc();
+        let more = j + 1 < ctx.args.len();
         if opt.eq_ignore_ascii_case(b"rank") && more {
             j += 1;
             let Some(r) = parse_i64(ctx.arg(j)) else {
-                return ctx.error(NOT_INT);
+                return ctx.out.error(NOT_INT);
             };
             if r == 0 {
-                return ctx.error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+                return ctx.out.error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
             }
             rank = r;
         } else if opt.eq_ignore_ascii_case(b"count") && more {
             j += 1;
             match positive(ctx.arg(j), Some("COUNT can't be negative")) {
                 Ok(c) => count = c,
-                Err(e) => return ctx.error(&e),
+                Err(e) => return ctx.out.error(&e),
             }
         } else if opt.eq_ignore_ascii_case(b"maxlen") && more {
             j += 1;
             match positive(ctx.arg(j), Some("MAXLEN can't be negative")) {
                 Ok(m) => maxlen = m,
-                Err(e) => return ctx.error(&e),
+                Err(e) => return ctx.out.error(&e),
             }
         } else {
-            return ctx.error(SYNTAX);
+            return ctx.out.error(SYNTAX);
         }
         j += 1;
     }
     let from_tail = rank < 0;
     // Redis 7.0 negates the rank in a long: RANK -9223372036854775808 stays negative, so
     // every match from the tail qualifies (as RANK -1).
-    let rank = if rank == i64::MIN { 1 } else { rank.unsigned_abs() };
+    let rank = if rank == i64::MIN {
+        1
+    } else {
+        rank.unsigned_abs()
+    };
     let l = match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => {
             return if count != -1 {
                 ctx.out.array(0)
@@ -347,7 +352,11 @@ fn lpos(ctx: &mut Ctx<'_, '_>) {
     let len = l.len();
     let mut found = Vec::new();
     let mut matches = 0u64;
-    let limit = if maxlen == 0 { usize::MAX } else { maxlen as usize };
+    let limit = if maxlen == 0 {
+        usize::MAX
+    } else {
+        maxlen as usize
+    };
     let mut visit = |i: usize, e: crate::types::listpack::Elem<'_>| -> bool {
         if i >= limit {
             return false;
@@ -434,13 +443,13 @@ pub fn pop_into(
 }
 
 fn pop(ctx: &mut Ctx<'_, '_>, end: End) {
-    let count = if ctx.argc() == 3 {
+    let count = if ctx.args.len() == 3 {
         match positive(ctx.arg(2), None) {
             Ok(c) => Some(c as usize),
-            Err(e) => return ctx.error(&e),
+            Err(e) => return ctx.out.error(&e),
         }
-    } else if ctx.argc() > 3 {
-        return ctx.error(&format!(
+    } else if ctx.args.len() > 3 {
+        return ctx.out.error(&format!(
             "ERR wrong number of arguments for '{}' command",
             ctx.spec.name
         ));
@@ -449,7 +458,7 @@ fn pop(ctx: &mut Ctx<'_, '_>, end: End) {
     };
     let key = ctx.arg(1);
     match read::<List>(&ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => {
             return if count.is_some() {
                 ctx.out.null_array()
@@ -463,7 +472,7 @@ fn pop(ctx: &mut Ctx<'_, '_>, end: End) {
         return ctx.out.array(0);
     }
     match pop_into(ctx.state, ctx.db, key, end, count, ctx.out, ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(_) => ctx.modified(key),
     }
 }
@@ -522,7 +531,7 @@ pub fn move_into(
 
 fn lmove(ctx: &mut Ctx<'_, '_>) {
     let (Some(from), Some(to)) = (position(ctx.arg(3)), position(ctx.arg(4))) else {
-        return ctx.error(SYNTAX);
+        return ctx.out.error(SYNTAX);
     };
     do_move(ctx, from, to);
 }
@@ -534,7 +543,7 @@ fn rpoplpush(ctx: &mut Ctx<'_, '_>) {
 fn do_move(ctx: &mut Ctx<'_, '_>, from: End, to: End) {
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
     match move_into(ctx.state, ctx.db, src, dst, from, to, ctx.out, ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(false) => {}
         Ok(true) => {
             ctx.modified(src);
@@ -597,7 +606,7 @@ pub fn pop_first(
 /// # Errors
 /// Redis's texts.
 pub fn timeout_arg(b: &[u8], now: u64) -> Result<Option<u64>, &'static str> {
-    let t = super::ldouble::parse(b).ok_or("ERR timeout is not a float or out of range")?;
+    let t = super::zset::parse_double(b).ok_or("ERR timeout is not a float or out of range")?;
     let ms = (t * 1000.0).ceil();
     if ms < 0.0 {
         return Err("ERR timeout is negative");
@@ -610,10 +619,10 @@ pub fn timeout_arg(b: &[u8], now: u64) -> Result<Option<u64>, &'static str> {
 }
 
 fn bpop(ctx: &mut Ctx<'_, '_>, end: End) {
-    let last = ctx.argc() - 1;
+    let last = ctx.args.len() - 1;
     let deadline = match timeout_arg(ctx.arg(last), ctx.now) {
         Ok(d) => d,
-        Err(e) => return ctx.error(e),
+        Err(e) => return ctx.out.error(e),
     };
     let keys: Vec<&[u8]> = (1..last).map(|i| ctx.args.get(i)).collect();
     serve_or_block(ctx, keys, BlockOp::ListPop { end, count: None }, deadline);
@@ -624,43 +633,45 @@ fn lmpop(ctx: &mut Ctx<'_, '_>, block: bool) {
     let deadline = if block {
         match timeout_arg(ctx.arg(1), ctx.now) {
             Ok(d) => d,
-            Err(e) => return ctx.error(e),
+            Err(e) => return ctx.out.error(e),
         }
     } else {
         None
     };
     let numkeys = match parse_i64(ctx.arg(first)) {
         Some(n) if n >= 1 => n as usize,
-        _ => return ctx.error("ERR numkeys should be greater than 0"),
+        _ => return ctx.out.error("ERR numkeys should be greater than 0"),
     };
     let where_idx = first + numkeys + 1;
-    if where_idx >= ctx.argc() {
-        return ctx.error(SYNTAX);
+    if where_idx >= ctx.args.len() {
+        return ctx.out.error(SYNTAX);
     }
     let Some(end) = position(ctx.arg(where_idx)) else {
-        return ctx.error(SYNTAX);
+        return ctx.out.error(SYNTAX);
     };
     let mut count = None;
     let mut j = where_idx + 1;
-    while j < ctx.argc() {
-        if count.is_none() && ctx.arg(j).eq_ignore_ascii_case(b"count") && j + 1 < ctx.argc() {
+    while j < ctx.args.len() {
+        if count.is_none() && ctx.arg(j).eq_ignore_ascii_case(b"count") && j + 1 < ctx.args.len() {
             j += 1;
             match parse_i64(ctx.arg(j)) {
                 Some(c) if c >= 1 => count = Some(c as usize),
-                _ => return ctx.error("ERR count should be greater than 0"),
+                _ => return ctx.out.error("ERR count should be greater than 0"),
             }
         } else {
-            return ctx.error(SYNTAX);
+            return ctx.out.error(SYNTAX);
         }
         j += 1;
     }
     let count = Some(count.unwrap_or(1));
-    let keys: Vec<&[u8]> = (first + 1..=first + numkeys).map(|i| ctx.args.get(i)).collect();
+    let keys: Vec<&[u8]> = (first + 1..=first + numkeys)
+        .map(|i| ctx.args.get(i))
+        .collect();
     if block {
         serve_or_block(ctx, keys, BlockOp::ListPop { end, count }, deadline);
     } else {
         match pop_first(ctx.state, ctx.db, &keys, end, count, ctx.out, ctx.now) {
-            Err(WrongType) => ctx.error(WRONGTYPE),
+            Err(WrongType) => ctx.out.error(WRONGTYPE),
             Ok(None) => ctx.out.null_array(),
             Ok(Some(effect)) => {
                 let key = effect[1].clone();
@@ -679,7 +690,7 @@ fn serve_or_block(ctx: &mut Ctx<'_, '_>, keys: Vec<&[u8]>, op: BlockOp, deadline
         return;
     };
     match pop_first(ctx.state, ctx.db, &keys, end, count, ctx.out, ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(Some(effect)) => {
             let key = effect[1].clone();
             ctx.modified(&key);
@@ -698,11 +709,11 @@ fn serve_or_block(ctx: &mut Ctx<'_, '_>, keys: Vec<&[u8]>, op: BlockOp, deadline
 
 fn blmove(ctx: &mut Ctx<'_, '_>) {
     let (Some(from), Some(to)) = (position(ctx.arg(3)), position(ctx.arg(4))) else {
-        return ctx.error(SYNTAX);
+        return ctx.out.error(SYNTAX);
     };
     let deadline = match timeout_arg(ctx.arg(5), ctx.now) {
         Ok(d) => d,
-        Err(e) => return ctx.error(e),
+        Err(e) => return ctx.out.error(e),
     };
     block_move(ctx, from, to, deadline, false);
 }
@@ -710,7 +721,7 @@ fn blmove(ctx: &mut Ctx<'_, '_>) {
 fn brpoplpush(ctx: &mut Ctx<'_, '_>) {
     let deadline = match timeout_arg(ctx.arg(3), ctx.now) {
         Ok(d) => d,
-        Err(e) => return ctx.error(e),
+        Err(e) => return ctx.out.error(e),
     };
     block_move(ctx, End::Right, End::Left, deadline, true);
 }
@@ -718,20 +729,18 @@ fn brpoplpush(ctx: &mut Ctx<'_, '_>) {
 fn block_move(ctx: &mut Ctx<'_, '_>, from: End, to: End, deadline: Option<u64>, legacy: bool) {
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
     match read::<List>(&ctx.state.kv, ctx.db, src, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
-        Ok(Some(_)) => {
-            match move_into(ctx.state, ctx.db, src, dst, from, to, ctx.out, ctx.now) {
-                Err(WrongType) => ctx.error(WRONGTYPE),
-                Ok(false) => {}
-                Ok(true) => {
-                    ctx.modified(src);
-                    ctx.modified(dst);
-                    let effect = move_effect(src, dst, from, to, legacy);
-                    let parts: Vec<&[u8]> = effect.iter().map(Vec::as_slice).collect();
-                    ctx.effect(&parts);
-                }
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
+        Ok(Some(_)) => match move_into(ctx.state, ctx.db, src, dst, from, to, ctx.out, ctx.now) {
+            Err(WrongType) => ctx.out.error(WRONGTYPE),
+            Ok(false) => {}
+            Ok(true) => {
+                ctx.modified(src);
+                ctx.modified(dst);
+                let effect = move_effect(src, dst, from, to, legacy);
+                let parts: Vec<&[u8]> = effect.iter().map(Vec::as_slice).collect();
+                ctx.effect(&parts);
             }
-        }
+        },
         Ok(None) => {
             if blocking::may_block(ctx) {
                 let op = BlockOp::ListMove {

@@ -17,9 +17,11 @@
 pub mod hash;
 pub mod keyspace;
 pub mod ldouble;
+pub mod list;
 pub mod set;
 pub mod string;
 pub mod txn;
+pub mod zset;
 
 use crate::client::{Args, ClientCtx};
 use crate::resp::Out;

@@ -3,7 +3,10 @@
 //! `%.17g` (`0.1` is `0.10000000000000001`; Valkey 8+ prints the shortest text instead),
 //! a bulk string in RESP2 and a double in RESP3.
 
-use super::{create, drop_if_empty, parse_i64, read, write, Ctx, Family, WrongType, NOT_INT, SYNTAX, WRONGTYPE};
+use super::{
+    create, drop_if_empty, parse_i64, read, write, Ctx, Family, WrongType, NOT_INT, SYNTAX,
+    WRONGTYPE,
+};
 use crate::blocking::{self, BlockOp};
 use crate::resp::Out;
 use crate::server::{State, Value};
@@ -76,15 +79,20 @@ pub fn run(ctx: &mut Ctx<'_, '_>) {
         Cmd::Zinterstore => setop(ctx, Op::Inter, true),
         Cmd::Zdiffstore => setop(ctx, Op::Diff, true),
         Cmd::Zintercard => zintercard(ctx),
-        _ => ctx.error("ERR command not handled"),
+        _ => ctx.out.error("ERR command not handled"),
     }
 }
 
 /// The configured `zset-max-listpack-*`.
-pub fn limits(state: &State) -> ZLimits {
+pub fn limits(_state: &State) -> ZLimits {
+    limits_of(&crate::types::limits())
+}
+
+/// The sorted-set part of the thresholds.
+pub fn limits_of(l: &crate::types::Limits) -> ZLimits {
     ZLimits {
-        max_entries: state.limits.zset_max_listpack_entries,
-        max_value: state.limits.zset_max_listpack_value,
+        max_entries: l.zset_max_listpack_entries,
+        max_value: l.zset_max_listpack_value,
     }
 }
 
@@ -97,7 +105,11 @@ pub fn fmt_g17(d: f64) -> String {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let sci = format!("{d:.16e}");
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -143,12 +155,36 @@ fn strtod(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
-/// A score argument (`getDoubleFromObject`: `strtod`, no spaces around, NaN refused).
-fn score_arg(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
+/// A double argument as `getDoubleFromObject` reads it: `strtod` over the whole text, no
+/// leading space, NaN refused, and an overflow to infinity or an underflow to zero refused
+/// (`ERANGE`); `inf`, `-inf`, `infinity` are values.
+pub fn parse_double(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) {
         return None;
     }
-    super::parse_f64(b)
+    let v: f64 = s.parse().ok()?;
+    if v.is_nan() {
+        return None;
+    }
+    let word = s.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    let named_inf = word == "inf" || word == "infinity";
+    if v.is_infinite() && !named_inf {
+        return None;
+    }
+    if v == 0.0 {
+        // Underflow: a non-zero digit before the exponent.
+        let mantissa = word.split(['e', 'E']).next().unwrap_or("");
+        if mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)) {
+            return None;
+        }
+    }
+    Some(v)
+}
+
+/// A score argument (`getDoubleFromObject`).
+fn score_arg(b: &[u8]) -> Option<f64> {
+    parse_double(b)
 }
 
 fn score_bound(b: &[u8]) -> Option<ScoreBound> {
@@ -176,10 +212,11 @@ fn lex_bound(b: &[u8]) -> Option<LexBound> {
 
 fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
     let key = ctx.arg(1);
-    let (mut nx, mut xx, mut ch, mut incr, mut gt, mut lt) = (false, false, false, zincrby, false, false);
+    let (mut nx, mut xx, mut ch, mut incr, mut gt, mut lt) =
+        (false, false, false, zincrby, false, false);
     let mut idx = 2;
     if !zincrby {
-        while idx < ctx.argc() {
+        while idx < ctx.args.len() {
             let o = ctx.arg(idx);
             let is = |s: &[u8]| o.eq_ignore_ascii_case(s);
             if is(b"nx") {
@@ -200,31 +237,37 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
             idx += 1;
         }
     }
-    let elements = ctx.argc() - idx;
+    let elements = ctx.args.len() - idx;
     if elements % 2 != 0 || elements == 0 {
-        return ctx.error(SYNTAX);
+        return ctx.out.error(SYNTAX);
     }
     let elements = elements / 2;
     if nx && xx {
-        return ctx.error("ERR XX and NX options at the same time are not compatible");
+        return ctx
+            .out
+            .error("ERR XX and NX options at the same time are not compatible");
     }
     if (gt && nx) || (lt && nx) || (gt && lt) {
-        return ctx.error("ERR GT, LT, and/or NX options at the same time are not compatible");
+        return ctx
+            .out
+            .error("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if incr && elements > 1 {
-        return ctx.error("ERR INCR option supports a single increment-element pair");
+        return ctx
+            .out
+            .error("ERR INCR option supports a single increment-element pair");
     }
     let mut scores = Vec::with_capacity(elements);
     for j in 0..elements {
         match score_arg(ctx.arg(idx + 2 * j)) {
             Some(s) => scores.push(s),
-            None => return ctx.error(NOT_FLOAT),
+            None => return ctx.out.error(NOT_FLOAT),
         }
     }
     let lim = limits(ctx.state);
     let first = ctx.arg(idx + 1);
     let exists = match read::<ZSet>(&ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(z) => z.is_some(),
     };
     if !exists && xx {
@@ -237,7 +280,7 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
         let Ok(mut z) = create(&mut ctx.state.kv, ctx.db, key, ctx.now, || {
             ZSet::for_first_member(first, lim)
         }) else {
-            return ctx.error(WRONGTYPE);
+            return ctx.out.error(WRONGTYPE);
         };
         for (j, &s) in scores.iter().enumerate() {
             let m = ctx.args.get(idx + 1 + 2 * j);
@@ -281,7 +324,7 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
         blocking::signal(ctx.state, ctx.db, key);
     }
     if nan {
-        return ctx.error(NAN_RESULT);
+        return ctx.out.error(NAN_RESULT);
     }
     if incr {
         if processed > 0 {
@@ -297,11 +340,11 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
 fn zrem(ctx: &mut Ctx<'_, '_>) {
     let key = ctx.arg(1);
     let n = match write::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.int(0),
         Ok(Some(mut z)) => {
             let mut n = 0;
-            for i in 2..ctx.argc() {
+            for i in 2..ctx.args.len() {
                 if z.remove(ctx.args.get(i)) {
                     n += 1;
                 }
@@ -321,14 +364,14 @@ fn zrem(ctx: &mut Ctx<'_, '_>) {
 
 fn zcard(ctx: &mut Ctx<'_, '_>) {
     match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(z) => ctx.out.int(z.map_or(0, |z| z.len() as i64)),
     }
 }
 
 fn zscore(ctx: &mut Ctx<'_, '_>) {
     match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(None) => ctx.out.null(),
         Ok(Some(z)) => match z.score(ctx.arg(2)) {
             Some(s) => reply_double(ctx.out, s),
@@ -339,11 +382,11 @@ fn zscore(ctx: &mut Ctx<'_, '_>) {
 
 fn zmscore(ctx: &mut Ctx<'_, '_>) {
     let z = match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(z) => z,
     };
-    ctx.out.array(ctx.argc() - 2);
-    for i in 2..ctx.argc() {
+    ctx.out.array(ctx.args.len() - 2);
+    for i in 2..ctx.args.len() {
         match z.and_then(|z| z.score(ctx.args.get(i))) {
             Some(s) => reply_double(ctx.out, s),
             None => ctx.out.null(),
@@ -353,7 +396,7 @@ fn zmscore(ctx: &mut Ctx<'_, '_>) {
 
 fn zrank(ctx: &mut Ctx<'_, '_>, rev: bool) {
     match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(None) => ctx.out.null(),
         Ok(Some(z)) => match z.rank(ctx.arg(2)) {
             Some(r) => ctx.out.int(if rev { z.len() - 1 - r } else { r } as i64),
@@ -364,10 +407,10 @@ fn zrank(ctx: &mut Ctx<'_, '_>, rev: bool) {
 
 fn zcount(ctx: &mut Ctx<'_, '_>) {
     let (Some(min), Some(max)) = (score_bound(ctx.arg(2)), score_bound(ctx.arg(3))) else {
-        return ctx.error(RANGE_NOT_FLOAT);
+        return ctx.out.error(RANGE_NOT_FLOAT);
     };
     match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(None) => ctx.out.int(0),
         Ok(Some(z)) => {
             let (a, b) = (z.rank_of_score(min), z.rank_past_score(max));
@@ -378,10 +421,10 @@ fn zcount(ctx: &mut Ctx<'_, '_>) {
 
 fn zlexcount(ctx: &mut Ctx<'_, '_>) {
     let (Some(min), Some(max)) = (lex_bound(ctx.arg(2)), lex_bound(ctx.arg(3))) else {
-        return ctx.error(RANGE_NOT_LEX);
+        return ctx.out.error(RANGE_NOT_LEX);
     };
     match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(None) => ctx.out.int(0),
         Ok(Some(z)) => {
             let (a, b) = (z.rank_of_lex(&min), z.rank_past_lex(&max));
@@ -453,14 +496,14 @@ enum RangeArg {
 fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, store: bool) {
     let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
     let mut j = key_idx + 3;
-    while j < ctx.argc() {
+    while j < ctx.args.len() {
         let a = ctx.arg(j);
-        let left = ctx.argc() - j - 1;
+        let left = ctx.args.len() - j - 1;
         if !store && a.eq_ignore_ascii_case(b"withscores") {
             withscores = true;
         } else if a.eq_ignore_ascii_case(b"limit") && left >= 2 {
             let (Some(o), Some(l)) = (parse_i64(ctx.arg(j + 1)), parse_i64(ctx.arg(j + 2))) else {
-                return ctx.error(NOT_INT);
+                return ctx.out.error(NOT_INT);
             };
             offset = o;
             limit = l;
@@ -472,7 +515,7 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
         } else if kind == Kind::Auto && a.eq_ignore_ascii_case(b"byscore") {
             kind = Kind::Score;
         } else {
-            return ctx.error(SYNTAX);
+            return ctx.out.error(SYNTAX);
         }
         j += 1;
     }
@@ -481,12 +524,14 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
     }
     let rev = dir == Dir::Rev;
     if limit != -1 && kind == Kind::Rank {
-        return ctx.error(
+        return ctx.out.error(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
     }
     if withscores && kind == Kind::Lex {
-        return ctx.error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        return ctx
+            .out
+            .error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
     }
     let (mut min_i, mut max_i) = (key_idx + 1, key_idx + 2);
     if rev && kind != Kind::Rank {
@@ -495,20 +540,20 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
     let (lo, hi) = match kind {
         Kind::Score => match (score_bound(ctx.arg(min_i)), score_bound(ctx.arg(max_i))) {
             (Some(a), Some(b)) => (RangeArg::Score(a), RangeArg::Score(b)),
-            _ => return ctx.error(RANGE_NOT_FLOAT),
+            _ => return ctx.out.error(RANGE_NOT_FLOAT),
         },
         Kind::Lex => match (lex_bound(ctx.arg(min_i)), lex_bound(ctx.arg(max_i))) {
             (Some(a), Some(b)) => (RangeArg::Lex(a), RangeArg::Lex(b)),
-            _ => return ctx.error(RANGE_NOT_LEX),
+            _ => return ctx.out.error(RANGE_NOT_LEX),
         },
         _ => match (parse_i64(ctx.arg(min_i)), parse_i64(ctx.arg(max_i))) {
             (Some(a), Some(b)) => (RangeArg::Rank(a), RangeArg::Rank(b)),
-            _ => return ctx.error(NOT_INT),
+            _ => return ctx.out.error(NOT_INT),
         },
     };
     let src = ctx.arg(key_idx);
     let z = match read::<ZSet>(&ctx.state.kv, ctx.db, src, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(z) => z,
     };
     let (s, e) = match (z, &lo, &hi) {
@@ -547,8 +592,7 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
     };
     let n = e - s;
     let resp3 = ctx.out.resp3();
-    ctx.out
-        .array(if withscores && !resp3 { 2 * n } else { n });
+    ctx.out.array(if withscores && !resp3 { 2 * n } else { n });
     let out = &mut *ctx.out;
     z.for_each_rank(s, e, rev, |m, sc| {
         if withscores && resp3 {
@@ -568,7 +612,13 @@ fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: Vec<(Vec<u8>, f64)>)
     let lim = limits(ctx.state);
     let n = entries.len();
     if n == 0 {
-        let existed = ctx.state.kv.remove(ctx.db, dst, ctx.now).ok().flatten().is_some();
+        let existed = ctx
+            .state
+            .kv
+            .remove(ctx.db, dst, ctx.now)
+            .ok()
+            .flatten()
+            .is_some();
         if existed {
             ctx.modified(dst);
         }
@@ -586,19 +636,19 @@ fn zremrange(ctx: &mut Ctx<'_, '_>, kind: Kind) {
     let (lo, hi) = match kind {
         Kind::Score => match (score_bound(ctx.arg(2)), score_bound(ctx.arg(3))) {
             (Some(a), Some(b)) => (RangeArg::Score(a), RangeArg::Score(b)),
-            _ => return ctx.error(RANGE_NOT_FLOAT),
+            _ => return ctx.out.error(RANGE_NOT_FLOAT),
         },
         Kind::Lex => match (lex_bound(ctx.arg(2)), lex_bound(ctx.arg(3))) {
             (Some(a), Some(b)) => (RangeArg::Lex(a), RangeArg::Lex(b)),
-            _ => return ctx.error(RANGE_NOT_LEX),
+            _ => return ctx.out.error(RANGE_NOT_LEX),
         },
         _ => match (parse_i64(ctx.arg(2)), parse_i64(ctx.arg(3))) {
             (Some(a), Some(b)) => (RangeArg::Rank(a), RangeArg::Rank(b)),
-            _ => return ctx.error(NOT_INT),
+            _ => return ctx.out.error(NOT_INT),
         },
     };
     let n = match write::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.int(0),
         Ok(Some(mut z)) => {
             let (s, e) = match (&lo, &hi) {
@@ -710,21 +760,21 @@ fn pop_n(
 }
 
 fn zpop(ctx: &mut Ctx<'_, '_>, max: bool) {
-    if ctx.argc() > 3 {
-        return ctx.error(SYNTAX);
+    if ctx.args.len() > 3 {
+        return ctx.out.error(SYNTAX);
     }
-    let count = if ctx.argc() == 3 {
+    let count = if ctx.args.len() == 3 {
         match parse_i64(ctx.arg(2)) {
             Some(c) if c >= 0 => Some(c as usize),
-            Some(_) => return ctx.error("ERR value is out of range, must be positive"),
-            None => return ctx.error(NOT_INT),
+            Some(_) => return ctx.out.error("ERR value is out of range, must be positive"),
+            None => return ctx.out.error(NOT_INT),
         }
     } else {
         None
     };
     let key = ctx.arg(1);
     let len = match read::<ZSet>(&ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.array(0),
         Ok(Some(z)) => z.len(),
     };
@@ -740,10 +790,10 @@ fn zpop(ctx: &mut Ctx<'_, '_>, max: bool) {
 }
 
 fn bzpop(ctx: &mut Ctx<'_, '_>, max: bool) {
-    let last = ctx.argc() - 1;
+    let last = ctx.args.len() - 1;
     let deadline = match super::list::timeout_arg(ctx.arg(last), ctx.now) {
         Ok(d) => d,
-        Err(e) => return ctx.error(e),
+        Err(e) => return ctx.out.error(e),
     };
     let keys: Vec<&[u8]> = (1..last).map(|i| ctx.args.get(i)).collect();
     serve_or_block(ctx, keys, max, None, deadline, false);
@@ -754,18 +804,18 @@ fn zmpop(ctx: &mut Ctx<'_, '_>, block: bool) {
     let deadline = if block {
         match super::list::timeout_arg(ctx.arg(1), ctx.now) {
             Ok(d) => d,
-            Err(e) => return ctx.error(e),
+            Err(e) => return ctx.out.error(e),
         }
     } else {
         None
     };
     let numkeys = match parse_i64(ctx.arg(first)) {
         Some(n) if n >= 1 => n as usize,
-        _ => return ctx.error("ERR numkeys should be greater than 0"),
+        _ => return ctx.out.error("ERR numkeys should be greater than 0"),
     };
     let where_idx = first + numkeys + 1;
-    if where_idx >= ctx.argc() {
-        return ctx.error(SYNTAX);
+    if where_idx >= ctx.args.len() {
+        return ctx.out.error(SYNTAX);
     }
     let w = ctx.arg(where_idx);
     let max = if w.eq_ignore_ascii_case(b"min") {
@@ -773,24 +823,26 @@ fn zmpop(ctx: &mut Ctx<'_, '_>, block: bool) {
     } else if w.eq_ignore_ascii_case(b"max") {
         true
     } else {
-        return ctx.error(SYNTAX);
+        return ctx.out.error(SYNTAX);
     };
     let mut count = None;
     let mut j = where_idx + 1;
-    while j < ctx.argc() {
-        if count.is_none() && ctx.arg(j).eq_ignore_ascii_case(b"count") && j + 1 < ctx.argc() {
+    while j < ctx.args.len() {
+        if count.is_none() && ctx.arg(j).eq_ignore_ascii_case(b"count") && j + 1 < ctx.args.len() {
             j += 1;
             match parse_i64(ctx.arg(j)) {
                 Some(c) if c >= 1 => count = Some(c as usize),
-                _ => return ctx.error("ERR count should be greater than 0"),
+                _ => return ctx.out.error("ERR count should be greater than 0"),
             }
         } else {
-            return ctx.error(SYNTAX);
+            return ctx.out.error(SYNTAX);
         }
         j += 1;
     }
     let count = Some(count.unwrap_or(1));
-    let keys: Vec<&[u8]> = (first + 1..=first + numkeys).map(|i| ctx.args.get(i)).collect();
+    let keys: Vec<&[u8]> = (first + 1..=first + numkeys)
+        .map(|i| ctx.args.get(i))
+        .collect();
     serve_or_block(ctx, keys, max, count, deadline, block);
 }
 
@@ -803,7 +855,7 @@ fn serve_or_block(
     block: bool,
 ) {
     match pop_first(ctx.state, ctx.db, &keys, max, count, ctx.out, ctx.now) {
-        Err(WrongType) => ctx.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(Some(effect)) => {
             let key = effect[1].clone();
             ctx.modified(&key);
@@ -823,29 +875,31 @@ fn serve_or_block(
 
 fn zrandmember(ctx: &mut Ctx<'_, '_>) {
     let key = ctx.arg(1);
-    if ctx.argc() >= 3 {
+    if ctx.args.len() >= 3 {
         let Some(l) = parse_i64(ctx.arg(2)).filter(|&l| l != i64::MIN) else {
-            return ctx.error(if parse_i64(ctx.arg(2)).is_some() {
+            return ctx.out.error(if parse_i64(ctx.arg(2)).is_some() {
                 "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
             } else {
                 NOT_INT
             });
         };
-        if ctx.argc() > 4 || (ctx.argc() == 4 && !ctx.arg(3).eq_ignore_ascii_case(b"withscores")) {
-            return ctx.error(SYNTAX);
+        if ctx.args.len() > 4
+            || (ctx.args.len() == 4 && !ctx.arg(3).eq_ignore_ascii_case(b"withscores"))
+        {
+            return ctx.out.error(SYNTAX);
         }
-        let withscores = ctx.argc() == 4;
+        let withscores = ctx.args.len() == 4;
         if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
-            return ctx.error("ERR value is out of range");
+            return ctx.out.error("ERR value is out of range");
         }
         return zrandmember_count(ctx, l, withscores);
     }
     let pick = match read::<ZSet>(&ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.null(),
         Ok(Some(z)) => z.len(),
     };
-    let r = ctx.rand_below(pick);
+    let r = super::rand_below(&mut ctx.state.rng, pick);
     if let Ok(Some(z)) = read::<ZSet>(&ctx.state.kv, ctx.db, key, ctx.now) {
         if let Some((m, _)) = z.at_rank(r) {
             ctx.out.bulk(&m);
@@ -856,17 +910,23 @@ fn zrandmember(ctx: &mut Ctx<'_, '_>) {
 fn zrandmember_count(ctx: &mut Ctx<'_, '_>, l: i64, withscores: bool) {
     let key = ctx.arg(1);
     let size = match read::<ZSet>(&ctx.state.kv, ctx.db, key, ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return ctx.out.array(0),
         Ok(Some(z)) => z.len(),
     };
-    let (count, uniq) = if l >= 0 { (l as usize, true) } else { (l.unsigned_abs() as usize, false) };
+    let (count, uniq) = if l >= 0 {
+        (l as usize, true)
+    } else {
+        (l.unsigned_abs() as usize, false)
+    };
     if count == 0 {
         return ctx.out.array(0);
     }
     // Ranks to reply, in reply order.
     let ranks: Vec<usize> = if !uniq || count == 1 {
-        (0..count).map(|_| ctx.rand_below(size)).collect()
+        (0..count)
+            .map(|_| super::rand_below(&mut ctx.state.rng, size))
+            .collect()
     } else if count >= size {
         (0..size).collect()
     } else {
@@ -875,7 +935,7 @@ fn zrandmember_count(ctx: &mut Ctx<'_, '_>, l: i64, withscores: bool) {
         if count * 3 > size {
             let mut all: Vec<usize> = (0..size).collect();
             for i in 0..count {
-                let j = i + ctx.rand_below(size - i);
+                let j = i + super::rand_below(&mut ctx.state.rng, size - i);
                 all.swap(i, j);
             }
             all.truncate(count);
@@ -884,7 +944,7 @@ fn zrandmember_count(ctx: &mut Ctx<'_, '_>, l: i64, withscores: bool) {
             let mut seen = std::collections::HashSet::with_capacity(count);
             let mut v = Vec::with_capacity(count);
             while v.len() < count {
-                let r = ctx.rand_below(size);
+                let r = super::rand_below(&mut ctx.state.rng, size);
                 if seen.insert(r) {
                     v.push(r);
                 }
@@ -897,7 +957,11 @@ fn zrandmember_count(ctx: &mut Ctx<'_, '_>, l: i64, withscores: bool) {
         return;
     };
     let out = &mut *ctx.out;
-    out.array(if withscores && !resp3 { 2 * ranks.len() } else { ranks.len() });
+    out.array(if withscores && !resp3 {
+        2 * ranks.len()
+    } else {
+        ranks.len()
+    });
     for r in ranks {
         if let Some((m, s)) = z.at_rank(r) {
             if withscores && resp3 {
@@ -914,14 +978,14 @@ fn zrandmember_count(ctx: &mut Ctx<'_, '_>, l: i64, withscores: bool) {
 fn zscan(ctx: &mut Ctx<'_, '_>) {
     let cursor = match super::parse_cursor(ctx.arg(2)) {
         Ok(c) => c,
-        Err(e) => return ctx.error(e),
+        Err(e) => return ctx.out.error(e),
     };
     let opts = match super::parse_scan_args(ctx.args, 3, false, false) {
         Ok(o) => o,
-        Err(e) => return ctx.error(e),
+        Err(e) => return ctx.out.error(e),
     };
     let z = match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => {
             ctx.out.array(2);
             ctx.out.bulk(b"0");
@@ -984,10 +1048,17 @@ fn aggregate(a: Aggregate, target: &mut f64, v: f64) {
 
 /// One input of a set operation: a sorted set's members and scores, or a set's members with
 /// score 1.
-fn input_members(state: &State, db: usize, key: &[u8], now: u64) -> Result<Option<Vec<(Vec<u8>, f64)>>, WrongType> {
+fn input_members(
+    state: &State,
+    db: usize,
+    key: &[u8],
+    now: u64,
+) -> Result<Option<Vec<(Vec<u8>, f64)>>, WrongType> {
     match state.kv.get(db, key, now).ok().flatten() {
         None => Ok(None),
-        Some(Value::SortedSet(z)) => Ok(Some(z.iter(false).map(|(m, s)| (m.to_vec(), s)).collect())),
+        Some(Value::SortedSet(z)) => {
+            Ok(Some(z.iter(false).map(|(m, s)| (m.to_vec(), s)).collect()))
+        }
         Some(Value::Set(s)) => Ok(Some(s.iter().map(|m| (m.to_vec(), 1.0)).collect())),
         Some(_) => Err(WrongType),
     }
@@ -997,37 +1068,37 @@ fn input_members(state: &State, db: usize, key: &[u8], now: u64) -> Result<Optio
 fn setop(ctx: &mut Ctx<'_, '_>, op: Op, store: bool) {
     let numkeys_idx = if store { 2 } else { 1 };
     let Some(setnum) = parse_i64(ctx.arg(numkeys_idx)) else {
-        return ctx.error(NOT_INT);
+        return ctx.out.error(NOT_INT);
     };
     if setnum < 1 {
-        return ctx.error(&format!(
+        return ctx.out.error(&format!(
             "ERR at least 1 input key is needed for '{}' command",
             ctx.spec.name.to_ascii_lowercase()
         ));
     }
-    if setnum as usize > ctx.argc() - (numkeys_idx + 1) {
-        return ctx.error(SYNTAX);
+    if setnum as usize > ctx.args.len() - (numkeys_idx + 1) {
+        return ctx.out.error(SYNTAX);
     }
     let setnum = setnum as usize;
     let mut inputs = Vec::with_capacity(setnum);
     for i in 0..setnum {
         match input_members(ctx.state, ctx.db, ctx.arg(numkeys_idx + 1 + i), ctx.now) {
             Ok(m) => inputs.push((m.unwrap_or_default(), 1.0f64)),
-            Err(WrongType) => return ctx.error(WRONGTYPE),
+            Err(WrongType) => return ctx.out.error(WRONGTYPE),
         }
     }
     let mut agg = Aggregate::Sum;
     let mut withscores = false;
     let mut j = numkeys_idx + 1 + setnum;
-    while j < ctx.argc() {
-        let remaining = ctx.argc() - j;
+    while j < ctx.args.len() {
+        let remaining = ctx.args.len() - j;
         let a = ctx.arg(j);
         if op != Op::Diff && remaining > setnum && a.eq_ignore_ascii_case(b"weights") {
             j += 1;
             for input in inputs.iter_mut() {
                 match score_arg(ctx.arg(j)) {
                     Some(w) => input.1 = w,
-                    None => return ctx.error("ERR weight value is not a float"),
+                    None => return ctx.out.error("ERR weight value is not a float"),
                 }
                 j += 1;
             }
@@ -1040,14 +1111,14 @@ fn setop(ctx: &mut Ctx<'_, '_>, op: Op, store: bool) {
             } else if v.eq_ignore_ascii_case(b"max") {
                 Aggregate::Max
             } else {
-                return ctx.error(SYNTAX);
+                return ctx.out.error(SYNTAX);
             };
             j += 2;
         } else if !store && a.eq_ignore_ascii_case(b"withscores") {
             withscores = true;
             j += 1;
         } else {
-            return ctx.error(SYNTAX);
+            return ctx.out.error(SYNTAX);
         }
     }
     let result = compute(op, inputs, agg);
@@ -1080,7 +1151,11 @@ fn weighted(s: f64, w: f64) -> f64 {
     }
 }
 
-fn compute(op: Op, mut inputs: Vec<(Vec<(Vec<u8>, f64)>, f64)>, agg: Aggregate) -> Vec<(Vec<u8>, f64)> {
+fn compute(
+    op: Op,
+    mut inputs: Vec<(Vec<(Vec<u8>, f64)>, f64)>,
+    agg: Aggregate,
+) -> Vec<(Vec<u8>, f64)> {
     match op {
         Op::Union => {
             let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
@@ -1139,33 +1214,35 @@ fn compute(op: Op, mut inputs: Vec<(Vec<(Vec<u8>, f64)>, f64)>, agg: Aggregate) 
 
 fn zintercard(ctx: &mut Ctx<'_, '_>) {
     let Some(setnum) = parse_i64(ctx.arg(1)) else {
-        return ctx.error(NOT_INT);
+        return ctx.out.error(NOT_INT);
     };
     if setnum < 1 {
-        return ctx.error("ERR at least 1 input key is needed for 'zintercard' command");
+        return ctx
+            .out
+            .error("ERR at least 1 input key is needed for 'zintercard' command");
     }
-    if setnum as usize > ctx.argc() - 2 {
-        return ctx.error(SYNTAX);
+    if setnum as usize > ctx.args.len() - 2 {
+        return ctx.out.error(SYNTAX);
     }
     let setnum = setnum as usize;
     let mut inputs = Vec::with_capacity(setnum);
     for i in 0..setnum {
         match input_members(ctx.state, ctx.db, ctx.arg(2 + i), ctx.now) {
             Ok(m) => inputs.push((m.unwrap_or_default(), 1.0f64)),
-            Err(WrongType) => return ctx.error(WRONGTYPE),
+            Err(WrongType) => return ctx.out.error(WRONGTYPE),
         }
     }
     let mut limit = 0usize;
     let mut j = 2 + setnum;
-    while j < ctx.argc() {
-        if ctx.argc() - j >= 2 && ctx.arg(j).eq_ignore_ascii_case(b"limit") {
+    while j < ctx.args.len() {
+        if ctx.args.len() - j >= 2 && ctx.arg(j).eq_ignore_ascii_case(b"limit") {
             match parse_i64(ctx.arg(j + 1)) {
                 Some(l) if l >= 0 => limit = l as usize,
-                _ => return ctx.error("ERR LIMIT can't be negative"),
+                _ => return ctx.out.error("ERR LIMIT can't be negative"),
             }
             j += 2;
         } else {
-            return ctx.error(SYNTAX);
+            return ctx.out.error(SYNTAX);
         }
     }
     let n = compute(Op::Inter, inputs, Aggregate::Sum).len();
@@ -1195,13 +1272,27 @@ mod tests {
 
     #[test]
     fn ranges_parse_like_strtod() {
-        assert_eq!(score_bound(b"(1.5").map(|b| (b.value, b.exclusive)), Some((1.5, true)));
-        assert_eq!(score_bound(b"-inf").map(|b| b.value), Some(f64::NEG_INFINITY));
+        assert_eq!(
+            score_bound(b"(1.5").map(|b| (b.value, b.exclusive)),
+            Some((1.5, true))
+        );
+        assert_eq!(
+            score_bound(b"-inf").map(|b| b.value),
+            Some(f64::NEG_INFINITY)
+        );
         assert_eq!(score_bound(b" 2").map(|b| b.value), Some(2.0));
         assert_eq!(score_bound(b"").map(|b| b.value), Some(0.0));
         assert!(score_bound(b"2 ").is_none());
         assert!(score_bound(b"nan").is_none());
         assert!(score_bound(b"abc").is_none());
+        assert_eq!(parse_double(b"1.5"), Some(1.5));
+        assert_eq!(parse_double(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_double(b"+Infinity"), Some(f64::INFINITY));
+        assert_eq!(parse_double(b"1e400"), None);
+        assert_eq!(parse_double(b"1e-400"), None);
+        assert_eq!(parse_double(b"0e5"), Some(0.0));
+        assert_eq!(parse_double(b" 1"), None);
+        assert_eq!(parse_double(b"nan"), None);
         assert_eq!(lex_bound(b"-"), Some(LexBound::Min));
         assert_eq!(lex_bound(b"[a"), Some(LexBound::At(b"a".to_vec(), false)));
         assert!(lex_bound(b"a").is_none());

@@ -108,6 +108,17 @@ pub struct List {
     bytes: usize,
 }
 
+/// Lists are equal when their elements are (node boundaries do not matter).
+impl PartialEq for List {
+    fn eq(&self, other: &List) -> bool {
+        self.len == other.len
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| a.with_bytes(|x| b.eq_bytes(x)))
+    }
+}
+
 /// Which end of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -143,7 +154,8 @@ impl List {
         self.len == 0
     }
 
-    /// Number of nodes (for `OBJECT`/`DEBUG`-style introspection and tests).
+    /// Number of nodes.
+    #[cfg(test)]
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -251,6 +263,7 @@ impl List {
     }
 
     /// Element `i`, copied.
+    #[cfg(test)]
     pub fn get(&self, i: usize) -> Option<Vec<u8>> {
         self.with(i, |e| e.to_vec())
     }

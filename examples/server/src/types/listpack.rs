@@ -225,6 +225,7 @@ pub fn push_double(out: &mut Vec<u8>, d: f64) {
 }
 
 /// Bytes a double entry takes.
+#[cfg(test)]
 pub fn double_size(d: f64) -> usize {
     let mut v = Vec::with_capacity(10);
     push_double(&mut v, d);
@@ -342,11 +343,6 @@ impl<'a> Iter<'a> {
             off: 0,
             end: buf.len(),
         }
-    }
-
-    /// The offset of the next element [`Iterator::next`] returns.
-    pub fn offset(&self) -> usize {
-        self.off
     }
 }
 

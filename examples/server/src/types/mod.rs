@@ -126,7 +126,9 @@ pub fn sort_elements(v: &crate::server::Value) -> Option<Vec<Vec<u8>>> {
     match v {
         crate::server::Value::Set(s) => Some(s.iter().map(|m| m.to_vec()).collect()),
         crate::server::Value::List(l) => Some(l.iter().map(|e| e.to_vec()).collect()),
-        crate::server::Value::SortedSet(z) => Some(z.iter(false).map(|(m, _)| m.to_vec()).collect()),
+        crate::server::Value::SortedSet(z) => {
+            Some(z.iter(false).map(|(m, _)| m.to_vec()).collect())
+        }
         _ => None,
     }
 }
@@ -134,5 +136,7 @@ pub fn sort_elements(v: &crate::server::Value) -> Option<Vec<Vec<u8>>> {
 /// A list value holding `items` head first (`SORT ... STORE`).
 pub fn list_value(items: Vec<Vec<u8>>) -> Option<crate::server::Value> {
     let fill = list::Fill::new(limits().list_max_listpack_size);
-    Some(crate::server::Value::List(Box::new(list::List::from_items(items, fill))))
+    Some(crate::server::Value::List(Box::new(
+        list::List::from_items(items, fill),
+    )))
 }

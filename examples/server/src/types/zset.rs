@@ -895,6 +895,17 @@ impl std::fmt::Debug for ZSet {
     }
 }
 
+/// Sorted sets are equal when their members and scores are, in order (whatever the form).
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.len() == other.len()
+            && self
+                .iter(false)
+                .zip(other.iter(false))
+                .all(|((a, s), (b, t))| s == t && a.with_bytes(|x| b.eq_bytes(x)))
+    }
+}
+
 /// What [`ZSet::add`] did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Added {

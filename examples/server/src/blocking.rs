@@ -263,17 +263,16 @@ fn requeue_front(state: &mut State, id: u64, w: Waiter) {
     state.blocked.waiters.insert(id, w);
 }
 
-/// The timeout reply of `op`: a null array (`*-1`), or a null bulk for the moves; `_` in
-/// RESP3 (`replyToBlockedClientTimedOut`).
+/// The timeout reply of `op`: a null array (`*-1`, the moves too), `_` in RESP3
+/// (`replyToBlockedClientTimedOut`; a BLMOVE that cannot block, inside MULTI, answers a null
+/// bulk instead).
 fn timeout_reply(op: &BlockOp, proto: u8) -> Vec<u8> {
     let mut out = Out {
         buf: Vec::new(),
         proto,
     };
-    match op {
-        BlockOp::ListMove { .. } => out.null(),
-        _ => out.null_array(),
-    }
+    let _ = op;
+    out.null_array();
     out.buf
 }
 
@@ -416,7 +415,7 @@ mod tests {
         };
         assert_eq!(timeout_reply(&pop, 2), b"*-1\r\n");
         assert_eq!(timeout_reply(&pop, 3), b"_\r\n");
-        assert_eq!(timeout_reply(&mv, 2), b"$-1\r\n");
+        assert_eq!(timeout_reply(&mv, 2), b"*-1\r\n");
         assert_eq!(timeout_reply(&mv, 3), b"_\r\n");
     }
 

@@ -1,8 +1,9 @@
 //! The blocking list and sorted-set pops, run side by side on redis-server 7.0 and on
 //! ferrocluster-server (standalone): wake order, timeouts, MULTI, CLIENT UNBLOCK, a BLMOVE
-//! chain, pipelined commands behind a blocked one, and what replicas receive. Every scenario's
-//! replies on ours must equal redis-server's. Ports 23992 (redis), 23993 (ours), 23994 (our
-//! replica).
+//! chain, pipelined commands behind a blocked one. Every scenario's replies on ours must equal
+//! redis-server's. Then the cluster rules on a cluster of ours: what replicas receive, MOVED
+//! when the slot moves, UNBLOCKED on a failover. Ports 23992 (redis), 23993 (ours), 23994,
+//! 23998, 23999 (the cluster; bus ports +10000).
 
 mod common;
 
@@ -12,7 +13,10 @@ use std::time::{Duration, Instant};
 
 const REDIS: u16 = 23992;
 const OURS: u16 = 23993;
+/// The cluster test's nodes (their own ports: tests run in parallel).
+const PRIMARY: u16 = 23998;
 const REPLICA: u16 = 23994;
+const OTHER: u16 = 23999;
 
 struct Redis(Child);
 
@@ -24,6 +28,10 @@ impl Drop for Redis {
 }
 
 fn start_pair(name: &str) -> (Procs, Redis, std::path::PathBuf) {
+    start_pair_on(name, OURS)
+}
+
+fn start_pair_on(name: &str, ours: u16) -> (Procs, Redis, std::path::PathBuf) {
     require_redis_tools();
     let dir = test_dir(name);
     let rdir = dir.join("redis");
@@ -46,7 +54,7 @@ fn start_pair(name: &str) -> (Procs, Redis, std::path::PathBuf) {
     );
     common::wait_for_port(REDIS, Duration::from_secs(10));
     let mut procs = Procs::default();
-    procs.start(&dir, OURS, &["--cluster-enabled", "no"]);
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
     (procs, redis, dir)
 }
 
@@ -216,27 +224,111 @@ fn blocking_pops_match_redis() {
     }
 }
 
-#[test]
-fn replicas_receive_the_pop_not_the_blocking_command() {
-    let (mut procs, _redis, dir) = start_pair("blocking-replication");
-    procs.start(&dir, REPLICA, &["--cluster-enabled", "no"]);
-    let mut r = c(REPLICA);
-    r.cmd(&["REPLICAOF", "127.0.0.1", &OURS.to_string()]);
-    wait_until(Duration::from_secs(10), "replica link up", || {
-        common::bulk_text(&r.cmd(&["INFO", "replication"])).contains("master_link_status:up")
+fn myid(port: u16) -> String {
+    common::bulk_text(&c(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// `from` MEETs `to` and waits until it knows it; returns `to`'s ID.
+fn meet(from: u16, to: u16) -> String {
+    assert_eq!(
+        c(from).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &to.to_string()]),
+        "+OK\r\n"
+    );
+    let id = myid(to);
+    wait_until(Duration::from_secs(15), "the MEET completes", || {
+        common::bulk_text(&c(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
     });
-    let (mut a, mut p) = (c(OURS), c(OURS));
+    id
+}
+
+/// A cluster: PRIMARY owns every slot, REPLICA replicates it, OTHER is a primary without
+/// slots.
+fn cluster(procs: &mut Procs, name: &str) -> (String, String) {
+    let dir = test_dir(name);
+    for port in [PRIMARY, REPLICA, OTHER] {
+        procs.start(&dir, port, &["--cluster-node-timeout", "2000"]);
+    }
+    assert_eq!(
+        c(PRIMARY).cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    let pid = meet(REPLICA, PRIMARY);
+    meet(OTHER, PRIMARY);
+    let oid = myid(OTHER);
+    assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
+    for port in [PRIMARY, REPLICA, OTHER] {
+        wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+            common::bulk_text(&c(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+    }
+    wait_until(Duration::from_secs(20), "the replica to sync", || {
+        c(PRIMARY).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
+    });
+    (pid, oid)
+}
+
+/// In cluster mode: replicas receive the pop a blocked client was served (`LMOVE`,
+/// `ZPOPMAX`), not the blocking command; a client blocked on a slot that moves to another
+/// node gets `-MOVED` (Valkey `clusterRedirectBlockedClientIfNeeded`); a primary that turns
+/// replica answers its blocked clients `-UNBLOCKED` and closes them (Valkey
+/// `disconnectAllBlockedClients`).
+#[test]
+fn cluster_rules_for_blocked_clients() {
+    let mut procs = Procs::default();
+    let (_pid, oid) = cluster(&mut procs, "blocking-cluster");
+    // Replication of served pops.
+    let (mut a, mut p) = (c(PRIMARY), c(PRIMARY));
     a.send_raw(&common::encode(&[
-        b"BLMOVE", b"src", b"dst", b"LEFT", b"RIGHT", b"0",
+        b"BLMOVE", b"{t}src", b"{t}dst", b"LEFT", b"RIGHT", b"0",
     ]));
-    wait_blocked(OURS, 1);
-    p.cmd(&["RPUSH", "src", "1", "2"]);
+    wait_blocked(PRIMARY, 1);
+    p.cmd(&["RPUSH", "{t}src", "1", "2"]);
     assert_eq!(a.read_reply(), b"$1\r\n1\r\n");
     p.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
-    p.cmd(&["BZPOPMAX", "z", "0"]);
-    wait_until(Duration::from_secs(5), "replica to apply", || {
-        r.cmd(&["LRANGE", "dst", "0", "-1"]) == b"*1\r\n$1\r\n1\r\n"
-            && r.cmd(&["LRANGE", "src", "0", "-1"]) == b"*1\r\n$1\r\n2\r\n"
-            && r.cmd(&["ZRANGE", "z", "0", "-1"]) == b"*1\r\n$1\r\na\r\n"
-    });
+    assert_eq!(
+        p.cmd(&["BZPOPMAX", "z", "0"]),
+        b"*3\r\n$1\r\nz\r\n$1\r\nb\r\n$1\r\n2\r\n"
+    );
+    assert_eq!(p.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    let mut r = c(REPLICA);
+    r.cmd(&["READONLY"]);
+    assert_eq!(
+        r.cmd(&["LRANGE", "{t}dst", "0", "-1"]),
+        b"*1\r\n$1\r\n1\r\n"
+    );
+    assert_eq!(
+        r.cmd(&["LRANGE", "{t}src", "0", "-1"]),
+        b"*1\r\n$1\r\n2\r\n"
+    );
+    assert_eq!(r.cmd(&["ZRANGE", "z", "0", "-1"]), b"*1\r\n$1\r\na\r\n");
+
+    // The slot of "moved" goes to OTHER while a client waits on it.
+    let slot = "1999"; // CLUSTER KEYSLOT moved
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "KEYSLOT", "moved"]),
+        format!(":{slot}\r\n")
+    );
+    let mut b = c(PRIMARY);
+    b.send_raw(&common::encode(&[b"BLPOP", b"moved", b"0"]));
+    wait_blocked(PRIMARY, 1);
+    for port in [OTHER, PRIMARY] {
+        assert_eq!(
+            c(port).cmd_s(&["CLUSTER", "SETSLOT", slot, "NODE", &oid]),
+            "+OK\r\n"
+        );
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&b.read_reply()),
+        format!("-MOVED {slot} 127.0.0.1:{OTHER}\r\n")
+    );
+
+    // A failover: the old primary's blocked client is unblocked and disconnected.
+    let mut d = c(PRIMARY);
+    d.send_raw(&common::encode(&[b"BLPOP", b"{t}src2", b"0"]));
+    wait_blocked(PRIMARY, 1);
+    assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&d.read_to_close()),
+        "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"
+    );
 }

@@ -287,13 +287,13 @@ fn lrem(ctx: &mut Ctx<'_, '_>) {
     ctx.out.int(removed as i64);
 }
 
-/// `getPositiveLongFromObjectOrReply` with an optional message (`ERR <msg>` for both a
-/// non-integer and a negative value when given).
-fn positive(b: &[u8], msg: Option<&str>) -> Result<i64, String> {
+/// `getPositiveLongFromObjectOrReply` with an optional message: `ERR <msg>`, or `ERR value
+/// is out of range, must be positive`, for a non-integer and for a negative value alike.
+pub fn positive(b: &[u8], msg: Option<&str>) -> Result<i64, String> {
     match parse_i64(b) {
         Some(v) if v >= 0 => Ok(v),
         Some(_) => Err(msg.map_or(NOT_POSITIVE.to_string(), |m| format!("ERR {m}"))),
-        None => Err(msg.map_or(NOT_INT.to_string(), |m| format!("ERR {m}"))),
+        None => Err(msg.map_or(NOT_POSITIVE.to_string(), |m| format!("ERR {m}"))),
     }
 }
 

@@ -764,10 +764,9 @@ fn zpop(ctx: &mut Ctx<'_, '_>, max: bool) {
         return ctx.out.error(SYNTAX);
     }
     let count = if ctx.args.len() == 3 {
-        match parse_i64(ctx.arg(2)) {
-            Some(c) if c >= 0 => Some(c as usize),
-            Some(_) => return ctx.out.error("ERR value is out of range, must be positive"),
-            None => return ctx.out.error(NOT_INT),
+        match super::list::positive(ctx.arg(2), None) {
+            Ok(c) => Some(c as usize),
+            Err(e) => return ctx.out.error(&e),
         }
     } else {
         None

@@ -215,7 +215,7 @@ pub fn push(out: &mut Vec<u8>, s: &[u8]) {
 /// Appends a double entry (an integer entry when `d` is integral in ±2^53, which is shorter).
 pub fn push_double(out: &mut Vec<u8>, d: f64) {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    if d.fract() == 0.0 && d.abs() <= EXACT && !(d == 0.0 && d.is_sign_negative()) {
+    if d.fract() == 0.0 && d.abs() <= EXACT {
         return listpack::push_int_entry(out, d as i64);
     }
     let start = out.len();

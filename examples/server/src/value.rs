@@ -335,16 +335,26 @@ mod tests {
         let s = ferrocluster_rdb::dump::decode_value::<Value>(&p).unwrap();
         assert_eq!(s.encoding(), "intset");
         assert_eq!(ferrocluster_rdb::dump::encode(&s).unwrap(), p);
-        let list = RdbObject::List(vec![b"x".to_vec()]);
+        let list = RdbObject::List(vec![b"x".to_vec(), b"-12".to_vec(), vec![b'y'; 9000]]);
         let p = ferrocluster_rdb::dump::encode(&list).unwrap();
-        assert!(matches!(
-            ferrocluster_rdb::dump::decode_value::<Value>(&p),
-            Err(ferrocluster_rdb::dump::DumpError::Unsupported(
-                UnsupportedKind {
-                    kind: ObjectKind::List
-                }
-            ))
-        ));
+        let l = ferrocluster_rdb::dump::decode_value::<Value>(&p).unwrap();
+        assert_eq!(l.type_name(), "list");
+        assert_eq!(l.encoding(), "quicklist");
+        assert_eq!(ferrocluster_rdb::dump::encode(&l).unwrap(), p);
+        // Scores highest first, as the servers write a skiplist; a small set is a listpack.
+        let small = RdbObject::SortedSet(vec![(b"a".to_vec(), 1.5), (b"b".to_vec(), -2.0)]);
+        let p = ferrocluster_rdb::dump::encode(&small).unwrap();
+        let z = ferrocluster_rdb::dump::decode_value::<Value>(&p).unwrap();
+        assert_eq!((z.type_name(), z.encoding()), ("zset", "listpack"));
+        assert_eq!(ferrocluster_rdb::dump::encode(&z).unwrap(), p);
+        let big: Vec<(Vec<u8>, f64)> = (0..200)
+            .rev()
+            .map(|i| (format!("m{i}").into_bytes(), f64::from(i) / 3.0))
+            .collect();
+        let p = ferrocluster_rdb::dump::encode(&RdbObject::SortedSet(big)).unwrap();
+        let z = ferrocluster_rdb::dump::decode_value::<Value>(&p).unwrap();
+        assert_eq!(z.encoding(), "skiplist");
+        assert_eq!(ferrocluster_rdb::dump::encode(&z).unwrap(), p);
     }
 
     proptest! {

@@ -77,16 +77,22 @@ impl Redis {
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH (apt-get install redis-server)");
+        // Dropping `guard` kills and reaps the server on every path out of here.
+        let mut guard = Some(child);
         for _ in 0..100 {
             if let Ok(s) = TcpStream::connect(("127.0.0.1", PORT)) {
                 let mut r = Redis {
-                    child,
+                    child: guard.take().expect("taken once"),
                     conn: BufReader::new(s),
                 };
                 r.cmd(&[b"FLUSHALL"]);
                 return r;
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if let Some(mut c) = guard {
+            let _ = c.kill();
+            let _ = c.wait();
         }
         panic!("redis-server did not listen on {PORT}");
     }

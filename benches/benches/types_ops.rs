@@ -40,9 +40,14 @@ impl Rng {
 }
 
 /// A score with a total order (scores are never NaN).
-#[derive(Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Clone, Copy, PartialEq)]
 struct Score(f64);
 impl Eq for Score {}
+impl PartialOrd for Score {
+    fn partial_cmp(&self, o: &Score) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl Ord for Score {
     fn cmp(&self, o: &Score) -> std::cmp::Ordering {
         zset::cmp_score(self.0, o.0)

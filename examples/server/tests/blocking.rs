@@ -4,6 +4,7 @@
 //! redis-server's. Then the cluster rules on a cluster of ours: what replicas receive, MOVED
 //! when the slot moves, UNBLOCKED on a failover. Ports 23992 (redis), 23993 (ours), 23994,
 //! 23998, 23999 (the cluster; bus ports +10000).
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 
@@ -204,7 +205,8 @@ fn wrong_type_wait(port: u16) -> Vec<Vec<u8>> {
 #[test]
 fn blocking_pops_match_redis() {
     let (_procs, _redis, _dir) = start_pair("blocking-pops");
-    let all: [(&str, fn(u16) -> Vec<Vec<u8>>); 8] = [
+    type Scenario = fn(u16) -> Vec<Vec<u8>>;
+    let all: [(&str, Scenario); 8] = [
         ("fifo", fifo),
         ("timeouts", timeouts),
         ("multi", multi),

@@ -493,6 +493,7 @@ fn position(b: &[u8]) -> Option<End> {
 ///
 /// # Errors
 /// [`WrongType`] for either key (nothing changed, nothing written).
+#[allow(clippy::too_many_arguments)]
 pub fn move_into(
     state: &mut State,
     db: usize,
@@ -503,12 +504,9 @@ pub fn move_into(
     out: &mut Out,
     now: u64,
 ) -> Result<bool, WrongType> {
-    match read::<List>(&state.kv, db, src, now)? {
-        None => {
-            out.null();
-            return Ok(false);
-        }
-        Some(_) => {}
+    if read::<List>(&state.kv, db, src, now)?.is_none() {
+        out.null();
+        return Ok(false);
     }
     read::<List>(&state.kv, db, dst, now)?;
     let fill = fill(state);
@@ -729,7 +727,7 @@ fn brpoplpush(ctx: &mut Ctx<'_, '_>) {
 fn block_move(ctx: &mut Ctx<'_, '_>, from: End, to: End, deadline: Option<u64>, legacy: bool) {
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
     match read::<List>(&ctx.state.kv, ctx.db, src, ctx.now) {
-        Err(WrongType) => return ctx.out.error(WRONGTYPE),
+        Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(Some(_)) => match move_into(ctx.state, ctx.db, src, dst, from, to, ctx.out, ctx.now) {
             Err(WrongType) => ctx.out.error(WRONGTYPE),
             Ok(false) => {}

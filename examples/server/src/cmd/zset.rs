@@ -238,7 +238,7 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
         }
     }
     let elements = ctx.args.len() - idx;
-    if elements % 2 != 0 || elements == 0 {
+    if !elements.is_multiple_of(2) || elements == 0 {
         return ctx.out.error(SYNTAX);
     }
     let elements = elements / 2;
@@ -247,7 +247,7 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
             .out
             .error("ERR XX and NX options at the same time are not compatible");
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return ctx
             .out
             .error("ERR GT, LT, and/or NX options at the same time are not compatible");
@@ -1047,12 +1047,15 @@ fn aggregate(a: Aggregate, target: &mut f64, v: f64) {
 
 /// One input of a set operation: a sorted set's members and scores, or a set's members with
 /// score 1.
+/// Members and scores, owned.
+type Scored = Vec<(Vec<u8>, f64)>;
+
 fn input_members(
     state: &State,
     db: usize,
     key: &[u8],
     now: u64,
-) -> Result<Option<Vec<(Vec<u8>, f64)>>, WrongType> {
+) -> Result<Option<Scored>, WrongType> {
     match state.kv.get(db, key, now).ok().flatten() {
         None => Ok(None),
         Some(Value::SortedSet(z)) => {
@@ -1150,11 +1153,7 @@ fn weighted(s: f64, w: f64) -> f64 {
     }
 }
 
-fn compute(
-    op: Op,
-    mut inputs: Vec<(Vec<(Vec<u8>, f64)>, f64)>,
-    agg: Aggregate,
-) -> Vec<(Vec<u8>, f64)> {
+fn compute(op: Op, mut inputs: Vec<(Scored, f64)>, agg: Aggregate) -> Vec<(Vec<u8>, f64)> {
     match op {
         Op::Union => {
             let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();

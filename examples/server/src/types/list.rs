@@ -691,8 +691,8 @@ mod tests {
             prop_assert_eq!(items(&l), want.clone());
             let back: Vec<Vec<u8>> = l.iter_rev().map(|e| e.to_vec()).collect();
             prop_assert_eq!(back, want.iter().rev().cloned().collect::<Vec<_>>());
-            for i in 0..m.len() {
-                prop_assert_eq!(l.get(i), Some(m[i].clone()));
+            for (i, e) in m.iter().enumerate() {
+                prop_assert_eq!(l.get(i), Some(e.clone()));
             }
             prop_assert_eq!(l.get(m.len()), None);
             if !m.is_empty() {

@@ -122,7 +122,7 @@ impl Elem<'_> {
     }
 
     /// The bytes, copied.
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn to_vec(self) -> Vec<u8> {
         self.with_bytes(|b| b.to_vec())
     }
 

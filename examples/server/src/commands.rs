@@ -92,9 +92,13 @@ pub fn execute(
         out.error("NOAUTH Authentication required.");
         return Flow::Continue;
     }
-    if client.multi.is_some() && spec.has(CommandFlags::NO_MULTI) && spec.cmd != Cmd::Multi {
+    if client.multi.is_some() && spec.has(CommandFlags::NO_MULTI) {
+        // Valkey 9 (MULTI and WATCH are `no_multi` there): the transaction aborts.
         client.multi_error = true;
-        out.error("ERR Command not allowed inside a transaction");
+        out.error(&format!(
+            "ERR Command '{}' not allowed inside a transaction",
+            spec.name
+        ));
         return Flow::Continue;
     }
     if !out.resp3() && client.subscriptions() > 0 && !allowed_subscribed(spec.cmd) {

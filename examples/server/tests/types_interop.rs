@@ -198,9 +198,9 @@ fn replicas_end_equal_to_their_primary_for_every_effect() {
     });
     // Before the replica attaches: carried by the full sync.
     build(&mut p);
-    p.cmd(&["SET", "{t}withttl", "v", "EX", "1000"]);
-    p.cmd(&["HSET", "{t}httl", "f", "v"]);
-    p.cmd(&["EXPIRE", "{t}httl", "2000"]);
+    assert_eq!(p.cmd_s(&["SET", "{t}withttl", "v", "EX", "1000"]), "+OK\r\n");
+    assert_eq!(p.cmd_s(&["HSET", "{t}httl", "f", "v"]), ":1\r\n");
+    assert_eq!(p.cmd_s(&["EXPIRE", "{t}httl", "2000"]), ":1\r\n");
     replicate(primary, replica);
     // After: carried by the stream, as the propagation rule rewrites them.
     let writes: &[&[&str]] = &[

@@ -5,7 +5,7 @@
 use crate::args::parse_i64;
 use crate::error::{CommandError, Rejection};
 use crate::route::{route, ClusterContext, ClusterView, KeyPresence};
-use crate::spec::{CommandKind, CommandSpec};
+use crate::spec::{CommandFlags, CommandKind, CommandSpec};
 use crate::table::{builtin_table, CommandTable};
 use bytes::Bytes;
 use ferrocluster_slot::Slot;
@@ -207,6 +207,15 @@ impl ClientState {
         V: ClusterView + ?Sized,
         K: KeyPresence + ?Sized,
     {
+        if self.multi.is_some() && spec.flags.contains(CommandFlags::NO_MULTI) {
+            self.flag_transaction();
+            return Dispatch::Reject(
+                CommandError::NotAllowedInTransaction {
+                    fullname: spec.name,
+                }
+                .into(),
+            );
+        }
         let slot = match route(spec, argv, self, ctx, keys) {
             Ok(slot) => slot,
             Err(e) => {

@@ -277,7 +277,8 @@ fn served(
 fn write_info(out: &mut Out, name: &[u8]) {
     match served(name) {
         Some((spec, subs)) => spec.write_info(out, subs.into_iter()),
-        None => out.null_array(),
+        // Redis 7.0 and Valkey 9.1: `$-1` (a null bulk) in RESP2.
+        None => out.null(),
     }
 }
 

@@ -27,7 +27,28 @@ fn eq(a: &[u8], b: &str) -> bool {
 /// # Errors
 /// The unknown command / subcommand and arity errors.
 pub fn resolve(args: &Args<'_>) -> Result<Spec, ferrocluster_command::CommandError> {
-    let row = table::table().get(args.get(0));
+    resolve_found(table::lookup(args.get(0)), args)
+}
+
+/// [`resolve`] for a request whose top-level row the caller looked up already (`found`).
+///
+/// # Errors
+/// As [`resolve`].
+fn resolve_found(
+    found: Option<&'static Spec>,
+    args: &Args<'_>,
+) -> Result<Spec, ferrocluster_command::CommandError> {
+    if let Some(top) = found {
+        if top.info.subcommands.is_empty() {
+            if top.arity_ok(args.len()) {
+                return Ok(*top);
+            }
+            return Err(ferrocluster_command::CommandError::WrongArity {
+                fullname: top.info.name,
+            });
+        }
+    }
+    let row = found.and_then(|_| table::table().get(args.get(0)));
     if let Some(row) = row {
         let spec = if row.is_container() && args.len() >= 2 {
             row.subcommand(args.get(1)).map(|(_, h)| *h)
@@ -78,7 +99,7 @@ pub fn execute(
     if state.cluster.is_some() && !found.is_some_and(|s| crate::cluster::bypasses_router(s.cmd)) {
         return execute_cluster(shared, state, client, found, args, out, now);
     }
-    let spec = match resolve(args) {
+    let spec = match resolve_found(found, args) {
         Ok(s) => s,
         Err(e) => {
             if client.multi.is_some() {
@@ -92,9 +113,13 @@ pub fn execute(
         out.error("NOAUTH Authentication required.");
         return Flow::Continue;
     }
-    if client.multi.is_some() && spec.has(CommandFlags::NO_MULTI) && spec.cmd != Cmd::Multi {
+    if client.multi.is_some() && spec.has(CommandFlags::NO_MULTI) {
+        // Valkey 9 (MULTI and WATCH are `no_multi` there): the transaction aborts.
         client.multi_error = true;
-        out.error("ERR Command not allowed inside a transaction");
+        out.error(&format!(
+            "ERR Command '{}' not allowed inside a transaction",
+            spec.name
+        ));
         return Flow::Continue;
     }
     if !out.resp3() && client.subscriptions() > 0 && !allowed_subscribed(spec.cmd) {

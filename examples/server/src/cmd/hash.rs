@@ -275,7 +275,7 @@ fn hrandfield(ctx: &mut Ctx<'_, '_>) {
             return ctx.out.error(NOT_INT);
         };
         if l == i64::MIN {
-            return ctx.out.error("ERR value is out of range, must be between -9223372036854775807 and 9223372036854775807");
+            return ctx.out.error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
         }
         if ctx.argc() > 4 || (ctx.argc() == 4 && !ctx.arg(3).eq_ignore_ascii_case(b"withvalues")) {
             return ctx.out.error(SYNTAX);

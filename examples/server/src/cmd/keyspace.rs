@@ -199,9 +199,8 @@ fn copy(ctx: &mut Ctx<'_, '_>) {
 }
 
 fn move_cmd(ctx: &mut Ctx<'_, '_>) {
-    if ctx.shared.config.cluster_enabled && ctx.state.kv.databases() == 1 {
-        return ctx.error("ERR MOVE is not allowed in cluster mode");
-    }
+    // Valkey 9: numbered databases in cluster mode too (`cluster-databases`), so MOVE checks
+    // the range only (Redis 7.0 refused MOVE in cluster mode).
     let Some(id) = parse_i64(ctx.arg(2)).and_then(|n| i32::try_from(n).ok()) else {
         return ctx.error(NOT_INT);
     };

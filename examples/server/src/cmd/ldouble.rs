@@ -355,14 +355,8 @@ pub fn parse(b: &[u8]) -> Option<Operand> {
             (digits, p.shl((-s) as u64))
         };
         let (q, r) = num.div_small_quotient(&den);
-        let mut qb = Big::from_u64(q as u64);
-        if q >> 64 != 0 {
-            qb.0.push((q >> 64) as u32);
-            if q >> 96 != 0 {
-                qb.0.push((q >> 96) as u32);
-            }
-            qb.trim();
-        }
+        let mut qb = Big((0..4).map(|i| (q >> (32 * i)) as u32).collect());
+        qb.trim();
         round(neg, &qb, -s, !r.is_zero())
     };
     v.map(Operand::Finite)
@@ -505,6 +499,8 @@ mod tests {
             incr(b"1e300", b"1e300").unwrap(),
             "2000000000000000000017994648159118387741047888546581495876520164642531293192361871511698304167500994380700745017228549671807185112369345967826192521041497292574654271283687306588168510215212033579453305864740061102765895241989080589545563779241212358535223254194821301134374772211380178849830208012288"
         );
+        assert_eq!(incr(b"0", b"1.5").unwrap(), "1.5");
+        assert_eq!(incr(b"1.5", b"0.1").unwrap(), "1.6");
         assert_eq!(incr(b"abc", b"1"), Err(crate::cmd::NOT_FLOAT));
         assert_eq!(incr(b"1", b" 1"), Err(crate::cmd::NOT_FLOAT));
         assert_eq!(incr(b"1", b"nan"), Err(crate::cmd::NOT_FLOAT));

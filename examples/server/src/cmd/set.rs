@@ -140,7 +140,7 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) {
     let count = if ctx.argc() == 3 {
         match parse_i64(ctx.arg(2)) {
             None => return ctx.out.error(NOT_INT),
-            Some(i64::MIN) => return ctx.out.error("ERR value is out of range, must be between -9223372036854775807 and 9223372036854775807"),
+            Some(i64::MIN) => return ctx.out.error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"),
             Some(l) => Some(l),
         }
     } else if ctx.argc() > 3 {
@@ -195,10 +195,10 @@ fn srandmember(ctx: &mut Ctx<'_, '_>) {
 /// `SPOP key [count]`.
 fn spop(ctx: &mut Ctx<'_, '_>) {
     let count = if ctx.argc() == 3 {
+        // Redis `getPositiveLongFromObjectOrReply` with its message for both failures.
         match parse_i64(ctx.arg(2)) {
-            None => return ctx.out.error(NOT_INT),
-            Some(n) if n < 0 => return ctx.out.error(NOT_POSITIVE),
-            Some(n) => Some(n as u64),
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return ctx.out.error(NOT_POSITIVE),
         }
     } else if ctx.argc() > 3 {
         return ctx.out.error(SYNTAX);
@@ -301,24 +301,24 @@ fn smove(ctx: &mut Ctx<'_, '_>) {
     ctx.out.int(1);
 }
 
-/// The sets of keys `from..to`, in key order: `Ok(None)` as soon as a key is missing (an
-/// empty intersection), `Err` at the first key of another type.
+/// The sets of keys `keys`, in key order (`None` for a missing key, an empty set), after
+/// checking every key's type (Redis checks them all before computing anything).
 fn sets_of<'s>(
     kv: &'s ferrocluster_kvstore::KvStore<Value>,
-    ctx_args: &crate::client::Args<'_>,
+    args: &crate::client::Args<'_>,
     keys: std::ops::Range<usize>,
     db: usize,
     now: u64,
-    missing_is_empty: bool,
-) -> Result<Option<Vec<Option<&'s Set>>>, WrongType> {
-    let mut out = Vec::new();
-    for i in keys {
-        match read::<Set>(kv, db, ctx_args.get(i), now)? {
-            None if !missing_is_empty => return Ok(None),
-            s => out.push(s),
-        }
-    }
-    Ok(Some(out))
+) -> Result<Vec<Option<&'s Set>>, WrongType> {
+    keys.map(|i| read::<Set>(kv, db, args.get(i), now)).collect()
+}
+
+/// The sets to intersect, smallest first (stable for ties), or `None` when one is missing
+/// (the intersection is empty).
+fn smallest_first(sets: Vec<Option<&Set>>) -> Option<Vec<&Set>> {
+    let mut sets: Vec<&Set> = sets.into_iter().collect::<Option<Vec<_>>>()?;
+    sets.sort_by_key(|s| s.len());
+    Some(sets)
 }
 
 /// Stores `members` as a set at `dst` (built from an empty intset, as Redis's
@@ -352,15 +352,13 @@ fn sinter(ctx: &mut Ctx<'_, '_>) {
     let storing = ctx.spec.cmd == Cmd::Sinterstore;
     let first = if storing { 2 } else { 1 };
     let (db, now) = (ctx.db, ctx.now);
-    let sets = match sets_of(&ctx.state.kv, ctx.args, first..ctx.argc(), db, now, false) {
+    let sets = match sets_of(&ctx.state.kv, ctx.args, first..ctx.argc(), db, now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
-        Ok(s) => s,
+        Ok(s) => smallest_first(s),
     };
     let result: Vec<Vec<u8>> = match sets {
         None => Vec::new(),
         Some(sets) => {
-            let mut sets: Vec<&Set> = sets.into_iter().flatten().collect();
-            sets.sort_by_key(|s| s.len());
             sets[0]
                 .iter()
                 .filter(|m| sets[1..].iter().all(|o| o.contains(m.as_ref())))
@@ -381,9 +379,8 @@ fn sinter(ctx: &mut Ctx<'_, '_>) {
 /// `SINTERCARD numkeys key [key ...] [LIMIT limit]`.
 fn sintercard(ctx: &mut Ctx<'_, '_>) {
     let numkeys = match parse_i64(ctx.arg(1)) {
-        None => return ctx.out.error(NOT_INT),
-        Some(n) if n < 1 => return ctx.out.error("ERR numkeys should be greater than 0"),
-        Some(n) => n as u64,
+        Some(n) if n >= 1 => n as u64,
+        _ => return ctx.out.error("ERR numkeys should be greater than 0"),
     };
     if numkeys > (ctx.argc() - 2) as u64 {
         return ctx
@@ -397,9 +394,8 @@ fn sintercard(ctx: &mut Ctx<'_, '_>) {
         let more = ctx.argc() - j - 1;
         if ctx.arg(j).eq_ignore_ascii_case(b"limit") && more >= 1 {
             match parse_i64(ctx.arg(j + 1)) {
-                None => return ctx.out.error(NOT_INT),
-                Some(n) if n < 0 => return ctx.out.error("ERR LIMIT can't be negative"),
-                Some(n) => limit = n as u64,
+                Some(n) if n >= 0 => limit = n as u64,
+                _ => return ctx.out.error("ERR LIMIT can't be negative"),
             }
             j += 2;
         } else {
@@ -407,14 +403,12 @@ fn sintercard(ctx: &mut Ctx<'_, '_>) {
         }
     }
     let (db, now) = (ctx.db, ctx.now);
-    let sets = match sets_of(&ctx.state.kv, ctx.args, 2..2 + nk, db, now, false) {
+    let sets = match sets_of(&ctx.state.kv, ctx.args, 2..2 + nk, db, now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
-        Ok(s) => s,
+        Ok(s) => smallest_first(s),
     };
     let mut n = 0u64;
     if let Some(sets) = sets {
-        let mut sets: Vec<&Set> = sets.into_iter().flatten().collect();
-        sets.sort_by_key(|s| s.len());
         for m in sets[0].iter() {
             if sets[1..].iter().all(|o| o.contains(m.as_ref())) {
                 n += 1;
@@ -436,9 +430,9 @@ fn sunion_diff(ctx: &mut Ctx<'_, '_>) {
     let first = if storing { 2 } else { 1 };
     let (db, now) = (ctx.db, ctx.now);
     let limits = crate::types::limits();
-    let sets = match sets_of(&ctx.state.kv, ctx.args, first..ctx.argc(), db, now, true) {
+    let sets = match sets_of(&ctx.state.kv, ctx.args, first..ctx.argc(), db, now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
-        Ok(s) => s.unwrap_or_default(),
+        Ok(s) => s,
     };
     let same = |a: Option<&Set>, b: Option<&Set>| match (a, b) {
         (Some(a), Some(b)) => std::ptr::eq(a, b),

@@ -25,7 +25,11 @@ fn capture() -> HashMap<String, Json> {
 }
 
 fn bytes(j: &Json) -> Vec<u8> {
-    j.as_str().unwrap().chars().map(|c| c as u32 as u8).collect()
+    j.as_str()
+        .unwrap()
+        .chars()
+        .map(|c| c as u32 as u8)
+        .collect()
 }
 
 fn names(reply: &[u8]) -> Vec<String> {
@@ -61,7 +65,10 @@ fn command_info_and_docs_are_valkey_9_1_for_every_command_served() {
         }
         let want = &cap[name.as_str()];
         let container = served.iter().any(|n| n.starts_with(&format!("{name}|")));
-        let all_subs = cap.keys().filter(|n| n.starts_with(&format!("{name}|"))).count();
+        let all_subs = cap
+            .keys()
+            .filter(|n| n.starts_with(&format!("{name}|")))
+            .count();
         let served_subs = served
             .iter()
             .filter(|n| n.starts_with(&format!("{name}|")))
@@ -88,7 +95,10 @@ fn command_info_and_docs_are_valkey_9_1_for_every_command_served() {
     assert!(compared > 150, "{compared} compared");
     // Ours is listed too, with its own row.
     let f = c2.cmd_s(&["COMMAND", "INFO", "ferrocluster"]);
-    assert!(f.starts_with("*1\r\n*10\r\n$12\r\nferrocluster\r\n:-2\r\n"), "{f}");
+    assert!(
+        f.starts_with("*1\r\n*10\r\n$12\r\nferrocluster\r\n:-2\r\n"),
+        "{f}"
+    );
     // Unknown names: a null entry (RESP2 `$-1`, RESP3 `_`), and no DOCS entry.
     assert_eq!(c2.cmd_s(&["COMMAND", "INFO", "nosuch"]), "*1\r\n$-1\r\n");
     assert_eq!(c3.cmd_s(&["COMMAND", "INFO", "nosuch"]), "*1\r\n_\r\n");
@@ -100,7 +110,10 @@ fn command_info_and_docs_are_valkey_9_1_for_every_command_served() {
         .starts_with("-ERR unknown command 'XADD'"));
     // A partly served container lists what it serves.
     let obj = c2.cmd_s(&["COMMAND", "INFO", "memory"]);
-    assert!(obj.contains("memory|usage") && !obj.contains("memory|doctor"), "{obj}");
+    assert!(
+        obj.contains("memory|usage") && !obj.contains("memory|doctor"),
+        "{obj}"
+    );
     assert!(c2
         .cmd_s(&["MEMORY", "DOCTOR"])
         .starts_with("-ERR unknown subcommand 'DOCTOR'. Try MEMORY HELP."));
@@ -124,11 +137,11 @@ fn command_getkeys_follows_the_key_specs() {
             "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
         ),
         // Not served here: unknown to this server's table.
-        (&["ZUNIONSTORE", "d", "2", "a", "b"], "-ERR Invalid command specified\r\n"),
         (
-            &["SORT", "s", "STORE", "d"],
-            "*2\r\n$1\r\ns\r\n$1\r\nd\r\n",
+            &["ZUNIONSTORE", "d", "2", "a", "b"],
+            "-ERR Invalid command specified\r\n",
         ),
+        (&["SORT", "s", "STORE", "d"], "*2\r\n$1\r\ns\r\n$1\r\nd\r\n"),
         (&["OBJECT", "ENCODING", "k"], "*1\r\n$1\r\nk\r\n"),
         (&["PING"], "-ERR The command has no key arguments\r\n"),
         (&["NOSUCH", "k"], "-ERR Invalid command specified\r\n"),

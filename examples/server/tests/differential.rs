@@ -159,7 +159,10 @@ fn parse_node(b: &[u8], pos: &mut usize) -> Node {
         return Node::Leaf(leaf);
     }
     let end = b[*pos..].windows(2).position(|w| w == b"\r\n").unwrap() + *pos;
-    let n: i64 = std::str::from_utf8(&b[*pos + 1..end]).unwrap().parse().unwrap();
+    let n: i64 = std::str::from_utf8(&b[*pos + 1..end])
+        .unwrap()
+        .parse()
+        .unwrap();
     *pos = end + 2;
     if n < 0 {
         return Node::Leaf(b"nil-aggregate".to_vec());
@@ -222,7 +225,14 @@ fn spawn_real(bin: &str, port: u16, dir: &Path, cluster: bool) -> Child {
     std::fs::create_dir_all(&d).unwrap();
     let mut c = Command::new(bin);
     c.env("LC_ALL", "C")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .args(["--enable-debug-command", "yes", "--daemonize", "no"])
         .arg("--dir")
         .arg(&d)
@@ -424,7 +434,9 @@ fn incrbyfloat_matches_redis_on_random_operands() {
     let mut operand = move || -> String {
         let r = next();
         let digits = 1 + (r % 19) as usize;
-        let mut m: String = (0..digits).map(|i| char::from(b'0' + ((r >> (i % 60)) % 10) as u8)).collect();
+        let mut m: String = (0..digits)
+            .map(|i| char::from(b'0' + ((r >> (i % 60)) % 10) as u8))
+            .collect();
         if m.len() > 1 {
             m = m.trim_start_matches('0').to_string();
             if m.is_empty() {
@@ -452,7 +464,10 @@ fn incrbyfloat_matches_redis_on_random_operands() {
             c.cmd(&["SET", "f", &a]);
             c.cmd(&["HSET", "h", "f", &a]);
         }
-        for cmd in [vec!["INCRBYFLOAT", "f", b.as_str()], vec!["HINCRBYFLOAT", "h", "f", b.as_str()]] {
+        for cmd in [
+            vec!["INCRBYFLOAT", "f", b.as_str()],
+            vec!["HINCRBYFLOAT", "h", "f", b.as_str()],
+        ] {
             let (o, r) = (ours.cmd(&cmd), redis.cmd(&cmd));
             if o != r {
                 bad.push(format!(
@@ -473,13 +488,32 @@ fn the_case_format_parses() {
     );
     assert!(cluster);
     assert_eq!(cases.len(), 2);
-    assert_eq!(cases[0].lines[0].argv, vec![b"SET".to_vec(), b"k".to_vec(), b"a b".to_vec()]);
+    assert_eq!(
+        cases[0].lines[0].argv,
+        vec![b"SET".to_vec(), b"k".to_vec(), b"a b".to_vec()]
+    );
     let l = &cases[0].lines[1];
     assert!(l.valkey && l.compare == Compare::Sorted);
     assert_eq!(l.argv[1], b"A");
     // Sorted comparison: same members in another order are equal, a different member not.
-    assert!(same(Compare::Sorted, b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", b"*2\r\n$1\r\nb\r\n$1\r\na\r\n"));
-    assert!(!same(Compare::Sorted, b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n"));
-    assert!(!same(Compare::Sorted, b"~1\r\n$1\r\na\r\n", b"*1\r\n$1\r\na\r\n"));
-    assert!(same(Compare::Len, b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", b"*2\r\n$1\r\nx\r\n$1\r\ny\r\n"));
+    assert!(same(
+        Compare::Sorted,
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+        b"*2\r\n$1\r\nb\r\n$1\r\na\r\n"
+    ));
+    assert!(!same(
+        Compare::Sorted,
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+        b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    ));
+    assert!(!same(
+        Compare::Sorted,
+        b"~1\r\n$1\r\na\r\n",
+        b"*1\r\n$1\r\na\r\n"
+    ));
+    assert!(same(
+        Compare::Len,
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+        b"*2\r\n$1\r\nx\r\n$1\r\ny\r\n"
+    ));
 }

@@ -62,9 +62,14 @@ type Probe = &'static [&'static str];
 /// `--cluster` redis-benchmark gives each primary its own `{tag}`, so each key name exists
 /// once per primary).
 const SUITE: &[(&str, &[&str], Probe, Check)] = &[
-    ("ping", &["PING_INLINE", "PING_MBULK"], &["PING"], |k, spread| {
-        assert_eq!(k.int(&["DBSIZE"]), 0);
-    }),
+    (
+        "ping",
+        &["PING_INLINE", "PING_MBULK"],
+        &["PING"],
+        |k, spread| {
+            assert_eq!(k.int(&["DBSIZE"]), 0);
+        },
+    ),
     ("set", &["SET"], &["SET", "key:{p}", "v"], |k, spread| {
         let n = k.count("key:*", "string");
         assert!(n > 1 && n <= spread * KEYSPACE as i64, "{n} SET keys");
@@ -75,7 +80,10 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
     }),
     ("incr", &["INCR"], &["INCR", "counter:{p}"], |k, spread| {
         let keys = k.count("counter:*", "string");
-        assert!(keys > 1 && keys <= spread * KEYSPACE as i64, "{keys} counters");
+        assert!(
+            keys > 1 && keys <= spread * KEYSPACE as i64,
+            "{keys} counters"
+        );
         // Every INCR counted once: the counters sum to N.
         let total = k.sum(|c| {
             let list = String::from_utf8_lossy(&c.cmd(&["KEYS", "counter:*"])).into_owned();
@@ -86,65 +94,190 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
         });
         assert_eq!(total, N as i64);
     }),
-    ("sadd", &["SADD"], &["SADD", "myset:{p}", "m"], |k, spread| {
-        let sets = k.count("myset*", "set");
-        assert!(sets >= 1 && sets <= spread, "{sets} sets");
-        let members = k.sum(|c| {
-            let r = c.cmd_s(&["KEYS", "myset*"]);
-            r.split("\r\n")
-                .filter(|l| l.starts_with("myset"))
-                .map(|key| {
-                    c.cmd_s(&["SCARD", key])
-                        .trim_start_matches(':')
-                        .trim_end()
-                        .parse::<i64>()
-                        .unwrap()
-                })
-                .sum()
-        });
-        assert!(members > 1 && members <= spread * KEYSPACE as i64, "{members} members");
-    }),
-    ("hset", &["HSET"], &["HSET", "myhash:{p}", "f", "v"], |k, spread| {
-        let hashes = k.count("myhash*", "hash");
-        assert!(hashes >= 1 && hashes <= spread, "{hashes} hashes");
-        let fields = k.sum(|c| {
-            let r = c.cmd_s(&["KEYS", "myhash*"]);
-            r.split("\r\n")
-                .filter(|l| l.starts_with("myhash"))
-                .map(|key| {
-                    c.cmd_s(&["HLEN", key])
-                        .trim_start_matches(':')
-                        .trim_end()
-                        .parse::<i64>()
-                        .unwrap()
-                })
-                .sum()
-        });
-        assert!(fields > 1 && fields <= spread * (KEYSPACE as i64 + 1), "{fields} fields");
-    }),
+    (
+        "sadd",
+        &["SADD"],
+        &["SADD", "myset:{p}", "m"],
+        |k, spread| {
+            let sets = k.count("myset*", "set");
+            assert!(sets >= 1 && sets <= spread, "{sets} sets");
+            let members = k.sum(|c| {
+                let r = c.cmd_s(&["KEYS", "myset*"]);
+                r.split("\r\n")
+                    .filter(|l| l.starts_with("myset"))
+                    .map(|key| {
+                        c.cmd_s(&["SCARD", key])
+                            .trim_start_matches(':')
+                            .trim_end()
+                            .parse::<i64>()
+                            .unwrap()
+                    })
+                    .sum()
+            });
+            assert!(
+                members > 1 && members <= spread * KEYSPACE as i64,
+                "{members} members"
+            );
+        },
+    ),
+    (
+        "hset",
+        &["HSET"],
+        &["HSET", "myhash:{p}", "f", "v"],
+        |k, spread| {
+            let hashes = k.count("myhash*", "hash");
+            assert!(hashes >= 1 && hashes <= spread, "{hashes} hashes");
+            let fields = k.sum(|c| {
+                let r = c.cmd_s(&["KEYS", "myhash*"]);
+                r.split("\r\n")
+                    .filter(|l| l.starts_with("myhash"))
+                    .map(|key| {
+                        c.cmd_s(&["HLEN", key])
+                            .trim_start_matches(':')
+                            .trim_end()
+                            .parse::<i64>()
+                            .unwrap()
+                    })
+                    .sum()
+            });
+            assert!(
+                fields > 1 && fields <= spread * (KEYSPACE as i64 + 1),
+                "{fields} fields"
+            );
+        },
+    ),
     ("spop", &["SPOP"], &["SPOP", "myset:{p}"], |k, spread| {
         // SPOP of a missing set answers nil: nothing is left or created.
         assert_eq!(k.count("myset*", "set"), 0);
     }),
-    ("mset", &["MSET (10 keys)"], &["MSET", "key:{p}1", "v", "key:{p}2", "v"], |k, spread| {
-        let n = k.count("key:*", "string");
-        assert!(n > 1 && n <= spread * KEYSPACE as i64, "{n} MSET keys");
-    }),
+    (
+        "mset",
+        &["MSET (10 keys)"],
+        &["MSET", "key:{p}1", "v", "key:{p}2", "v"],
+        |k, spread| {
+            let n = k.count("key:*", "string");
+            assert!(n > 1 && n <= spread * KEYSPACE as i64, "{n} MSET keys");
+        },
+    ),
 ];
 
-/// The default tests of the list and sorted-set families (not served on this branch yet),
-/// with the command each sends: it must answer `unknown command` until then.
-const PENDING: &[(&str, Probe)] = &[
-    ("lpush", &["LPUSH", "mylist", "x"]),
-    ("rpush", &["RPUSH", "mylist", "x"]),
-    ("lpop", &["LPOP", "mylist"]),
-    ("rpop", &["RPOP", "mylist"]),
-    ("zadd", &["ZADD", "myzset", "1", "x"]),
-    ("zpopmin", &["ZPOPMIN", "myzset"]),
-    ("lrange_100", &["LRANGE", "mylist", "0", "99"]),
-    ("lrange_300", &["LRANGE", "mylist", "0", "299"]),
-    ("lrange_500", &["LRANGE", "mylist", "0", "499"]),
-    ("lrange_600", &["LRANGE", "mylist", "0", "599"]),
+/// The default tests served by no family yet, with the command each sends: it must answer
+/// `unknown command` until then. (Empty: every default test is served.)
+const PENDING: &[(&str, Probe)] = &[];
+
+/// Elements of the lists named `mylist*` (one per primary with `--cluster`), summed.
+fn list_len(k: &Keys) -> i64 {
+    k.sum(|c| {
+        let r = c.cmd_s(&["KEYS", "mylist*"]);
+        r.split("\r\n")
+            .filter(|l| l.starts_with("mylist"))
+            .map(|key| {
+                c.cmd_s(&["LLEN", key])
+                    .trim_start_matches(':')
+                    .trim_end()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum()
+    })
+}
+
+/// The list and sorted-set tests: LPUSH/RPUSH push `N` elements onto `mylist`, LRANGE_* run
+/// after an `N`-element LPUSH; LPOP/RPOP/ZPOPMIN on a flushed keyspace pop nothing.
+const LIST_ZSET_SUITE: &[(&str, &[&str], Probe, Check)] = &[
+    (
+        "lpush",
+        &["LPUSH"],
+        &["LPUSH", "mylist:{p}", "x"],
+        |k, spread| {
+            assert!(k.count("mylist*", "list") <= spread);
+            assert_eq!(list_len(k), N as i64);
+        },
+    ),
+    (
+        "rpush",
+        &["RPUSH"],
+        &["RPUSH", "mylist:{p}", "x"],
+        |k, _| {
+            assert_eq!(list_len(k), N as i64);
+        },
+    ),
+    ("lpop", &["LPOP"], &["LPOP", "mylist:{p}"], |k, _| {
+        assert_eq!(k.int(&["DBSIZE"]), 0);
+    }),
+    ("rpop", &["RPOP"], &["RPOP", "mylist:{p}"], |k, _| {
+        assert_eq!(k.int(&["DBSIZE"]), 0);
+    }),
+    (
+        "zadd",
+        &["ZADD"],
+        &["ZADD", "myzset:{p}", "1", "x"],
+        |k, spread| {
+            let sets = k.count("myzset*", "zset");
+            assert!(sets >= 1 && sets <= spread, "{sets} sorted sets");
+            let members = k.sum(|c| {
+                let r = c.cmd_s(&["KEYS", "myzset*"]);
+                r.split("\r\n")
+                    .filter(|l| l.starts_with("myzset"))
+                    .map(|key| {
+                        c.cmd_s(&["ZCARD", key])
+                            .trim_start_matches(':')
+                            .trim_end()
+                            .parse::<i64>()
+                            .unwrap()
+                    })
+                    .sum()
+            });
+            assert!(
+                members > 1 && members <= spread * KEYSPACE as i64,
+                "{members} members"
+            );
+        },
+    ),
+    (
+        "zpopmin",
+        &["ZPOPMIN"],
+        &["ZPOPMIN", "myzset:{p}"],
+        |k, _| {
+            assert_eq!(k.int(&["DBSIZE"]), 0);
+        },
+    ),
+    (
+        "lrange_100",
+        &[
+            "LPUSH (needed to benchmark LRANGE)",
+            "LRANGE_100 (first 100 elements)",
+        ],
+        &["LRANGE", "mylist:{p}", "0", "99"],
+        |k, _| assert_eq!(list_len(k), N as i64),
+    ),
+    (
+        "lrange_300",
+        &[
+            "LPUSH (needed to benchmark LRANGE)",
+            "LRANGE_300 (first 300 elements)",
+        ],
+        &["LRANGE", "mylist:{p}", "0", "299"],
+        |k, _| assert_eq!(list_len(k), N as i64),
+    ),
+    (
+        "lrange_500",
+        &[
+            "LPUSH (needed to benchmark LRANGE)",
+            "LRANGE_500 (first 500 elements)",
+        ],
+        &["LRANGE", "mylist:{p}", "0", "499"],
+        |k, _| assert_eq!(list_len(k), N as i64),
+    ),
+    (
+        "lrange_600",
+        &[
+            "LPUSH (needed to benchmark LRANGE)",
+            "LRANGE_600 (first 600 elements)",
+        ],
+        &["LRANGE", "mylist:{p}", "0", "599"],
+        |k, _| assert_eq!(list_len(k), N as i64),
+    ),
 ];
 
 fn benchmark(port: u16, test: &str, cluster: bool) -> String {
@@ -184,7 +317,7 @@ fn run_suite(entry: u16, nodes: &[u16], primaries: &[u16], cluster: bool) {
     let keys = Keys {
         nodes: primaries.to_vec(),
     };
-    for (test, rows, probe, check) in SUITE {
+    for (test, rows, probe, check) in SUITE.iter().chain(LIST_ZSET_SUITE) {
         flush(nodes);
         let out = benchmark(entry, test, cluster);
         assert!(

@@ -14,7 +14,14 @@ fn spawn(bin: &str, port: u16, dir: &std::path::Path) -> Child {
     let d = dir.join(format!("{bin}-{port}"));
     std::fs::create_dir_all(&d).unwrap();
     let c = Command::new(bin)
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .arg("--dir")
         .arg(&d)
         .stdout(Stdio::null())
@@ -91,7 +98,14 @@ fn build(c: &mut Client) -> Vec<&'static str> {
         assert!(!r.starts_with('-'), "{argv:?}: {r}");
     }
     vec![
-        "{t}hbig", "{t}sints", "{t}sbig", "{t}hsmall", "{t}hlong", "{t}sint", "{t}sstr", "{t}smixed",
+        "{t}hbig",
+        "{t}sints",
+        "{t}sbig",
+        "{t}hsmall",
+        "{t}hlong",
+        "{t}sint",
+        "{t}sstr",
+        "{t}smixed",
     ]
 }
 
@@ -113,8 +127,17 @@ fn dump_and_restore_move_hashes_and_sets_both_ways() {
         for k in &keys {
             let payload = bulk(&ours.cmd(&["DUMP", k]));
             let r = cmd(&mut them, &[b"RESTORE", k.as_bytes(), b"0", &payload]);
-            assert_eq!(r, b"+OK\r\n", "{k} ours -> {peer}: {}", String::from_utf8_lossy(&r));
-            assert_eq!(contents(&mut them, k), contents(&mut ours, k), "{k} on {peer}");
+            assert_eq!(
+                r,
+                b"+OK\r\n",
+                "{k} ours -> {peer}: {}",
+                String::from_utf8_lossy(&r)
+            );
+            assert_eq!(
+                contents(&mut them, k),
+                contents(&mut ours, k),
+                "{k} on {peer}"
+            );
         }
         // Theirs (built by their own commands) -> ours.
         them.cmd(&["FLUSHALL"]);
@@ -123,8 +146,17 @@ fn dump_and_restore_move_hashes_and_sets_both_ways() {
             let payload = bulk(&them.cmd(&["DUMP", k]));
             let mine = format!("{k}:from-{peer}");
             let r = cmd(&mut ours, &[b"RESTORE", mine.as_bytes(), b"0", &payload]);
-            assert_eq!(r, b"+OK\r\n", "{k} {peer} -> ours: {}", String::from_utf8_lossy(&r));
-            assert_eq!(contents(&mut ours, &mine), contents(&mut them, k), "{k} from {peer}");
+            assert_eq!(
+                r,
+                b"+OK\r\n",
+                "{k} {peer} -> ours: {}",
+                String::from_utf8_lossy(&r)
+            );
+            assert_eq!(
+                contents(&mut ours, &mine),
+                contents(&mut them, k),
+                "{k} from {peer}"
+            );
             // Restored in the encoding our rules give its contents (Valkey: sets of few
             // strings are listpacks, where Redis 7.0 has hashtables).
             let want = match *k {
@@ -155,7 +187,9 @@ fn replicate(primary: u16, replica: u16) {
     );
     let id = myid(primary);
     wait_until(Duration::from_secs(15), "the MEET completes", || {
-        Client::connect(replica).cmd_s(&["CLUSTER", "NODES"]).contains(&id)
+        Client::connect(replica)
+            .cmd_s(&["CLUSTER", "NODES"])
+            .contains(&id)
     });
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &id]), "+OK\r\n");
     wait_until(Duration::from_secs(20), "replica link up", || {
@@ -192,13 +226,21 @@ fn replicas_end_equal_to_their_primary_for_every_effect() {
     procs.start(&dir, primary, &["--cluster-node-timeout", "2000"]);
     procs.start(&dir, replica, &["--cluster-node-timeout", "2000"]);
     let mut p = Client::connect(primary);
-    assert_eq!(p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), "+OK\r\n");
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
     wait_until(Duration::from_secs(20), "cluster_state:ok", || {
-        Client::connect(primary).cmd_s(&["CLUSTER", "INFO"]).contains("cluster_state:ok")
+        Client::connect(primary)
+            .cmd_s(&["CLUSTER", "INFO"])
+            .contains("cluster_state:ok")
     });
     // Before the replica attaches: carried by the full sync.
     build(&mut p);
-    assert_eq!(p.cmd_s(&["SET", "{t}withttl", "v", "EX", "1000"]), "+OK\r\n");
+    assert_eq!(
+        p.cmd_s(&["SET", "{t}withttl", "v", "EX", "1000"]),
+        "+OK\r\n"
+    );
     assert_eq!(p.cmd_s(&["HSET", "{t}httl", "f", "v"]), ":1\r\n");
     assert_eq!(p.cmd_s(&["EXPIRE", "{t}httl", "2000"]), ":1\r\n");
     replicate(primary, replica);

@@ -63,12 +63,17 @@ fn a_replicated_write_aborts_exec_on_the_replica() {
     procs.start(&dir, primary, &["--cluster-node-timeout", "2000"]);
     procs.start(&dir, replica, &["--cluster-node-timeout", "2000"]);
     let mut p = Client::connect(primary);
-    assert_eq!(p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), "+OK\r\n");
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
     let mut r = Client::connect(replica);
     r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &primary.to_string()]);
     let id = myid(primary);
     wait_until(Duration::from_secs(15), "the MEET completes", || {
-        Client::connect(replica).cmd_s(&["CLUSTER", "NODES"]).contains(&id)
+        Client::connect(replica)
+            .cmd_s(&["CLUSTER", "NODES"])
+            .contains(&id)
     });
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &id]), "+OK\r\n");
     wait_until(Duration::from_secs(20), "replica link up", || {

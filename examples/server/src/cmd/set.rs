@@ -310,7 +310,8 @@ fn sets_of<'s>(
     db: usize,
     now: u64,
 ) -> Result<Vec<Option<&'s Set>>, WrongType> {
-    keys.map(|i| read::<Set>(kv, db, args.get(i), now)).collect()
+    keys.map(|i| read::<Set>(kv, db, args.get(i), now))
+        .collect()
 }
 
 /// The sets to intersect, smallest first (stable for ties), or `None` when one is missing
@@ -358,13 +359,11 @@ fn sinter(ctx: &mut Ctx<'_, '_>) {
     };
     let result: Vec<Vec<u8>> = match sets {
         None => Vec::new(),
-        Some(sets) => {
-            sets[0]
-                .iter()
-                .filter(|m| sets[1..].iter().all(|o| o.contains(m.as_ref())))
-                .map(|m| m.to_vec())
-                .collect()
-        }
+        Some(sets) => sets[0]
+            .iter()
+            .filter(|m| sets[1..].iter().all(|o| o.contains(m.as_ref())))
+            .map(|m| m.to_vec())
+            .collect(),
     };
     if storing {
         let dst = ctx.arg(1);

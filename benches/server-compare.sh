@@ -13,8 +13,19 @@
 # time per request (user + system from /proc/<pid>/stat over the SET and GET runs, in us):
 # it is far less sensitive to other load on the machine than requests per second.
 #
+# Then the whole default suite of redis-benchmark (every test it runs without -t), one test
+# at a time so each gets its own server CPU figure: requests per second and CPU time per
+# request, ours vs redis, without and with `--cluster` (the client fetches the slot map and
+# sends each key to its node; here one node owns every slot). A test whose commands our
+# server refuses is reported as `errors` instead of a ratio (redis-benchmark prints `Error
+# from server` on one node; with --cluster it counts error replies as answers, so the
+# test's command is also sent once by hand). The keyspace is flushed once per pass, not per
+# test, so the pops pop real elements.
+#
 # Ports 23950 (ours) and 23960 (redis), bus +10000.
 # Usage: benches/server-compare.sh [N requests, default 1000000] [KEYS, default 1000000]
+# Env (suite): TESTS="set get ..." (default: the 19 default tests), SUITE_N=200000 requests
+#      per test, SUITE=0 to skip the suite.
 # Env: FERROCLUSTER_SERVER=/path/to/binary to use a prebuilt server;
 #      FERROCLUSTER_ARGS="--io-threads 1" extra flags for our server;
 #      ROUNDS=3 number of alternating rounds (default 3);
@@ -146,3 +157,54 @@ printf '%-22s %8s   (%s)\n' "GET" "$(median "${r_get[@]}")" "${r_get[*]}"
 printf '%-22s %8s   (%s)\n' "CPU/request -P 16" "$(median "${c_p[@]}")" "${c_p[*]}   redis / ours"
 printf '%-22s %8s   (%s)\n' "CPU/request" "$(median "${c_plain[@]}")" "${c_plain[*]}   redis / ours"
 printf '%-22s %8s   (%s vs %s bytes/key)\n' "RSS bytes/key" "$(ratio "$o_mem" "$r_mem")" "$o_mem" "$r_mem"
+
+[ "${SUITE:-1}" = 1 ] || exit 0
+TESTS=${TESTS:-"ping_inline ping_mbulk set get incr lpush rpush lpop rpop sadd hset spop zadd zpopmin lrange_100 lrange_300 lrange_500 lrange_600 mset"}
+SUITE_N=${SUITE_N:-200000}
+# The command each test sends, for the by-hand check (`{t}`: any hash tag).
+probe() {
+  case $1 in
+    ping_*) echo PING ;; set) echo SET key:{t} v ;; get) echo GET key:{t} ;;
+    incr) echo INCR counter:{t} ;; lpush) echo LPUSH mylist:{t} x ;; rpush) echo RPUSH mylist:{t} x ;;
+    lpop) echo LPOP mylist:{t} ;; rpop) echo RPOP mylist:{t} ;; sadd) echo SADD myset:{t} x ;;
+    hset) echo HSET myhash:{t} f v ;; spop) echo SPOP myset:{t} ;; zadd) echo ZADD myzset:{t} 1 x ;;
+    zpopmin) echo ZPOPMIN myzset:{t} ;; lrange_*) echo LRANGE mylist:{t} 0 9 ;;
+    mset) echo MSET key:{t}a v key:{t}b v ;; *) echo PING ;;
+  esac
+}
+suite_run() { # port pid test cluster(0/1) -> "rps1[,rps2] cpu_us_per_request" or "errors"
+  local port=$1 pid=$2 t=$3 cl=$4 c0 c1 out rps extra=()
+  [ "$cl" = 1 ] && extra=(--cluster)
+  c0=$(cpu_ticks "$pid")
+  out=$("${CLIENT_CPU[@]}" redis-benchmark -p "$port" -t "$t" -n "$SUITE_N" -c 50 -r 100000 "${extra[@]}" --csv 2>&1)
+  c1=$(cpu_ticks "$pid")
+  # shellcheck disable=SC2046 # the probe is a list of words
+  if echo "$out" | grep -q "Error from server" ||
+     redis-cli -p "$port" $(probe "$t") 2>&1 | grep -qE "^(ERR|WRONGTYPE)"; then
+    echo errors; return
+  fi
+  # The test's own rows (LRANGE tests also print their LPUSH set-up row first: the last row
+  # is the test's).
+  rps=$(echo "$out" | awk -F'","' '/^"[A-Z]/{v=$2} END{gsub(/"/,"",v); printf "%d", v}')
+  echo "$rps $(awk -v a="$c0" -v b="$c1" -v t="$tick" -v n="$SUITE_N" 'BEGIN{printf "%.3f", (b - a) / t * 1e6 / n}')"
+}
+echo
+echo "redis-benchmark default suite, -n $SUITE_N -c 50 -r 100000, one test at a time"
+printf '%-12s %-8s %12s %12s %7s %10s %10s %7s\n' test client "ours rps" "redis rps" ratio "ours us" "redis us" "cpu r/o"
+for cl in 0 1; do
+  label=$([ $cl = 1 ] && echo --cluster || echo plain)
+  # One flush per pass, as redis-benchmark's own default run keeps the keyspace between tests:
+  # LPOP/RPOP then pop what LPUSH/RPUSH pushed, SPOP what SADD added, ZPOPMIN what ZADD added.
+  redis-cli -p $OURS flushall >/dev/null
+  redis-cli -p $REDIS flushall >/dev/null
+  for t in $TESTS; do
+    read -r o_rps o_cpu < <(suite_run $OURS "$ours_pid" "$t" $cl)
+    read -r r_rps r_cpu < <(suite_run $REDIS "$redis_pid" "$t" $cl)
+    if [ "$o_rps" = errors ]; then
+      printf '%-12s %-8s %12s %12s %7s\n' "$t" "$label" errors "$r_rps" "-"
+      continue
+    fi
+    printf '%-12s %-8s %12s %12s %7s %10s %10s %7s\n' "$t" "$label" "$o_rps" "$r_rps" \
+      "$(ratio "$o_rps" "$r_rps")" "$o_cpu" "$r_cpu" "$(ratio "$r_cpu" "$o_cpu")"
+  done
+done

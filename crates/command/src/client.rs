@@ -5,7 +5,8 @@
 use crate::args::parse_i64;
 use crate::error::{CommandError, Rejection};
 use crate::route::{route, ClusterContext, ClusterView, KeyPresence};
-use crate::table::{resolve, CommandKind, CommandSpec};
+use crate::spec::{CommandFlags, CommandKind, CommandSpec};
+use crate::table::{builtin_table, CommandTable};
 use bytes::Bytes;
 use ferrocluster_slot::Slot;
 
@@ -144,9 +145,10 @@ impl ClientState {
         self.multi.as_ref().is_some_and(|t| t.dirty)
     }
 
-    /// Handles one command from this client: resolves it in the command table, routes it
-    /// ([`route`]), applies the connection commands and the MULTI rules, and consumes the
-    /// ASKING flag. `ctx` and `keys` are only read.
+    /// Handles one command from this client: resolves it in the table of every built-in
+    /// command ([`builtin_table`]), routes it ([`route`]), applies the connection commands
+    /// and the MULTI rules, and consumes the ASKING flag. `ctx` and `keys` are only read.
+    /// A host with a table of its own uses [`ClientState::handle_command_in`].
     pub fn handle_command<A, V, K>(
         &mut self,
         argv: &[A],
@@ -158,8 +160,27 @@ impl ClientState {
         V: ClusterView + ?Sized,
         K: KeyPresence + ?Sized,
     {
-        let spec = match resolve(argv) {
-            Ok(s) => s,
+        self.handle_command_in(builtin_table(), argv, ctx, keys)
+    }
+
+    /// [`ClientState::handle_command`] with the host's table: a command the table does not
+    /// serve is unknown (flagging an open transaction), and one the host registered is routed
+    /// by its key specs.
+    pub fn handle_command_in<H, A, V, K>(
+        &mut self,
+        table: &CommandTable<H>,
+        argv: &[A],
+        ctx: &ClusterContext<'_, V>,
+        keys: &K,
+    ) -> Dispatch
+    where
+        H: Copy,
+        A: AsRef<[u8]>,
+        V: ClusterView + ?Sized,
+        K: KeyPresence + ?Sized,
+    {
+        let spec = match table.resolve(argv) {
+            Ok(r) => r.spec,
             Err(e) => {
                 // The table row is known when only the arity failed (Valkey sets c->cmd).
                 let asking_cmd =
@@ -186,6 +207,15 @@ impl ClientState {
         V: ClusterView + ?Sized,
         K: KeyPresence + ?Sized,
     {
+        if self.multi.is_some() && spec.flags.contains(CommandFlags::NO_MULTI) {
+            self.flag_transaction();
+            return Dispatch::Reject(
+                CommandError::NotAllowedInTransaction {
+                    fullname: spec.name,
+                }
+                .into(),
+            );
+        }
         let slot = match route(spec, argv, self, ctx, keys) {
             Ok(slot) => slot,
             Err(e) => {

@@ -175,8 +175,17 @@ pub enum CommandError {
     DiscardWithoutMulti,
     /// `ERR MULTI calls can not be nested`.
     MultiNested,
-    /// `ERR WATCH inside MULTI is not allowed`.
+    /// `ERR WATCH inside MULTI is not allowed` (Redis 7.0; Valkey 9 flags WATCH `no_multi`:
+    /// [`CommandError::NotAllowedInTransaction`]).
     WatchInsideMulti,
+    /// `ERR Command '<fullname>' not allowed inside a transaction`: a `no_multi` command
+    /// inside MULTI (Valkey 9 `processCommand`; the transaction is flagged). Redis 7.0 said
+    /// `Command not allowed inside a transaction`, and answered MULTI and WATCH with their
+    /// own errors without flagging.
+    NotAllowedInTransaction {
+        /// Full lowercase name.
+        fullname: &'static str,
+    },
     /// `ERR This instance has cluster support disabled`.
     ClusterSupportDisabled,
     /// `ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.`
@@ -221,6 +230,13 @@ impl ErrorReply for CommandError {
                 out.extend_from_slice(b"ERR unknown subcommand or wrong number of arguments for '");
                 out.extend_from_slice(c_str_max(sub, 128));
                 let _ = write!(out, "'. Try {container} HELP.");
+                return;
+            }
+            CommandError::NotAllowedInTransaction { fullname } => {
+                let _ = write!(
+                    out,
+                    "ERR Command '{fullname}' not allowed inside a transaction"
+                );
                 return;
             }
             CommandError::WrongArity { fullname } => {

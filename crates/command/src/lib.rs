@@ -8,8 +8,11 @@
 //!   database and MULTI/EXEC; [`ClientState::handle_command`] runs the whole per-command
 //!   sequence (table lookup and arity, routing, queueing, connection commands) and returns a
 //!   [`Dispatch`].
-//! * The command table ([`lookup`], [`resolve`], [`CommandSpec`]): arity, flags and key
-//!   positions as in the real COMMAND table.
+//! * The command table: [`CommandSpec`] (one row: arity, flags, key specs, ACL categories,
+//!   tips, subcommands, docs; `COMMAND INFO` / `COMMAND DOCS` are written from it),
+//!   [`BUILTIN`] (every Valkey 9.1 built-in command), and [`CommandTable`], the rows a host
+//!   serves: built-in ones and its own, so routing knows the keys of a command a database
+//!   adds ([`lookup`] and [`resolve`] read [`builtin_table`]).
 //! * [`parse_cluster`]: typed parsing of every CLUSTER subcommand into a [`ClusterCommand`];
 //!   [`check`]: the pure state checks of the subcommands that need the cluster model.
 //! * Errors ([`RouteError`], [`CommandError`], [`ClusterError`]) render the exact texts real
@@ -30,11 +33,14 @@
 #![deny(missing_docs)]
 
 mod args;
+#[rustfmt::skip]
+mod builtin;
 pub mod check;
 mod client;
 mod cluster;
 mod error;
 mod route;
+mod spec;
 mod table;
 
 pub use args::{atoi, eq_ignore_case, parse_i64};
@@ -46,10 +52,12 @@ pub use cluster::{
 };
 pub use error::{ClusterError, CommandError, ErrorReply, Redirect, Rejection, RouteError};
 pub use route::{
-    endpoint_of, route, shard_channels_slot, ClusterContext, ClusterView, EndpointType,
-    KeyPresence, NoKeys, Route, RoutingConfig,
+    blocked_redirect, endpoint_of, route, shard_channels_slot, ClusterContext, ClusterView,
+    EndpointType, KeyPresence, NoKeys, Route, RoutingConfig,
 };
 pub use table::{
-    lookup, resolve, CommandFlags, CommandKind, CommandSpec, KeyPositions, KeySpec,
-    CLUSTER_SUBCOMMANDS, COMMANDS,
+    builtin, builtin_table, cluster_subcommands, lookup, resolve, AclCategories, Arg, ArgFlags,
+    ArgType, BeginSearch, CommandDoc, CommandFlags, CommandKind, CommandSpec, CommandTable,
+    DocFlags, FindKeys, KeyFlags, KeyPositions, KeySpec, KeysProc, ReplyWriter, Resolved, Row,
+    TableError, BUILTIN,
 };

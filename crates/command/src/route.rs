@@ -4,7 +4,7 @@
 use crate::args::{eq_ignore_case, parse_i64};
 use crate::client::ClientState;
 use crate::error::{Redirect, RouteError};
-use crate::table::{CommandFlags, CommandKind, CommandSpec};
+use crate::spec::{CommandFlags, CommandKind, CommandSpec};
 use ferrocluster_slot::{Slot, SlotKey};
 use ferrocluster_topology::{Node, NodeId, Topology};
 
@@ -428,6 +428,46 @@ impl<'c, V: ClusterView + ?Sized, K: KeyPresence + ?Sized> Scan<'c, V, K> {
             port,
         }
     }
+}
+
+/// The error a client blocked on keys of `slot` (BLPOP and the other blocking pops) gets
+/// when this node no longer serves the slot, or `None` while it still waits here (Valkey
+/// `clusterRedirectBlockedClientIfNeeded`, called from the clients cron):
+///
+/// 1. the cluster state is fail → `CLUSTERDOWN The cluster is down`;
+/// 2. the slot has no owner → `CLUSTERDOWN Hash slot not served`;
+/// 3. another node owns it and it is not being imported here → `MOVED slot endpoint:port`
+///    (a blocking pop is a write: READONLY does not keep it on a replica).
+///
+/// A slot this node is migrating away, or importing, keeps its blocked clients (Valkey sends
+/// no ASK or TRYAGAIN to them). The host MUST unblock the client with the error and MUST NOT
+/// run its command.
+pub fn blocked_redirect<V: ClusterView + ?Sized>(
+    ctx: &ClusterContext<'_, V>,
+    client: &ClientState,
+    slot: Slot,
+) -> Option<RouteError> {
+    if !ctx.state_ok {
+        return Some(RouteError::ClusterDown);
+    }
+    let me = ctx.view.myself();
+    let owner = match ctx.view.slot_owner(slot) {
+        None => return Some(RouteError::SlotNotServed),
+        Some(o) => *o,
+    };
+    if owner == *me.id() || ctx.view.importing_from(slot).is_some() {
+        return None;
+    }
+    let (endpoint, port) = match ctx.view.node(&owner) {
+        Some(n) => endpoint_of(n, ctx.config.preferred_endpoint, client),
+        None => (String::new(), 0),
+    };
+    Some(RouteError::Moved(Redirect {
+        slot,
+        node: owner,
+        endpoint,
+        port,
+    }))
 }
 
 /// The endpoint text and port a client is given for `node` (Valkey

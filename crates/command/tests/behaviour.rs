@@ -677,3 +677,54 @@ proptest! {
         }
     }
 }
+
+/// Valkey `clusterRedirectBlockedClientIfNeeded`: a client blocked on `foo` (slot 12182).
+#[test]
+fn blocked_clients_follow_their_slot() {
+    let foo = Slot::new(12182).unwrap();
+    let bar = key_hash_slot(b"bar");
+    let c = ClientState::new(false, false);
+    let t = cluster(true);
+    let text = |e: Option<RouteError>| e.map(|e| String::from_utf8(e.to_resp()).unwrap());
+    // Myself owns bar's slot: it stays blocked.
+    assert_eq!(text(blocked_redirect(&ctx(&t), &c, bar)), None);
+    // Another node owns foo's slot: MOVED.
+    assert_eq!(
+        text(blocked_redirect(&ctx(&t), &c, foo)),
+        Some("-MOVED 12182 127.0.0.1:7001\r\n".into())
+    );
+    // ... unless it is being imported here.
+    let mut imp = cluster(true);
+    imp.set_importing(foo, Some(id(1))).unwrap();
+    assert_eq!(text(blocked_redirect(&ctx(&imp), &c, foo)), None);
+    // A slot this node is migrating away keeps its clients (no ASK, no TRYAGAIN).
+    let mut mig = cluster(true);
+    mig.set_migrating(bar, Some(id(1))).unwrap();
+    assert_eq!(text(blocked_redirect(&ctx(&mig), &c, bar)), None);
+    // No owner, or the cluster down.
+    let mut none = cluster(true);
+    none.set_slot_owner(bar, None).unwrap();
+    assert_eq!(
+        text(blocked_redirect(&ctx(&none), &c, bar)),
+        Some("-CLUSTERDOWN Hash slot not served\r\n".into())
+    );
+    let mut down = ctx(&t);
+    down.state_ok = false;
+    assert_eq!(
+        text(blocked_redirect(&down, &c, bar)),
+        Some("-CLUSTERDOWN The cluster is down\r\n".into())
+    );
+    // A replica of foo's owner still redirects a blocked (write) client to the owner, READONLY
+    // or not.
+    let mut rep = cluster(false);
+    rep.set_primary(&id(0), id(1)).unwrap();
+    let ro = {
+        let mut c = ClientState::new(false, false);
+        let _ = c.handle_command(&["READONLY"], &ctx(&rep), &NoKeys);
+        c
+    };
+    assert_eq!(
+        text(blocked_redirect(&ctx(&rep), &ro, foo)),
+        Some("-MOVED 12182 127.0.0.1:7001\r\n".into())
+    );
+}

@@ -252,82 +252,14 @@ impl ListpackWriter {
     /// Appends a string (as an integer entry when it is a canonical integer).
     #[inline]
     pub fn push(&mut self, s: &[u8]) {
-        if s.len() <= 20 {
-            if let Some(v) = parse_canonical_int(s) {
-                return self.push_int(v);
-            }
-        }
-        let start = self.buf.len();
-        let n = s.len();
-        if n < 64 {
-            self.buf.push(0x80 | n as u8);
-        } else if n < 4096 {
-            self.buf
-                .extend_from_slice(&[0xe0 | (n >> 8) as u8, n as u8]);
-        } else {
-            self.buf.push(0xf0);
-            self.buf.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        self.buf.extend_from_slice(s);
-        self.end_entry(start);
+        push_entry(&mut self.buf, s);
+        self.count += 1;
     }
 
     /// Appends an integer entry (`lpEncodeIntegerGetType`).
     #[inline]
     pub fn push_int(&mut self, v: i64) {
-        let start = self.buf.len();
-        if (0..=127).contains(&v) {
-            self.buf.push(v as u8);
-        } else if (-4096..=4095).contains(&v) {
-            let u = if v < 0 { (1 << 13) + v } else { v } as u16;
-            self.buf
-                .extend_from_slice(&[0xc0 | (u >> 8) as u8, u as u8]);
-        } else if (-32768..=32767).contains(&v) {
-            self.buf.push(0xf1);
-            self.buf.extend_from_slice(&(v as i16).to_le_bytes());
-        } else if (-8388608..=8388607).contains(&v) {
-            self.buf.push(0xf2);
-            self.buf.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
-        } else if (-2147483648..=2147483647).contains(&v) {
-            self.buf.push(0xf3);
-            self.buf.extend_from_slice(&(v as i32).to_le_bytes());
-        } else {
-            self.buf.push(0xf4);
-            self.buf.extend_from_slice(&v.to_le_bytes());
-        }
-        self.end_entry(start);
-    }
-
-    #[inline]
-    fn end_entry(&mut self, start: usize) {
-        let l = self.buf.len() - start;
-        if l <= 127 {
-            self.buf.push(l as u8);
-        } else if l < 16383 {
-            self.buf
-                .extend_from_slice(&[(l >> 7) as u8, (l & 127) as u8 | 128]);
-        } else if l < 2097151 {
-            self.buf.extend_from_slice(&[
-                (l >> 14) as u8,
-                ((l >> 7) & 127) as u8 | 128,
-                (l & 127) as u8 | 128,
-            ]);
-        } else if l < 268435455 {
-            self.buf.extend_from_slice(&[
-                (l >> 21) as u8,
-                ((l >> 14) & 127) as u8 | 128,
-                ((l >> 7) & 127) as u8 | 128,
-                (l & 127) as u8 | 128,
-            ]);
-        } else {
-            self.buf.extend_from_slice(&[
-                (l >> 28) as u8,
-                ((l >> 21) & 127) as u8 | 128,
-                ((l >> 14) & 127) as u8 | 128,
-                ((l >> 7) & 127) as u8 | 128,
-                (l & 127) as u8 | 128,
-            ]);
-        }
+        push_int_entry(&mut self.buf, v);
         self.count += 1;
     }
 
@@ -343,6 +275,89 @@ impl ListpackWriter {
         };
         self.buf[4..6].copy_from_slice(&count.to_le_bytes());
         self.buf
+    }
+}
+
+/// Appends one entry for string `s` to `buf` (as an integer entry when `s` is a canonical
+/// decimal integer, `lpStringToInt64`): encoding, data and backlen, no header. Hosts that keep
+/// listpack entries in their own buffers (a list node, a small hash) use this and
+/// [`push_int_entry`] so their bytes are the servers' entries.
+#[inline]
+pub fn push_entry(buf: &mut Vec<u8>, s: &[u8]) {
+    if s.len() <= 20 {
+        if let Some(v) = parse_canonical_int(s) {
+            return push_int_entry(buf, v);
+        }
+    }
+    let start = buf.len();
+    let n = s.len();
+    if n < 64 {
+        buf.push(0x80 | n as u8);
+    } else if n < 4096 {
+        buf.extend_from_slice(&[0xe0 | (n >> 8) as u8, n as u8]);
+    } else {
+        buf.push(0xf0);
+        buf.extend_from_slice(&(n as u32).to_le_bytes());
+    }
+    buf.extend_from_slice(s);
+    push_backlen(buf, start);
+}
+
+/// Appends one integer entry for `v` to `buf` (`lpEncodeIntegerGetType`: the smallest of the
+/// 7/13/16/24/32/64-bit forms), with its backlen.
+#[inline]
+pub fn push_int_entry(buf: &mut Vec<u8>, v: i64) {
+    let start = buf.len();
+    if (0..=127).contains(&v) {
+        buf.push(v as u8);
+    } else if (-4096..=4095).contains(&v) {
+        let u = if v < 0 { (1 << 13) + v } else { v } as u16;
+        buf.extend_from_slice(&[0xc0 | (u >> 8) as u8, u as u8]);
+    } else if (-32768..=32767).contains(&v) {
+        buf.push(0xf1);
+        buf.extend_from_slice(&(v as i16).to_le_bytes());
+    } else if (-8388608..=8388607).contains(&v) {
+        buf.push(0xf2);
+        buf.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+    } else if (-2147483648..=2147483647).contains(&v) {
+        buf.push(0xf3);
+        buf.extend_from_slice(&(v as i32).to_le_bytes());
+    } else {
+        buf.push(0xf4);
+        buf.extend_from_slice(&v.to_le_bytes());
+    }
+    push_backlen(buf, start);
+}
+
+/// Appends the backlen of the entry that starts at `start` (`lpEncodeBacklen`).
+#[inline]
+pub fn push_backlen(buf: &mut Vec<u8>, start: usize) {
+    let l = buf.len() - start;
+    if l <= 127 {
+        buf.push(l as u8);
+    } else if l < 16383 {
+        buf.extend_from_slice(&[(l >> 7) as u8, (l & 127) as u8 | 128]);
+    } else if l < 2097151 {
+        buf.extend_from_slice(&[
+            (l >> 14) as u8,
+            ((l >> 7) & 127) as u8 | 128,
+            (l & 127) as u8 | 128,
+        ]);
+    } else if l < 268435455 {
+        buf.extend_from_slice(&[
+            (l >> 21) as u8,
+            ((l >> 14) & 127) as u8 | 128,
+            ((l >> 7) & 127) as u8 | 128,
+            (l & 127) as u8 | 128,
+        ]);
+    } else {
+        buf.extend_from_slice(&[
+            (l >> 28) as u8,
+            ((l >> 21) & 127) as u8 | 128,
+            ((l >> 14) & 127) as u8 | 128,
+            ((l >> 7) & 127) as u8 | 128,
+            (l & 127) as u8 | 128,
+        ]);
     }
 }
 

@@ -4,7 +4,7 @@ use crate::client::{Args, ClientCtx};
 use crate::commands::{parse_i64, SYNTAX};
 use crate::resp::Out;
 use crate::server::{Shared, State};
-use crate::table::{self, flag, TABLE};
+use crate::table;
 
 /// The `redis_version` we report: Valkey 8's compatibility value (so clients enable 7.2
 /// features such as CLIENT SETINFO).
@@ -220,6 +220,8 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
                 "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
                 "SETNAME <name>",
                 "    Assign the name <name> to the current connection.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
             ],
         );
     } else if eq(sub, "no-evict") || eq(sub, "no-touch") {
@@ -236,74 +238,94 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
     }
 }
 
-fn command_entry(spec: &table::Spec, out: &mut Out) {
-    out.array(10);
-    out.bulk(spec.name.as_bytes());
-    out.int(i64::from(spec.arity));
-    let flags: Vec<&str> = flag::NAMES
-        .iter()
-        .filter(|(bit, _)| spec.flags & bit != 0)
-        .map(|(_, n)| *n)
-        .collect();
-    out.set(flags.len());
-    for f in flags {
-        out.simple(f);
+impl ferrocluster_command::ReplyWriter for Out {
+    fn array(&mut self, n: usize) {
+        Out::array(self, n);
     }
-    out.int(i64::from(spec.first_key));
-    out.int(i64::from(spec.last_key));
-    out.int(i64::from(spec.step));
-    out.set(0); // ACL categories
-    out.set(0); // tips
-    out.array(0); // key specs
-    out.array(0); // subcommands
+    fn set(&mut self, n: usize) {
+        Out::set(self, n);
+    }
+    fn map(&mut self, n: usize) {
+        Out::map(self, n);
+    }
+    fn bulk(&mut self, b: &[u8]) {
+        Out::bulk(self, b);
+    }
+    fn simple(&mut self, s: &str) {
+        Out::simple(self, s);
+    }
+    fn int(&mut self, n: i64) {
+        Out::int(self, n);
+    }
 }
 
-/// `COMMAND [COUNT | INFO name... | DOCS [name...] | LIST | GETKEYS cmd args...]`
+/// A served command or subcommand by full name (`get`, `config|get`) with the subcommands
+/// it lists.
+fn served(
+    name: &[u8],
+) -> Option<(
+    &'static ferrocluster_command::CommandSpec,
+    Vec<&'static ferrocluster_command::CommandSpec>,
+)> {
+    let t = table::table();
+    match name.iter().position(|&b| b == b'|') {
+        None => t.get(name).map(|r| (r.spec, r.subcommands().collect())),
+        Some(_) => t.get_full(name).map(|(s, _)| (s, Vec::new())),
+    }
+}
+
+fn write_info(out: &mut Out, name: &[u8]) {
+    match served(name) {
+        Some((spec, subs)) => spec.write_info(out, subs.into_iter()),
+        // Redis 7.0 and Valkey 9.1: `$-1` (a null bulk) in RESP2.
+        None => out.null(),
+    }
+}
+
+/// `COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST [FILTERBY ...] | GETKEYS |
+/// GETKEYSANDFLAGS | HELP]`: every reply from the command table (Valkey `commandCommand`
+/// and its subcommands), listing the commands and subcommands this server serves.
 pub fn command(args: &Args<'_>, out: &mut Out) {
+    let t = table::table();
     let Some(sub) = args.opt(1) else {
-        out.array(TABLE.len());
-        for spec in TABLE {
-            command_entry(spec, out);
+        out.array(t.len());
+        for r in t.rows() {
+            r.spec.write_info(out, r.subcommands());
         }
         return;
     };
     if eq(sub, "count") {
-        out.int(TABLE.len() as i64);
+        out.int(t.len() as i64);
     } else if eq(sub, "info") {
         if args.len() == 2 {
-            out.array(TABLE.len());
-            for spec in TABLE {
-                command_entry(spec, out);
+            out.array(t.len());
+            for r in t.rows() {
+                r.spec.write_info(out, r.subcommands());
             }
             return;
         }
         out.array(args.len() - 2);
         for i in 2..args.len() {
-            match table::lookup(args.get(i)) {
-                Some(spec) => command_entry(spec, out),
-                None => out.null_array(),
-            }
+            write_info(out, args.get(i));
         }
     } else if eq(sub, "docs") {
-        let names: Vec<&table::Spec> = if args.len() == 2 {
-            TABLE.iter().collect()
+        let found: Vec<_> = if args.len() == 2 {
+            t.rows()
+                .iter()
+                .map(|r| (r.spec, r.subcommands().collect::<Vec<_>>()))
+                .collect()
         } else {
             (2..args.len())
-                .filter_map(|i| table::lookup(args.get(i)))
+                .filter_map(|i| served(args.get(i)))
                 .collect()
         };
-        out.map(names.len());
-        for spec in names {
+        out.map(found.len());
+        for (spec, subs) in found {
             out.bulk(spec.name.as_bytes());
-            out.map(1);
-            out.bulk(b"summary");
-            out.bulk(b"");
+            spec.write_docs(out, subs.into_iter());
         }
     } else if eq(sub, "list") {
-        out.array(TABLE.len());
-        for spec in TABLE {
-            out.bulk(spec.name.as_bytes());
-        }
+        command_list(args, out);
     } else if eq(sub, "help") {
         help(
             out,
@@ -317,36 +339,114 @@ pub fn command(args: &Args<'_>, out: &mut Out) {
                 "    Return a list of all commands in this server.",
                 "INFO [<command-name> ...]",
                 "    Return details about multiple commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
                 "DOCS [<command-name> ...]",
                 "    Return documentation details about multiple commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
                 "GETKEYS <full-command>",
                 "    Return the keys from a full command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full command.",
             ],
         );
-    } else if eq(sub, "getkeys") {
-        let Some(spec) = args.opt(2).and_then(table::lookup) else {
-            out.error("ERR Invalid command specified");
-            return;
-        };
-        let argc = args.len() - 2;
-        if !spec.arity_ok(argc) {
-            out.error("ERR Invalid number of arguments specified for command");
-            return;
-        }
-        let keys: Vec<usize> = spec.key_positions(argc).collect();
-        if keys.is_empty() {
-            out.error("ERR The command has no key arguments");
-            return;
-        }
-        out.array(keys.len());
-        for k in keys {
-            out.bulk(args.get(k + 2));
-        }
+    } else if eq(sub, "getkeys") || eq(sub, "getkeysandflags") {
+        getkeys(args, out, eq(sub, "getkeysandflags"));
     } else {
         out.error(&format!(
             "ERR unknown subcommand '{}'. Try COMMAND HELP.",
             String::from_utf8_lossy(sub)
         ));
+    }
+}
+
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`: every command
+/// and subcommand name (no module is loaded here).
+fn command_list(args: &Args<'_>, out: &mut Out) {
+    let t = table::table();
+    let mut names: Vec<&'static ferrocluster_command::CommandSpec> = Vec::new();
+    for r in t.rows() {
+        names.push(r.spec);
+        names.extend(r.subcommands());
+    }
+    if args.len() > 2 {
+        if args.len() != 5 || !eq(args.get(2), "filterby") {
+            out.error(SYNTAX);
+            return;
+        }
+        let (kind, v) = (args.get(3), args.get(4));
+        if eq(kind, "module") {
+            names.clear();
+        } else if eq(kind, "aclcat") {
+            let cat = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
+            match ferrocluster_command::AclCategories::from_name(&cat) {
+                Some(c) => names.retain(|s| s.acl.contains(c)),
+                None => names.clear(),
+            }
+        } else if eq(kind, "pattern") {
+            names.retain(|s| ferrocluster_kvstore::glob_match(v, s.name.as_bytes()));
+        } else {
+            out.error(SYNTAX);
+            return;
+        }
+    }
+    out.array(names.len());
+    for s in names {
+        out.bulk(s.name.as_bytes());
+    }
+}
+
+/// `COMMAND GETKEYS | GETKEYSANDFLAGS <command> [arg ...]` (Valkey `getKeysSubcommandImpl`).
+fn getkeys(args: &Args<'_>, out: &mut Out, with_flags: bool) {
+    let argv: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
+    let t = table::table();
+    let spec = argv.first().and_then(|n| t.get(n)).and_then(|r| {
+        if r.is_container() && argv.len() >= 2 {
+            r.subcommand(argv[1]).map(|(s, _)| *s)
+        } else if r.is_container() {
+            None
+        } else {
+            Some(r.spec)
+        }
+    });
+    let Some(spec) = spec else {
+        out.error("ERR Invalid command specified");
+        return;
+    };
+    if !spec.has_keys() {
+        out.error("ERR The command has no key arguments");
+        return;
+    }
+    if !spec.arity_ok(argv.len()) {
+        out.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let keys = spec.keys_with_flags(&argv);
+    if keys.is_empty() {
+        if spec
+            .flags
+            .contains(ferrocluster_command::CommandFlags::NO_MANDATORY_KEYS)
+        {
+            out.array(0);
+        } else {
+            out.error("ERR Invalid arguments specified for command");
+        }
+        return;
+    }
+    out.array(keys.len());
+    for (pos, flags) in keys {
+        if with_flags {
+            out.array(2);
+            out.bulk(argv[pos]);
+            let names = flags.names();
+            out.set(names.clone().count());
+            for n in names {
+                out.simple(n);
+            }
+        } else {
+            out.bulk(argv[pos]);
+        }
     }
 }
 
@@ -430,7 +530,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
             crate::net::cluster_connections(state),
             shared.clients.maxclients(),
-            state.repl.waiting_clients(),
+            state.repl.waiting_clients() + state.blocked.len(),
         ));
     }
     if want("memory") {
@@ -521,6 +621,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
         c.cluster_config_save_behavior = side.conf.save_behavior();
     }
     c.maxclients = shared.clients.maxclients();
+    c.limits = crate::types::limits();
     c
 }
 
@@ -655,5 +756,6 @@ fn config_set(
             .set_save_behavior(next.cluster_config_save_behavior);
     }
     shared.clients.set_maxclients(next.maxclients);
+    crate::types::set_limits(next.limits);
     Ok(deferred)
 }

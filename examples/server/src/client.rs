@@ -80,6 +80,9 @@ pub enum Delivery {
         /// The encoded reply.
         bytes: Vec<u8>,
     },
+    /// The reply of a client blocked on keys (`crate::blocking`), already encoded in its
+    /// protocol; the connection reads again.
+    Unblock(Arc<[u8]>),
 }
 
 impl Delivery {
@@ -101,6 +104,10 @@ impl Delivery {
                 out.int(*n);
             }
             Delivery::Raw(b) => out.buf.extend_from_slice(b),
+            Delivery::Unblock(b) => {
+                client.blocked = false;
+                out.buf.extend_from_slice(b);
+            }
             Delivery::Close => {}
             Delivery::Reply { id, bytes } => client.fill_reply(out, *id, bytes),
         }
@@ -144,8 +151,10 @@ pub struct ClientCtx {
     pub shard_channels: BTreeSet<Vec<u8>>,
     /// Creation time (unix ms).
     pub created_ms: u64,
-    /// Waiting for a WAIT reply.
+    /// Waiting for a WAIT reply or blocked on keys (`crate::blocking`).
     pub blocked: bool,
+    /// Running the commands of an EXEC (a blocking command then answers at once).
+    pub in_exec: bool,
     /// Name of the last command (CLIENT INFO `cmd=`).
     pub last_cmd: &'static str,
     /// This connection is a replica's replication stream (REPLCONF/PSYNC).
@@ -161,6 +170,8 @@ pub struct ClientCtx {
     /// filled, so later replies (pipelined commands, the rest of an EXEC) stay behind it,
     /// as Valkey writes replies only after `clusterBeforeSleep` saved the config.
     pub reply_holes: std::collections::VecDeque<(usize, u64)>,
+    /// WATCH was used (its watches are dropped when the connection closes).
+    pub watching: bool,
 }
 
 impl ClientCtx {
@@ -207,12 +218,14 @@ impl ClientCtx {
             shard_channels: BTreeSet::new(),
             created_ms: crate::server::unix_ms(),
             blocked: false,
+            in_exec: false,
             last_cmd: "NULL",
             is_replica_link: false,
             listening_port: None,
             cluster: None,
             migration_conn: false,
             reply_holes: std::collections::VecDeque::new(),
+            watching: false,
         }
     }
 
@@ -236,8 +249,13 @@ impl ClientCtx {
         if self.migration_conn {
             crate::migrate::client_closed(shared, self.id);
         }
+        if self.watching {
+            crate::cmd::txn::client_closed(&mut shared.state.lock(), self.id);
+        }
         if self.is_replica_link || self.blocked {
-            crate::repl::replica_link_closed(&mut shared.state.lock(), self.id);
+            let mut st = shared.state.lock();
+            crate::repl::replica_link_closed(&mut st, self.id);
+            crate::blocking::client_closed(&mut st, self.id);
         }
     }
 

@@ -188,7 +188,9 @@ pub fn dispatch(
     let cs = client
         .cluster
         .get_or_insert_with(|| ClientState::new(false, false));
-    let d = with_argv(args, |argv| cs.handle_command(argv, &ctx, &keys));
+    let d = with_argv(args, |argv| {
+        cs.handle_command_in(crate::table::table(), argv, &ctx, &keys)
+    });
     client.db = cs.db();
     client.readonly = cs.readonly();
     client.asking = cs.asking();

@@ -1,32 +1,87 @@
-//! Command dispatch: the checks every command passes (lookup, arity, AUTH, subscribe context,
-//! MULTI queueing, cluster routing) and the data commands over [`KvStore`].
+//! Command dispatch: the checks every command passes (lookup, arity, AUTH, MULTI, the RESP2
+//! subscribe context, cluster routing), the connection and server commands, and the hand-off
+//! of each write's effect to replication and slot migration ([`crate::cmd`] has the data
+//! commands and the propagation rule).
 //!
-//! Error texts are redis-server 7.0's (vectors `*/text/errors.txt`, `index.json`).
+//! Order of the checks (Valkey / Redis 7.0 `processCommand`): unknown command, unknown
+//! subcommand, arity, AUTH, `Command not allowed inside a transaction`, cluster
+//! redirection, the RESP2 subscribe context, then MULTI queueing. Error texts are
+//! redis-server 7.0's (vectors `*/text/errors.txt`, `index.json`).
 
 use crate::client::{Args, ClientCtx, Flow};
+use crate::cmd::Ctx;
 use crate::resp::Out;
-use crate::server::{unix_ms, Shared, State, Value};
-use crate::table::{self, flag, Cmd, Spec};
-use ferrocluster_kvstore::{KeyExpiry, KvStore, ScanOptions};
+use crate::server::{unix_ms, Shared, State};
+use crate::table::{self, Cmd, Spec};
+use ferrocluster_command::{CommandFlags, ErrorReply};
 
-/// `ERR value is not an integer or out of range`
-pub const NOT_INT: &str = "ERR value is not an integer or out of range";
-/// `ERR syntax error`
-pub const SYNTAX: &str = "ERR syntax error";
-
-/// Parses a strict decimal i64 as redis-server's `string2ll` does (no `+`, no spaces).
-pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 || b[0] == b'+' {
-        return None;
-    }
-    if b.len() > 1 && (b[0] == b'0' || (b[0] == b'-' && b[1] == b'0')) {
-        return None;
-    }
-    std::str::from_utf8(b).ok()?.parse().ok()
-}
+pub use crate::cmd::{parse_i64, NOT_INT, SYNTAX};
 
 fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+/// Resolves a request in the server's table (command, subcommand, arity) without copying
+/// its arguments.
+///
+/// # Errors
+/// The unknown command / subcommand and arity errors.
+pub fn resolve(args: &Args<'_>) -> Result<Spec, ferrocluster_command::CommandError> {
+    resolve_found(table::lookup(args.get(0)), args)
+}
+
+/// [`resolve`] for a request whose top-level row the caller looked up already (`found`).
+///
+/// # Errors
+/// As [`resolve`].
+fn resolve_found(
+    found: Option<&'static Spec>,
+    args: &Args<'_>,
+) -> Result<Spec, ferrocluster_command::CommandError> {
+    if let Some(top) = found {
+        if top.info.subcommands.is_empty() {
+            if top.arity_ok(args.len()) {
+                return Ok(*top);
+            }
+            return Err(ferrocluster_command::CommandError::WrongArity {
+                fullname: top.info.name,
+            });
+        }
+    }
+    let row = found.and_then(|_| table::table().get(args.get(0)));
+    if let Some(row) = row {
+        let spec = if row.is_container() && args.len() >= 2 {
+            row.subcommand(args.get(1)).map(|(_, h)| *h)
+        } else {
+            Some(row.handler)
+        };
+        if let Some(spec) = spec {
+            if spec.arity_ok(args.len()) {
+                return Ok(spec);
+            }
+            return Err(ferrocluster_command::CommandError::WrongArity {
+                fullname: spec.info.name,
+            });
+        }
+    }
+    // The error path: the crate renders the exact texts.
+    let argv: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
+    table::table().resolve(&argv).map(|r| r.handler)
+}
+
+/// Whether a RESP2 client in subscribe context may run `cmd` (Redis 7.0: (P|S)SUBSCRIBE,
+/// (P|S)UNSUBSCRIBE, PING, QUIT, RESET).
+fn allowed_subscribed(cmd: Cmd) -> bool {
+    matches!(
+        cmd,
+        Cmd::Ping
+            | Cmd::Subscribe
+            | Cmd::Unsubscribe
+            | Cmd::Ssubscribe
+            | Cmd::Sunsubscribe
+            | Cmd::Quit
+            | Cmd::Reset
+    )
 }
 
 /// Runs one request from a client connection. `now` is the Unix time in ms the caller read
@@ -40,43 +95,34 @@ pub fn execute(
     out: &mut Out,
     now: u64,
 ) -> Flow {
-    let name = args.get(0);
-    let found = table::lookup(name);
+    let found = table::lookup(args.get(0));
     if state.cluster.is_some() && !found.is_some_and(|s| crate::cluster::bypasses_router(s.cmd)) {
         return execute_cluster(shared, state, client, found, args, out, now);
     }
-    let Some(spec) = found else {
-        let mut msg = format!(
-            "ERR unknown command '{}', with args beginning with: ",
-            String::from_utf8_lossy(&name[..name.len().min(128)])
-        );
-        for i in 1..args.len().min(16) {
-            let a = args.get(i);
-            msg.push('\'');
-            msg.push_str(&String::from_utf8_lossy(&a[..a.len().min(128)]));
-            msg.push_str("' ");
+    let spec = match resolve_found(found, args) {
+        Ok(s) => s,
+        Err(e) => {
+            if client.multi.is_some() {
+                client.multi_error = true;
+            }
+            out.buf.extend_from_slice(&e.to_resp());
+            return Flow::Continue;
         }
-        if client.multi.is_some() {
-            client.multi_error = true;
-        }
-        out.error(&msg);
-        return Flow::Continue;
     };
-    if !spec.arity_ok(args.len()) {
-        if client.multi.is_some() {
-            client.multi_error = true;
-        }
+    if !client.authed && !spec.has(CommandFlags::NO_AUTH) {
+        out.error("NOAUTH Authentication required.");
+        return Flow::Continue;
+    }
+    if client.multi.is_some() && spec.has(CommandFlags::NO_MULTI) {
+        // Valkey 9 (MULTI and WATCH are `no_multi` there): the transaction aborts.
+        client.multi_error = true;
         out.error(&format!(
-            "ERR wrong number of arguments for '{}' command",
+            "ERR Command '{}' not allowed inside a transaction",
             spec.name
         ));
         return Flow::Continue;
     }
-    if !client.authed && spec.flags & flag::NO_AUTH == 0 {
-        out.error("NOAUTH Authentication required.");
-        return Flow::Continue;
-    }
-    if !out.resp3() && client.subscriptions() > 0 && spec.flags & flag::SUB_OK == 0 {
+    if !out.resp3() && client.subscriptions() > 0 && !allowed_subscribed(spec.cmd) {
         out.error(&format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             spec.name
@@ -84,47 +130,36 @@ pub fn execute(
         return Flow::Continue;
     }
     client.last_cmd = spec.name;
-    // Cluster routing (MOVED/ASK/TRYAGAIN/CROSSSLOT/CLUSTERDOWN) happens before queueing, as
-    // in redis-server's processCommand.
-    if let Some(err) = crate::cluster::route_request(state, client, spec, args, now) {
+    // Cluster routing happens before queueing, as in processCommand (cluster mode takes
+    // `execute_cluster`; this hook routes nothing in standalone mode).
+    if let Some(err) = crate::cluster::route_request(state, client, &spec, args, now) {
         if client.multi.is_some() {
             client.multi_error = true;
         }
-        client.asking = false;
         out.error(&err);
         return Flow::Continue;
     }
     if let Some(queue) = client.multi.as_mut() {
-        if spec.flags & flag::NO_MULTI == 0 && spec.cmd != Cmd::Wait {
+        let immediate = matches!(
+            spec.cmd,
+            Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit | Cmd::Reset | Cmd::Wait
+        );
+        if !immediate {
             queue.push(args.to_owned_vec());
             client.asking = false;
             out.simple("QUEUED");
             return Flow::Continue;
         }
     }
-    let flow = run(shared, state, client, spec, args, out, now);
+    let flow = run(shared, state, client, &spec, args, out, now);
     if spec.cmd != Cmd::Asking {
         client.asking = false;
     }
     flow
 }
 
-fn unknown_command(args: &Args<'_>, out: &mut Out) {
-    let name = args.get(0);
-    let mut msg = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        String::from_utf8_lossy(&name[..name.len().min(128)])
-    );
-    for i in 1..args.len().min(16) {
-        let a = args.get(i);
-        msg.push('\'');
-        msg.push_str(&String::from_utf8_lossy(&a[..a.len().min(128)]));
-        msg.push_str("' ");
-    }
-    out.error(&msg);
-}
-
-/// Cluster mode: the command crate's client state machine and router decide first.
+/// Cluster mode: the command crate's client state machine and router decide first (with the
+/// server's table: `crate::cluster::dispatch`).
 fn execute_cluster(
     shared: &Shared,
     state: &mut State,
@@ -139,18 +174,19 @@ fn execute_cluster(
         crate::migrate::run_import_command(shared, state, client, args, now);
         return Flow::Continue;
     }
-    let no_auth_ok = spec.is_some_and(|s| s.flags & flag::NO_AUTH != 0);
+    let no_auth_ok = spec.is_some_and(|s| s.has(CommandFlags::NO_AUTH));
     if !client.authed && !no_auth_ok {
         out.error("NOAUTH Authentication required.");
         return Flow::Continue;
     }
-    if !out.resp3()
-        && client.subscriptions() > 0
-        && spec.is_none_or(|s| s.flags & flag::SUB_OK == 0)
+    if !out.resp3() && client.subscriptions() > 0 && spec.is_none_or(|s| !allowed_subscribed(s.cmd))
     {
+        let name = match resolve(args) {
+            Ok(s) => s.name.to_owned(),
+            Err(_) => String::from_utf8_lossy(args.get(0)).to_ascii_lowercase(),
+        };
         out.error(&format!(
-            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-            String::from_utf8_lossy(args.get(0)).to_ascii_lowercase()
+            "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
         ));
         return Flow::Continue;
     }
@@ -164,28 +200,26 @@ fn execute_cluster(
             None => {}
         }
     }
-    match crate::cluster::dispatch(state, client, args, out) {
+    let ends_transaction = spec.is_some_and(|s| matches!(s.cmd, Cmd::Exec | Cmd::Discard));
+    let flow = match crate::cluster::dispatch(state, client, args, out) {
         crate::cluster::ClusterDispatch::Done => Flow::Continue,
-        crate::cluster::ClusterDispatch::Run => match spec {
-            Some(spec) if spec.arity_ok(args.len()) => {
+        crate::cluster::ClusterDispatch::Run => match resolve(args) {
+            Ok(spec) => {
                 client.last_cmd = spec.name;
-                run(shared, state, client, spec, args, out, now)
+                run(shared, state, client, &spec, args, out, now)
             }
-            Some(spec) => {
-                out.error(&format!(
-                    "ERR wrong number of arguments for '{}' command",
-                    spec.name
-                ));
-                Flow::Continue
-            }
-            None => {
-                unknown_command(args, out);
+            Err(e) => {
+                out.buf.extend_from_slice(&e.to_resp());
                 Flow::Continue
             }
         },
         crate::cluster::ClusterDispatch::Exec(queue) => {
-            use ferrocluster_command::ErrorReply;
+            if crate::cmd::txn::exec_aborts(state, client.id, now) {
+                out.null_array();
+                return Flow::Continue;
+            }
             out.array(queue.len());
+            client.in_exec = true;
             let databases = state.kv.databases();
             let mut ranges = Vec::new();
             let mut flat = Vec::new();
@@ -216,16 +250,27 @@ fn execute_cluster(
                     ranges.push(start..flat.len());
                 }
                 let qargs = Args::new(&flat, &ranges);
+                // `run` finds a container's subcommand row itself.
                 match crate::cluster::queued_spec(q) {
-                    Some(spec) if spec.arity_ok(qargs.len()) => {
+                    Some(spec) => {
                         run(shared, state, client, spec, &qargs, out, now);
                     }
-                    _ => unknown_command(&qargs, out),
+                    None => {
+                        if let Err(e) = resolve(&qargs) {
+                            out.buf.extend_from_slice(&e.to_resp());
+                        }
+                    }
                 }
             }
+            client.in_exec = false;
+            crate::blocking::serve(shared, state, now);
             Flow::Continue
         }
+    };
+    if ends_transaction {
+        crate::cmd::txn::unwatch(state, client.id);
     }
+    flow
 }
 
 /// The cluster fast path for an ordinary command (GET, SET, ...): the command crate's
@@ -276,143 +321,464 @@ fn route_plain(
     }
 }
 
-/// Runs a command that passed the checks. Also used for EXEC and the replication stream.
+/// Runs a command that passed the checks (for a container given by its top-level row, the
+/// subcommand's row is looked up here). Also used for EXEC, slot import links and the
+/// replication stream. Hands what a write changed to the replication / slot-migration hook
+/// (`crate::repl::propagate`), as [`crate::cmd`]'s rule says.
 pub fn run(
     shared: &Shared,
     state: &mut State,
     client: &mut ClientCtx,
-    spec: &'static Spec,
+    spec: &Spec,
     args: &Args<'_>,
     out: &mut Out,
     now: u64,
 ) -> Flow {
-    state.commands_processed += 1;
-    let before = out.buf.len();
-    match spec.cmd {
-        Cmd::Ping => {
-            if client.subscriptions() > 0 && !out.resp3() {
-                out.array(2);
-                out.bulk(b"pong");
-                out.bulk(args.opt(1).unwrap_or(b""));
-            } else if args.len() > 2 {
-                out.error("ERR wrong number of arguments for 'ping' command");
-            } else if let Some(m) = args.opt(1) {
-                out.bulk(m);
-            } else {
-                out.simple("PONG");
+    let resolved;
+    let spec = if spec.info.subcommands.is_empty() || spec.name.contains('|') {
+        spec
+    } else {
+        match resolve(args) {
+            Ok(s) => {
+                resolved = s;
+                &resolved
+            }
+            Err(e) => {
+                out.buf.extend_from_slice(&e.to_resp());
+                return Flow::Continue;
             }
         }
-        Cmd::Echo => out.bulk(args.get(1)),
+    };
+    state.commands_processed += 1;
+    let before = out.buf.len();
+    let db = client.db;
+    let mut ctx = Ctx {
+        shared,
+        state,
+        client,
+        args,
+        out,
+        spec,
+        db,
+        now,
+        prop: crate::cmd::Propagation::default(),
+    };
+    let flow = dispatch(&mut ctx);
+    let prop = std::mem::take(&mut ctx.prop);
+    let wrote_error = out_error_at(ctx.out, before);
+    if spec.is_write() && !wrote_error {
+        propagate(state_of(&mut ctx), db, spec, args, prop, now);
+    }
+    // Clients blocked on keys this command gave elements to (after EXEC as a whole).
+    if !ctx.client.in_exec {
+        crate::blocking::serve(shared, ctx.state, now);
+    }
+    flow
+}
+
+/// Propagates one effect `argv` (a served blocking pop: `LPOP key`, `LMOVE ...`) as a
+/// command run in `db` would.
+pub fn propagate_argv(state: &mut State, db: usize, argv: &[&[u8]], now: u64) {
+    let mut flat = Vec::new();
+    let mut ranges = Vec::new();
+    for a in argv {
+        let start = flat.len();
+        flat.extend_from_slice(a);
+        ranges.push(start..flat.len());
+    }
+    let args = Args::new(&flat, &ranges);
+    if let Some(spec) = table::lookup(args.get(0)) {
+        crate::repl::propagate(state, db, spec, &args, now);
+    }
+}
+
+fn out_error_at(out: &Out, at: usize) -> bool {
+    out.buf.get(at) == Some(&b'-')
+}
+
+fn state_of<'a>(ctx: &'a mut Ctx<'_, '_>) -> &'a mut State {
+    ctx.state
+}
+
+/// What a write sends to replicas and export links: its effects, else itself when it
+/// changed something (`crate::cmd`'s rule), through the server's existing hook.
+fn propagate(
+    state: &mut State,
+    db: usize,
+    spec: &Spec,
+    args: &Args<'_>,
+    prop: crate::cmd::Propagation,
+    now: u64,
+) {
+    if !prop.effects.is_empty() {
+        let mut flat = Vec::new();
+        let mut ranges = Vec::new();
+        for argv in &prop.effects {
+            flat.clear();
+            ranges.clear();
+            for a in argv {
+                let start = flat.len();
+                flat.extend_from_slice(a);
+                ranges.push(start..flat.len());
+            }
+            let eargs = Args::new(&flat, &ranges);
+            if let Some(espec) = table::lookup(eargs.get(0)) {
+                crate::repl::propagate(state, db, espec, &eargs, now);
+            }
+        }
+    } else if prop.dirty > 0 {
+        if spec.cmd == Cmd::Restore || spec.cmd == Cmd::RestoreAsking {
+            return restore_effect(state, db, spec, args, now);
+        }
+        crate::repl::propagate(state, db, spec, args, now);
+    }
+    if matches!(spec.cmd, Cmd::Flushdb | Cmd::Flushall) && prop.dirty > 0 {
+        crate::migrate::on_flush(state);
+    }
+}
+
+/// RESTORE with a relative TTL propagates as `RESTORE key <now + ttl> payload ... ABSTTL`
+/// (Redis 7.0 `restoreCommand`), so replicas and the target agree on the deadline.
+fn restore_effect(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now: u64) {
+    let ttl = parse_i64(args.get(2)).unwrap_or(0);
+    let absttl = (4..args.len()).any(|i| eq(args.get(i), "absttl"));
+    if ttl == 0 || absttl {
+        return crate::repl::propagate(state, db, spec, args, now);
+    }
+    let at = (now as i64).saturating_add(ttl).to_string();
+    let mut argv: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
+    argv[2] = at.as_bytes();
+    argv.push(b"ABSTTL");
+    let mut flat = Vec::new();
+    let mut ranges = Vec::new();
+    for a in &argv {
+        let start = flat.len();
+        flat.extend_from_slice(a);
+        ranges.push(start..flat.len());
+    }
+    crate::repl::propagate(state, db, spec, &Args::new(&flat, &ranges), now);
+}
+
+/// Marks a write done by a handler outside `crate::cmd` (DUMP/RESTORE/MIGRATE, DEBUG): it
+/// changed the data set when it wrote no error.
+fn legacy_write(ctx: &mut Ctx<'_, '_>, before: usize) {
+    if !out_error_at(ctx.out, before) {
+        ctx.prop.dirty += 1;
+        for pos in ctx.spec.info.key_positions(&argv_of(ctx.args)) {
+            crate::cmd::txn::touch(ctx.state, ctx.db, ctx.args.get(pos));
+        }
+    }
+}
+
+fn argv_of<'a>(args: &Args<'a>) -> Vec<&'a [u8]> {
+    (0..args.len()).map(|i| args.get(i)).collect()
+}
+
+fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
+    let (shared, args, now) = (ctx.shared, ctx.args, ctx.now);
+    let cmd = ctx.spec.cmd;
+    match cmd {
+        Cmd::Ping => {
+            if ctx.client.subscriptions() > 0 && !ctx.out.resp3() {
+                ctx.out.array(2);
+                ctx.out.bulk(b"pong");
+                ctx.out.bulk(args.opt(1).unwrap_or(b""));
+            } else if args.len() > 2 {
+                ctx.error("ERR wrong number of arguments for 'ping' command");
+            } else if let Some(m) = args.opt(1) {
+                ctx.out.bulk(m);
+            } else {
+                ctx.out.simple("PONG");
+            }
+        }
+        Cmd::Echo => ctx.out.bulk(args.get(1)),
         Cmd::Quit => {
-            out.ok();
+            ctx.out.ok();
             return Flow::Close;
         }
-        Cmd::Hello => crate::admin::hello(shared, state, client, args, out),
-        Cmd::Auth => crate::admin::auth(shared, client, args, out),
-        Cmd::Client => crate::admin::client(shared, client, args, out, now),
-        Cmd::Command => crate::admin::command(args, out),
-        Cmd::Info => crate::admin::info(shared, state, args, out, now),
-        Cmd::Config => crate::admin::config(shared, state, client, args, out, now),
-        Cmd::Role => crate::repl::role_reply(state, out),
+        Cmd::Reset => reset(ctx),
+        Cmd::Hello => crate::admin::hello(shared, ctx.state, ctx.client, args, ctx.out),
+        Cmd::Auth => crate::admin::auth(shared, ctx.client, args, ctx.out),
+        Cmd::Client if eq(args.get(1), "unblock") => crate::blocking::client_unblock(ctx),
+        Cmd::Client => crate::admin::client(shared, ctx.client, args, ctx.out, now),
+        Cmd::Command => crate::admin::command(args, ctx.out),
+        Cmd::Info => crate::admin::info(shared, ctx.state, args, ctx.out, now),
+        Cmd::Config => crate::admin::config(shared, ctx.state, ctx.client, args, ctx.out, now),
+        Cmd::Role => crate::repl::role_reply(ctx.state, ctx.out),
         Cmd::Time => {
             let us = now * 1000;
-            out.array(2);
-            out.bulk_int((us / 1_000_000) as i64);
-            out.bulk_int((us % 1_000_000) as i64);
+            ctx.out.array(2);
+            ctx.out.bulk_int((us / 1_000_000) as i64);
+            ctx.out.bulk_int((us % 1_000_000) as i64);
         }
-        Cmd::Lastsave => out.int((shared.start_ms / 1000) as i64),
+        Cmd::Lastsave => ctx.out.int((shared.start_ms / 1000) as i64),
         // Cluster mode answers SELECT in `ferrocluster_command::ClientState` (Valkey 9: `DB
         // index is out of range` beyond `cluster-databases`, where Redis 7.0 said `SELECT is
         // not allowed in cluster mode`); this is the standalone mode's.
         Cmd::Select => match parse_i64(args.get(1)) {
-            None => out.error(NOT_INT),
-            Some(n) if n < 0 || n as usize >= state.kv.databases() => {
-                out.error("ERR DB index is out of range")
+            None => ctx.error(NOT_INT),
+            Some(n) if n < 0 || n as usize >= ctx.state.kv.databases() => {
+                ctx.error("ERR DB index is out of range")
             }
             Some(n) => {
-                client.db = n as usize;
-                out.ok()
+                ctx.client.db = n as usize;
+                ctx.out.ok()
             }
         },
         Cmd::Multi => {
-            if client.multi.is_some() {
-                out.error("ERR MULTI calls can not be nested");
+            if ctx.client.multi.is_some() {
+                ctx.error("ERR MULTI calls can not be nested");
             } else {
-                client.multi = Some(Vec::new());
-                client.multi_error = false;
-                out.ok();
+                ctx.client.multi = Some(Vec::new());
+                ctx.client.multi_error = false;
+                ctx.out.ok();
             }
         }
         Cmd::Discard => {
-            if client.multi.take().is_some() {
-                client.multi_error = false;
-                out.ok();
+            if ctx.client.multi.take().is_some() {
+                ctx.client.multi_error = false;
+                crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
+                ctx.out.ok();
             } else {
-                out.error("ERR DISCARD without MULTI");
+                ctx.error("ERR DISCARD without MULTI");
             }
         }
-        Cmd::Exec => return exec(shared, state, client, out, now),
+        Cmd::Exec => return exec(ctx),
+        Cmd::Watch => crate::cmd::txn::watch(ctx),
+        Cmd::Unwatch => crate::cmd::txn::unwatch_cmd(ctx),
         Cmd::Readonly => {
-            client.readonly = true;
-            out.ok();
+            ctx.client.readonly = true;
+            ctx.out.ok();
         }
         Cmd::Readwrite => {
-            client.readonly = false;
-            out.ok();
+            ctx.client.readonly = false;
+            ctx.out.ok();
         }
         Cmd::Asking => {
-            client.asking = true;
-            out.ok();
+            ctx.client.asking = true;
+            ctx.out.ok();
         }
-        Cmd::Wait => crate::repl::wait(shared, state, client, args, out, now),
-        Cmd::Replconf => crate::repl::replconf(shared, state, client, args, out),
-        Cmd::Psync => crate::repl::psync(shared, state, client, args, out, now),
+        Cmd::Wait => crate::repl::wait(shared, ctx.state, ctx.client, args, ctx.out, now),
+        Cmd::Replconf => crate::repl::replconf(shared, ctx.state, ctx.client, args, ctx.out),
+        Cmd::Psync => crate::repl::psync(shared, ctx.state, ctx.client, args, ctx.out, now),
         Cmd::Publish | Cmd::Spublish => {
-            let shard = spec.cmd == Cmd::Spublish;
+            let shard = cmd == Cmd::Spublish;
             let n = shared.publish_local(shard, args.get(1), args.get(2));
-            crate::cluster::propagate_publish(state, shard, args.get(1), args.get(2));
-            out.int(n);
+            crate::cluster::propagate_publish(ctx.state, shard, args.get(1), args.get(2));
+            ctx.out.int(n);
         }
-        Cmd::Subscribe | Cmd::Ssubscribe => subscribe(shared, client, spec.cmd, args, out),
-        Cmd::Unsubscribe | Cmd::Sunsubscribe => unsubscribe(shared, client, spec.cmd, args, out),
-        Cmd::Cluster => crate::cluster::cluster_command(shared, state, client, args, out, now),
-        Cmd::Debug => debug(state, client, args, out, now),
-        Cmd::Dump => crate::legacy::dump_cmd(state, client.db, args, out, now),
+        Cmd::Subscribe | Cmd::Ssubscribe => subscribe(shared, ctx.client, cmd, args, ctx.out),
+        Cmd::Unsubscribe | Cmd::Sunsubscribe => unsubscribe(shared, ctx.client, cmd, args, ctx.out),
+        Cmd::Cluster => {
+            crate::cluster::cluster_command(shared, ctx.state, ctx.client, args, ctx.out, now)
+        }
+        Cmd::Debug => {
+            let before = ctx.out.buf.len();
+            debug(ctx.state, ctx.client, args, ctx.out, now);
+            if eq(args.get(1), "populate") {
+                legacy_write(ctx, before);
+            }
+        }
+        Cmd::Dump => crate::legacy::dump_cmd(ctx.state, ctx.db, args, ctx.out, now),
         Cmd::Restore | Cmd::RestoreAsking => {
-            crate::legacy::restore_cmd(state, client.db, args, out, now)
+            let before = ctx.out.buf.len();
+            crate::legacy::restore_cmd(ctx.state, ctx.db, args, ctx.out, now);
+            legacy_write(ctx, before);
         }
-        Cmd::Migrate => crate::legacy::migrate_cmd(state, client, args, out, now),
-        Cmd::Ferrocluster => crate::readiness::command(state, args, out, now),
-        _ => data(shared, state, client, spec, args, out, now),
-    }
-    let wrote_error = out.buf.get(before) == Some(&b'-');
-    if spec.is_write() && !wrote_error {
-        crate::repl::propagate(state, client.db, spec, args, now);
-        if matches!(spec.cmd, Cmd::Flushdb | Cmd::Flushall) {
-            crate::migrate::on_flush(state);
+        Cmd::Migrate => {
+            let before = ctx.out.buf.len();
+            crate::legacy::migrate_cmd(ctx.state, ctx.client, args, ctx.out, now);
+            legacy_write(ctx, before);
         }
+        Cmd::Ferrocluster => crate::readiness::command(ctx.state, args, ctx.out, now),
+        Cmd::Get
+        | Cmd::Set
+        | Cmd::Setnx
+        | Cmd::Setex
+        | Cmd::Psetex
+        | Cmd::Getdel
+        | Cmd::Getex
+        | Cmd::Getset
+        | Cmd::Getrange
+        | Cmd::Substr
+        | Cmd::Setrange
+        | Cmd::Mget
+        | Cmd::Mset
+        | Cmd::Msetnx
+        | Cmd::Incr
+        | Cmd::Decr
+        | Cmd::Incrby
+        | Cmd::Decrby
+        | Cmd::Incrbyfloat
+        | Cmd::Append
+        | Cmd::Strlen
+        | Cmd::Lcs => crate::cmd::string::run(ctx),
+        Cmd::Hset
+        | Cmd::Hmset
+        | Cmd::Hsetnx
+        | Cmd::Hget
+        | Cmd::Hmget
+        | Cmd::Hdel
+        | Cmd::Hexists
+        | Cmd::Hlen
+        | Cmd::Hstrlen
+        | Cmd::Hincrby
+        | Cmd::Hincrbyfloat
+        | Cmd::Hkeys
+        | Cmd::Hvals
+        | Cmd::Hgetall
+        | Cmd::Hrandfield
+        | Cmd::Hscan => crate::cmd::hash::run(ctx),
+        Cmd::Sadd
+        | Cmd::Srem
+        | Cmd::Scard
+        | Cmd::Sismember
+        | Cmd::Smismember
+        | Cmd::Smembers
+        | Cmd::Srandmember
+        | Cmd::Spop
+        | Cmd::Smove
+        | Cmd::Sinter
+        | Cmd::Sintercard
+        | Cmd::Sinterstore
+        | Cmd::Sunion
+        | Cmd::Sunionstore
+        | Cmd::Sdiff
+        | Cmd::Sdiffstore
+        | Cmd::Sscan => crate::cmd::set::run(ctx),
+        Cmd::Lpush
+        | Cmd::Rpush
+        | Cmd::Lpushx
+        | Cmd::Rpushx
+        | Cmd::Linsert
+        | Cmd::Llen
+        | Cmd::Lindex
+        | Cmd::Lset
+        | Cmd::Lrange
+        | Cmd::Ltrim
+        | Cmd::Lrem
+        | Cmd::Lpos
+        | Cmd::Lpop
+        | Cmd::Rpop
+        | Cmd::Lmove
+        | Cmd::Rpoplpush
+        | Cmd::Lmpop
+        | Cmd::Blmpop
+        | Cmd::Blpop
+        | Cmd::Brpop
+        | Cmd::Blmove
+        | Cmd::Brpoplpush => crate::cmd::list::run(ctx),
+        Cmd::Zadd
+        | Cmd::Zincrby
+        | Cmd::Zrem
+        | Cmd::Zcard
+        | Cmd::Zscore
+        | Cmd::Zmscore
+        | Cmd::Zrank
+        | Cmd::Zrevrank
+        | Cmd::Zcount
+        | Cmd::Zlexcount
+        | Cmd::Zrange
+        | Cmd::Zrangestore
+        | Cmd::Zrevrange
+        | Cmd::Zrangebyscore
+        | Cmd::Zrevrangebyscore
+        | Cmd::Zrangebylex
+        | Cmd::Zrevrangebylex
+        | Cmd::Zremrangebyrank
+        | Cmd::Zremrangebyscore
+        | Cmd::Zremrangebylex
+        | Cmd::Zpopmin
+        | Cmd::Zpopmax
+        | Cmd::Bzpopmin
+        | Cmd::Bzpopmax
+        | Cmd::Zmpop
+        | Cmd::Bzmpop
+        | Cmd::Zrandmember
+        | Cmd::Zscan
+        | Cmd::Zunion
+        | Cmd::Zinter
+        | Cmd::Zdiff
+        | Cmd::Zunionstore
+        | Cmd::Zinterstore
+        | Cmd::Zdiffstore
+        | Cmd::Zintercard => crate::cmd::zset::run(ctx),
+        Cmd::Del
+        | Cmd::Unlink
+        | Cmd::Exists
+        | Cmd::Type
+        | Cmd::Keys
+        | Cmd::Scan
+        | Cmd::Randomkey
+        | Cmd::Rename
+        | Cmd::Renamenx
+        | Cmd::Copy
+        | Cmd::Move
+        | Cmd::Touch
+        | Cmd::Object
+        | Cmd::Memory
+        | Cmd::Expire
+        | Cmd::Pexpire
+        | Cmd::Expireat
+        | Cmd::Pexpireat
+        | Cmd::Expiretime
+        | Cmd::Pexpiretime
+        | Cmd::Ttl
+        | Cmd::Pttl
+        | Cmd::Persist
+        | Cmd::Sort
+        | Cmd::SortRo
+        | Cmd::Dbsize
+        | Cmd::Flushdb
+        | Cmd::Flushall
+        | Cmd::Swapdb => crate::cmd::keyspace::run(ctx),
     }
     Flow::Continue
 }
 
-fn exec(
-    shared: &Shared,
-    state: &mut State,
-    client: &mut ClientCtx,
-    out: &mut Out,
-    now: u64,
-) -> Flow {
-    let Some(queue) = client.multi.take() else {
-        out.error("ERR EXEC without MULTI");
+/// `RESET`: the connection's state back to a new one's (Redis `resetCommand`): MULTI
+/// discarded, WATCHes dropped, database 0, READWRITE, no ASKING, unsubscribed, RESP2.
+fn reset(ctx: &mut Ctx<'_, '_>) {
+    let c = &mut *ctx.client;
+    c.multi = None;
+    c.multi_error = false;
+    c.db = 0;
+    c.readonly = false;
+    c.asking = false;
+    c.name = None;
+    crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
+    if ctx.client.subscriptions() > 0 {
+        let mut ps = ctx.shared.pubsub.write();
+        for ch in std::mem::take(&mut ctx.client.channels) {
+            ps.unsubscribe(false, &ch, ctx.client.id);
+        }
+        for ch in std::mem::take(&mut ctx.client.shard_channels) {
+            ps.unsubscribe(true, &ch, ctx.client.id);
+        }
+    }
+    ctx.out.proto = 2;
+    ctx.out.simple("RESET");
+}
+
+fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
+    let Some(queue) = ctx.client.multi.take() else {
+        ctx.error("ERR EXEC without MULTI");
         return Flow::Continue;
     };
-    if std::mem::take(&mut client.multi_error) {
-        out.error("EXECABORT Transaction discarded because of previous errors.");
+    if std::mem::take(&mut ctx.client.multi_error) {
+        crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
+        ctx.error("EXECABORT Transaction discarded because of previous errors.");
         return Flow::Continue;
     }
-    out.array(queue.len());
+    if crate::cmd::txn::exec_aborts(ctx.state, ctx.client.id, ctx.now) {
+        ctx.out.null_array();
+        return Flow::Continue;
+    }
+    ctx.out.array(queue.len());
     let mut ranges = Vec::new();
     let mut flat = Vec::new();
+    // Queued blocking commands answer at once; blocked clients are served after EXEC.
+    ctx.client.in_exec = true;
     for cmd in &queue {
         flat.clear();
         ranges.clear();
@@ -423,10 +789,16 @@ fn exec(
         }
         let args = Args::new(&flat, &ranges);
         // Lookup and arity were checked when the command was queued.
-        if let Some(spec) = table::lookup(args.get(0)) {
-            run(shared, state, client, spec, &args, out, now);
+        match resolve(&args) {
+            Ok(spec) => {
+                run(
+                    ctx.shared, ctx.state, ctx.client, &spec, &args, ctx.out, ctx.now,
+                );
+            }
+            Err(e) => ctx.out.buf.extend_from_slice(&e.to_resp()),
         }
     }
+    ctx.client.in_exec = false;
     Flow::Continue
 }
 
@@ -550,553 +922,6 @@ fn debug(state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut O
     }
 }
 
-/// Lazy expiry bookkeeping: whether `key` was present but expired (counted as expired).
-fn note_lookup(state: &mut State, found: bool) {
-    if found {
-        state.keyspace_hits += 1;
-    } else {
-        state.keyspace_misses += 1;
-    }
-}
-
-#[derive(Clone, Copy)]
-enum SetExpiry {
-    None,
-    Keep,
-    At(u64),
-}
-
-fn parse_expire_value(
-    b: &[u8],
-    unit_ms: u64,
-    absolute: bool,
-    now: u64,
-    cmd: &str,
-) -> Result<u64, String> {
-    let n = parse_i64(b).ok_or_else(|| NOT_INT.to_string())?;
-    let invalid = || format!("ERR invalid expire time in '{cmd}' command");
-    if n <= 0 {
-        return Err(invalid());
-    }
-    // Redis (t_string.c getExpireMillisecondsOrReply): the value in ms must fit a signed
-    // 64-bit integer, for absolute (EXAT/PXAT) as for relative deadlines.
-    let ms = (n as u64)
-        .checked_mul(unit_ms)
-        .filter(|ms| *ms <= i64::MAX as u64)
-        .ok_or_else(invalid)?;
-    if absolute {
-        Ok(ms)
-    } else {
-        ms.checked_add(now)
-            .filter(|t| *t < i64::MAX as u64)
-            .ok_or_else(invalid)
-    }
-}
-
-fn string_value(state: &State, db: usize, key: &[u8], now: u64) -> Option<Value> {
-    state.kv.get(db, key, now).ok().flatten().cloned()
-}
-
-fn deadline(kv: &KvStore<Value>, db: usize, key: &[u8], now: u64) -> Option<u64> {
-    match kv.expiry(db, key, now) {
-        Ok(KeyExpiry::At(t)) => Some(t),
-        _ => None,
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn data(
-    shared: &Shared,
-    state: &mut State,
-    client: &mut ClientCtx,
-    spec: &Spec,
-    args: &Args<'_>,
-    out: &mut Out,
-    now: u64,
-) {
-    let db = client.db;
-    match spec.cmd {
-        Cmd::Get => {
-            let v = state.kv.get(db, args.get(1), now).ok().flatten();
-            match v {
-                Some(v) => {
-                    out.bulk(v);
-                    state.keyspace_hits += 1;
-                }
-                None => {
-                    out.null();
-                    state.keyspace_misses += 1;
-                }
-            }
-        }
-        Cmd::Set => set(state, db, args, out, now),
-        Cmd::Setnx => {
-            let exists = matches!(state.kv.exists(db, args.get(1), now), Ok(true));
-            if !exists {
-                let _ = state.kv.insert(db, args.get(1), args.get(2).into(), now);
-            }
-            out.int(i64::from(!exists));
-        }
-        Cmd::Setex | Cmd::Psetex => {
-            let (unit, name) = if spec.cmd == Cmd::Setex {
-                (1000, "setex")
-            } else {
-                (1, "psetex")
-            };
-            match parse_expire_value(args.get(2), unit, false, now, name) {
-                Ok(at) => {
-                    let _ = state.kv.insert_with_expiry(
-                        db,
-                        args.get(1),
-                        args.get(3).into(),
-                        Some(at),
-                        now,
-                    );
-                    out.ok();
-                }
-                Err(e) => out.error(&e),
-            }
-        }
-        Cmd::Getdel => match state.kv.remove(db, args.get(1), now).ok().flatten() {
-            Some(v) => out.bulk(&v),
-            None => out.null(),
-        },
-        Cmd::Getset => {
-            match state
-                .kv
-                .insert(db, args.get(1), args.get(2).into(), now)
-                .ok()
-                .flatten()
-            {
-                Some(v) => out.bulk(&v),
-                None => out.null(),
-            }
-        }
-        Cmd::Mget => {
-            out.array(args.len() - 1);
-            for i in 1..args.len() {
-                match state.kv.get(db, args.get(i), now).ok().flatten() {
-                    Some(v) => out.bulk(v),
-                    None => out.null(),
-                }
-            }
-        }
-        Cmd::Mset | Cmd::Msetnx => {
-            if args.len().is_multiple_of(2) {
-                out.error(&format!(
-                    "ERR wrong number of arguments for '{}' command",
-                    spec.name
-                ));
-                return;
-            }
-            if spec.cmd == Cmd::Msetnx {
-                let any = (1..args.len())
-                    .step_by(2)
-                    .any(|i| matches!(state.kv.exists(db, args.get(i), now), Ok(true)));
-                if any {
-                    out.int(0);
-                    return;
-                }
-            }
-            for i in (1..args.len()).step_by(2) {
-                let _ = state
-                    .kv
-                    .insert(db, args.get(i), args.get(i + 1).into(), now);
-            }
-            if spec.cmd == Cmd::Msetnx {
-                out.int(1);
-            } else {
-                out.ok();
-            }
-        }
-        Cmd::Del | Cmd::Unlink => {
-            let mut n = 0;
-            for i in 1..args.len() {
-                if let Ok(Some(_)) = state.kv.remove(db, args.get(i), now) {
-                    n += 1;
-                }
-            }
-            out.int(n);
-        }
-        Cmd::Exists => {
-            let mut n = 0;
-            for i in 1..args.len() {
-                if matches!(state.kv.exists(db, args.get(i), now), Ok(true)) {
-                    n += 1;
-                }
-            }
-            out.int(n);
-        }
-        Cmd::Incr | Cmd::Decr | Cmd::Incrby | Cmd::Decrby => {
-            let by = match spec.cmd {
-                Cmd::Incr => 1,
-                Cmd::Decr => -1,
-                _ => match parse_i64(args.get(2)) {
-                    Some(n) if spec.cmd == Cmd::Incrby => n,
-                    Some(n) if n != i64::MIN => -n,
-                    Some(_) => {
-                        out.error("ERR decrement would overflow");
-                        return;
-                    }
-                    None => {
-                        out.error(NOT_INT);
-                        return;
-                    }
-                },
-            };
-            incr(state, db, args.get(1), by, out, now);
-        }
-        Cmd::Append => {
-            let key = args.get(1);
-            let add = args.get(2);
-            let appended = match state.kv.get_mut(db, key, now).ok().flatten() {
-                Some(mut v) => {
-                    let mut joined = Vec::with_capacity(v.len() + add.len());
-                    joined.extend_from_slice(&v);
-                    joined.extend_from_slice(add);
-                    *v = joined.into();
-                    Some(v.len())
-                }
-                None => None,
-            };
-            let len = match appended {
-                Some(n) => n,
-                None => {
-                    let _ = state.kv.insert(db, key, add.into(), now);
-                    add.len()
-                }
-            };
-            out.int(len as i64);
-        }
-        Cmd::Strlen => {
-            let n = state
-                .kv
-                .get(db, args.get(1), now)
-                .ok()
-                .flatten()
-                .map_or(0, |v| v.len());
-            out.int(n as i64);
-        }
-        Cmd::Expire | Cmd::Pexpire | Cmd::Expireat | Cmd::Pexpireat => {
-            expire(state, db, spec, args, out, now)
-        }
-        Cmd::Ttl | Cmd::Pttl => {
-            let r = match state.kv.expiry(db, args.get(1), now) {
-                Ok(KeyExpiry::At(t)) => {
-                    let ms = t.saturating_sub(now) as i64;
-                    if spec.cmd == Cmd::Ttl {
-                        (ms + 500) / 1000
-                    } else {
-                        ms
-                    }
-                }
-                Ok(KeyExpiry::Persistent) => -1,
-                _ => -2,
-            };
-            out.int(r);
-        }
-        Cmd::Persist => {
-            let had = state.kv.persist(db, args.get(1), now).unwrap_or(false);
-            out.int(i64::from(had));
-        }
-        Cmd::Type => {
-            let found = state.kv.get(db, args.get(1), now).ok().flatten().is_some();
-            note_lookup(state, found);
-            out.simple(if found { "string" } else { "none" });
-        }
-        Cmd::Keys => match state.kv.keys(db, args.get(1), now) {
-            Ok(keys) => {
-                out.array(keys.len());
-                for k in keys {
-                    out.bulk(&k);
-                }
-            }
-            Err(e) => out.error(&format!("ERR {e}")),
-        },
-        Cmd::Scan => scan(state, db, args, out, now),
-        Cmd::Dbsize => out.int(state.kv.dbsize(db).unwrap_or(0) as i64),
-        Cmd::Randomkey => {
-            let State { kv, rng, .. } = state;
-            match kv.random_key(db, now, rng).ok().flatten() {
-                Some(k) => out.bulk(&k),
-                None => out.null(),
-            }
-        }
-        Cmd::Flushdb | Cmd::Flushall => {
-            if let Some(opt) = args.opt(1) {
-                if args.len() > 2 || !(eq(opt, "async") || eq(opt, "sync")) {
-                    out.error(SYNTAX);
-                    return;
-                }
-            }
-            if spec.cmd == Cmd::Flushdb {
-                let _ = state.kv.flush_db(db);
-            } else {
-                state.kv.flush_all();
-            }
-            out.ok();
-        }
-        Cmd::Swapdb => {
-            if shared.config.cluster_enabled && state.kv.databases() == 1 {
-                out.error("ERR SWAPDB is not allowed in cluster mode");
-                return;
-            }
-            let (Some(a), Some(b)) = (parse_i64(args.get(1)), parse_i64(args.get(2))) else {
-                out.error("ERR invalid first DB index");
-                return;
-            };
-            let n = state.kv.databases() as i64;
-            if a < 0 || b < 0 || a >= n || b >= n {
-                out.error("ERR DB index is out of range");
-                return;
-            }
-            let _ = state.kv.swap_db(a as usize, b as usize);
-            out.ok();
-        }
-        _ => out.error("ERR command not handled"),
-    }
-}
-
-fn set(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out, now: u64) {
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut expiry = SetExpiry::None;
-    let mut expiry_given = false;
-    let mut i = 3;
-    while i < args.len() {
-        let a = args.get(i);
-        let next = args.opt(i + 1);
-        if eq(a, "nx") && !xx {
-            nx = true;
-        } else if eq(a, "xx") && !nx {
-            xx = true;
-        } else if eq(a, "get") {
-            get = true;
-        } else if eq(a, "keepttl") && !expiry_given {
-            expiry = SetExpiry::Keep;
-            expiry_given = true;
-        } else if (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat"))
-            && !expiry_given
-            && next.is_some()
-        {
-            let unit = if eq(a, "ex") || eq(a, "exat") {
-                1000
-            } else {
-                1
-            };
-            let absolute = eq(a, "exat") || eq(a, "pxat");
-            match parse_expire_value(next.unwrap_or_default(), unit, absolute, now, "set") {
-                Ok(at) => expiry = SetExpiry::At(at),
-                Err(e) => {
-                    out.error(&e);
-                    return;
-                }
-            }
-            expiry_given = true;
-            i += 1;
-        } else {
-            out.error(SYNTAX);
-            return;
-        }
-        i += 1;
-    }
-    let key = args.get(1);
-    let old = if get || nx || xx || matches!(expiry, SetExpiry::Keep) {
-        string_value(state, db, key, now)
-    } else {
-        None
-    };
-    let exists = old.is_some();
-    if (nx && exists) || (xx && !exists) {
-        if get {
-            match old {
-                Some(v) => out.bulk(&v),
-                None => out.null(),
-            }
-        } else {
-            out.null();
-        }
-        return;
-    }
-    let at = match expiry {
-        SetExpiry::None => None,
-        SetExpiry::Keep => deadline(&state.kv, db, key, now),
-        SetExpiry::At(t) => Some(t),
-    };
-    let _ = state
-        .kv
-        .insert_with_expiry(db, key, args.get(2).into(), at, now);
-    if get {
-        match old {
-            Some(v) => out.bulk(&v),
-            None => out.null(),
-        }
-    } else {
-        out.ok();
-    }
-}
-
-fn incr(state: &mut State, db: usize, key: &[u8], by: i64, out: &mut Out, now: u64) {
-    let result = match state.kv.get_mut(db, key, now).ok().flatten() {
-        Some(mut v) => match parse_i64(&v) {
-            None => Some(Err(NOT_INT)),
-            Some(cur) => match cur.checked_add(by) {
-                None => Some(Err("ERR increment or decrement would overflow")),
-                Some(new) => {
-                    *v = new.to_string().into_bytes().into();
-                    Some(Ok(new))
-                }
-            },
-        },
-        None => None,
-    };
-    match result {
-        Some(Ok(n)) => out.int(n),
-        Some(Err(e)) => out.error(e),
-        None => {
-            let _ = state
-                .kv
-                .insert(db, key, by.to_string().into_bytes().into(), now);
-            out.int(by);
-        }
-    }
-}
-
-fn expire(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, out: &mut Out, now: u64) {
-    let (unit, absolute) = match spec.cmd {
-        Cmd::Expire => (1000u64, false),
-        Cmd::Pexpire => (1, false),
-        Cmd::Expireat => (1000, true),
-        _ => (1, true),
-    };
-    let Some(n) = parse_i64(args.get(2)) else {
-        out.error(NOT_INT);
-        return;
-    };
-    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
-    for i in 3..args.len() {
-        let a = args.get(i);
-        if eq(a, "nx") {
-            nx = true;
-        } else if eq(a, "xx") {
-            xx = true;
-        } else if eq(a, "gt") {
-            gt = true;
-        } else if eq(a, "lt") {
-            lt = true;
-        } else {
-            out.error(&format!(
-                "ERR Unsupported option {}",
-                String::from_utf8_lossy(a)
-            ));
-            return;
-        }
-    }
-    if nx && (xx || gt || lt) {
-        out.error("ERR NX and XX, GT or LT options at the same time are not compatible");
-        return;
-    }
-    if gt && lt {
-        out.error("ERR GT and LT options at the same time are not compatible");
-        return;
-    }
-    let invalid = format!("ERR invalid expire time in '{}' command", spec.name);
-    let Some(ms) = n.checked_mul(unit as i64) else {
-        out.error(&invalid);
-        return;
-    };
-    let at = if absolute {
-        Some(ms)
-    } else {
-        ms.checked_add(now as i64)
-    };
-    let Some(at) = at else {
-        out.error(&invalid);
-        return;
-    };
-    let key = args.get(1);
-    let current = match state.kv.expiry(db, key, now) {
-        Ok(KeyExpiry::Missing) | Err(_) => {
-            out.int(0);
-            return;
-        }
-        Ok(KeyExpiry::Persistent) => None,
-        Ok(KeyExpiry::At(t)) => Some(t as i64),
-    };
-    let allowed = if nx {
-        current.is_none()
-    } else {
-        let xx_ok = !xx || current.is_some();
-        // A key without a deadline has an infinite TTL: GT never passes, LT always does.
-        let gt_ok = !gt || current.is_some_and(|c| at > c);
-        let lt_ok = !lt || current.is_none_or(|c| at < c);
-        xx_ok && gt_ok && lt_ok
-    };
-    if !allowed {
-        out.int(0);
-        return;
-    }
-    if at <= now as i64 {
-        let _ = state.kv.remove(db, key, now);
-        state.expired_keys += 1;
-    } else {
-        let _ = state.kv.set_expire_at(db, key, at as u64, now);
-    }
-    out.int(1);
-}
-
-fn scan(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out, now: u64) {
-    let Some(cursor) = std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        out.error("ERR invalid cursor");
-        return;
-    };
-    let mut opts = ScanOptions::default();
-    let mut type_name = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args.get(i);
-        let Some(v) = args.opt(i + 1) else {
-            out.error(SYNTAX);
-            return;
-        };
-        if eq(a, "match") {
-            opts.pattern = Some(v);
-        } else if eq(a, "count") {
-            match parse_i64(v) {
-                Some(n) if n >= 1 => opts.count = n as usize,
-                Some(_) => {
-                    out.error(SYNTAX);
-                    return;
-                }
-                None => {
-                    out.error(NOT_INT);
-                    return;
-                }
-            }
-        } else if eq(a, "type") {
-            type_name = Some(String::from_utf8_lossy(v).into_owned());
-        } else {
-            out.error(SYNTAX);
-            return;
-        }
-        i += 2;
-    }
-    opts.type_name = type_name.as_deref();
-    match state.kv.scan(db, cursor, &opts, now) {
-        Ok(page) => {
-            out.array(2);
-            out.bulk(page.cursor.to_string().as_bytes());
-            out.array(page.keys.len());
-            for k in page.keys {
-                out.bulk(&k);
-            }
-        }
-        Err(e) => out.error(&format!("ERR {e}")),
-    }
-}
-
 /// Runs one command of the replication stream (no routing, no reply kept).
 pub fn run_replicated(
     shared: &Shared,
@@ -1105,51 +930,8 @@ pub fn run_replicated(
     args: &Args<'_>,
     sink: &mut Out,
 ) {
-    if let Some(spec) = table::lookup(args.get(0)) {
-        if spec.arity_ok(args.len()) {
-            run(shared, state, client, spec, args, sink, unix_ms());
-        }
+    if let Ok(spec) = resolve(args) {
+        run(shared, state, client, &spec, args, sink, unix_ms());
     }
     sink.buf.clear();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strict_integers() {
-        assert_eq!(parse_i64(b"42"), Some(42));
-        assert_eq!(parse_i64(b"-7"), Some(-7));
-        assert_eq!(parse_i64(b"0"), Some(0));
-        assert_eq!(parse_i64(b"+1"), None);
-        assert_eq!(parse_i64(b"01"), None);
-        assert_eq!(parse_i64(b" 1"), None);
-        assert_eq!(parse_i64(b"9223372036854775808"), None);
-        assert_eq!(parse_i64(b""), None);
-    }
-
-    #[test]
-    fn absolute_expire_overflow_is_invalid() {
-        // Redis 7: `SET k v EXAT 9999999999999999` -> ERR invalid expire time in 'set' command
-        // (9999999999999999 * 1000 exceeds LLONG_MAX).
-        let err = "ERR invalid expire time in 'set' command";
-        assert_eq!(
-            parse_expire_value(b"9999999999999999", 1000, true, 0, "set"),
-            Err(err.to_string())
-        );
-        assert_eq!(
-            parse_expire_value(b"9223372036854775807", 1000, true, 0, "set"),
-            Err(err.to_string())
-        );
-        // PXAT up to LLONG_MAX ms is accepted, as in Redis.
-        assert_eq!(
-            parse_expire_value(b"9223372036854775807", 1, true, 0, "set"),
-            Ok(i64::MAX as u64)
-        );
-        assert_eq!(
-            parse_expire_value(b"9999999999999999", 1, true, 0, "set"),
-            Ok(9_999_999_999_999_999)
-        );
-    }
 }

@@ -133,6 +133,9 @@ pub struct Config {
     /// see `net::ClientGate`). Default 10000, at least 1; reduced at start to what the open
     /// files limit allows (`main::adjust_open_files_limit`).
     pub maxclients: u32,
+    /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
+    /// `crate::types::Limits`); CONFIG SET changes the ones in force.
+    pub limits: crate::types::Limits,
 }
 
 impl Default for Config {
@@ -161,6 +164,7 @@ impl Default for Config {
             client_query_buffer_limit: 1024 * 1024 * 1024,
             hz: 10,
             maxclients: 10000,
+            limits: crate::types::Limits::default(),
         }
     }
 }
@@ -574,6 +578,16 @@ pub static OPTIONS: &[Opt] = &[
         let n = parse_memory(v)?;
         only_default(&n.to_string(), "0", "ferrocluster-server has no memory limit")
     }),
+    // Encoding thresholds (Redis 7.0 names and ranges; the `ziplist` names are aliases).
+    int_opt!("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), mutable: true, 0, LLONG_MAX, limits.hash_max_listpack_entries),
+    int_opt!("hash-max-listpack-value", Some("hash-max-ziplist-value"), mutable: true, 0, LLONG_MAX, limits.hash_max_listpack_value),
+    int_opt!("set-max-intset-entries", None, mutable: true, 0, LLONG_MAX, limits.set_max_intset_entries),
+    int_opt!("set-max-listpack-entries", None, mutable: true, 0, LLONG_MAX, limits.set_max_listpack_entries),
+    int_opt!("set-max-listpack-value", None, mutable: true, 0, LLONG_MAX, limits.set_max_listpack_value),
+    int_opt!("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), mutable: true, 0, LLONG_MAX, limits.zset_max_listpack_entries),
+    int_opt!("zset-max-listpack-value", Some("zset-max-ziplist-value"), mutable: true, 0, LLONG_MAX, limits.zset_max_listpack_value),
+    int_opt!("list-max-listpack-size", Some("list-max-ziplist-size"), mutable: true, -INT_MAX - 1, INT_MAX, limits.list_max_listpack_size),
+    int_opt!("list-compress-depth", None, mutable: true, 0, INT_MAX, limits.list_compress_depth),
 ];
 
 /// The option named `name` (or its alias), ASCII case-insensitively.

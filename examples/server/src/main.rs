@@ -14,8 +14,10 @@
 #![deny(missing_docs)]
 
 mod admin;
+mod blocking;
 mod client;
 mod cluster;
+mod cmd;
 mod commands;
 mod config;
 mod demo;
@@ -27,6 +29,7 @@ mod repl;
 mod resp;
 mod server;
 mod table;
+mod types;
 mod value;
 
 use config::{Invocation, USAGE};
@@ -102,6 +105,7 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
 
 fn run_server(mut config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
+    types::set_limits(config.limits);
     config.maxclients = net::adjust_open_files_limit(config.maxclients)?;
     // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
     ferrocluster_host::nodesconf::check_dir(&config.dir).map_err(|e| e.to_string())?;
@@ -156,6 +160,8 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 let now = server::unix_ms();
                 let mut st = shared.state.lock();
                 repl::check_waiters(&shared, &mut st, now);
+                blocking::expire(&shared, &mut st, now);
+                blocking::check_cluster(&shared, &mut st);
                 repl::ping_replicas(&shared, &mut st, now);
                 if now.saturating_sub(last_expire) >= expire_every {
                     last_expire = now;

@@ -107,7 +107,7 @@ mod tests {
     fn the_name_is_neither_a_valkey_command_nor_a_cluster_subcommand() {
         // The command crate's table is Valkey 8's (src/commands/*.json).
         assert!(ferrocluster_command::lookup(COMMAND_NAME.as_bytes()).is_none());
-        assert!(!ferrocluster_command::CLUSTER_SUBCOMMANDS
+        assert!(!ferrocluster_command::cluster_subcommands()
             .iter()
             .any(|c| c.name.eq_ignore_ascii_case("cluster|ckquorum")));
         assert_eq!(section_name(), "readiness");

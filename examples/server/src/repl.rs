@@ -21,7 +21,7 @@ use crate::commands::parse_i64;
 use crate::resp::{parse_request, Limits, Out, Parsed};
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use ferrocluster_kvstore::{KeyExpiry, ScanOptions};
+use ferrocluster_kvstore::ScanOptions;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -241,21 +241,8 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
         }
         // MIGRATE sends the DELs of the keys it moved itself (`propagate_dels`).
         Cmd::Migrate => {}
-        _ => {
-            for pos in spec.key_positions(args.len()) {
-                let key = args.get(pos);
-                match state.kv.get(db, key, now).ok().flatten().cloned() {
-                    Some(v) => match state.kv.expiry(db, key, now) {
-                        Ok(KeyExpiry::At(t)) => {
-                            let t = t.to_string();
-                            emit(state, db, key, &[b"SET", key, &v, b"PXAT", t.as_bytes()]);
-                        }
-                        _ => emit(state, db, key, &[b"SET", key, &v]),
-                    },
-                    None => emit(state, db, key, &[b"DEL", key]),
-                }
-            }
-        }
+        // The effect argv the command layer chose (`crate::cmd`'s propagation rule).
+        _ => crate::cmd::emit_effect(state, db, spec, args, now, emit),
     }
 }
 
@@ -448,19 +435,7 @@ pub fn psync(
                 let Some(v) = state.kv.get(db, k, now).ok().flatten() else {
                     continue;
                 };
-                if let Ok(KeyExpiry::At(t)) = state.kv.expiry(db, k, now) {
-                    dump.array(5);
-                    dump.bulk(b"SET");
-                    dump.bulk(k);
-                    dump.bulk(v);
-                    dump.bulk(b"PXAT");
-                    dump.bulk(t.to_string().as_bytes());
-                } else {
-                    dump.array(3);
-                    dump.bulk(b"SET");
-                    dump.bulk(k);
-                    dump.bulk(v);
-                }
+                crate::cmd::keyspace::sync_command(&mut dump, k, v, state.kv.expiry(db, k, now));
             }
             cursor = page.cursor;
             if cursor == 0 {
@@ -586,6 +561,7 @@ pub fn set_primary(shared: &Arc<Shared>, state: &mut State, primary: Option<Prim
         Some(p) => {
             tracing::info!(host = %p.host, port = p.port, "role change: now a replica, syncing from the primary");
             state.repl.replicas.clear();
+            crate::blocking::unblock_all_for_role_change(shared, state);
             let shared = Arc::clone(shared);
             let p = p.clone();
             let _ = std::thread::Builder::new()

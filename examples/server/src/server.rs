@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// The value type the server stores: byte strings, up to 14 bytes inline in the 16-byte
-/// value (see [`crate::value`]).
+/// The value type the server stores: the type enum (strings up to 14 bytes inline in the
+/// 16-byte value, collections boxed; see [`crate::value`]).
 pub type Value = crate::value::Value;
 
 /// Current Unix time in milliseconds: the host kit's one clock read
@@ -51,6 +51,10 @@ pub struct State {
     pub keyspace_misses: u64,
     /// Slot migration: export links, import links, MIGRATE's connection cache.
     pub migr: crate::migrate::MigrState,
+    /// WATCHed keys (`crate::cmd::txn`).
+    pub watches: crate::cmd::txn::Watches,
+    /// Clients blocked on keys (`crate::blocking`).
+    pub blocked: crate::blocking::Blocked,
 }
 
 /// Lock-free counters.
@@ -218,6 +222,8 @@ impl Shared {
                 keyspace_misses: 0,
                 writes_paused_until: None,
                 migr: crate::migrate::MigrState::default(),
+                watches: crate::cmd::txn::Watches::default(),
+                blocked: crate::blocking::Blocked::default(),
             }),
             config,
             pubsub: RwLock::new(PubSub::default()),

@@ -471,11 +471,20 @@ fn server_dump_and_restore_cross_with_redis_and_valkey() {
             };
             assert!(pttl > 0 && pttl <= 60_000);
         }
-        // A hash from a real server: the footer is right, the value is not one we store.
+        // A hash from a real server restores here (every type moves through DUMP/RESTORE).
         r.cmd(&["HSET", "h", "f", "v"]);
         let h = bulk(&r.cmd(&["DUMP", "h"]));
+        let mine = format!("h:from-{}", real.port);
         assert_eq!(
-            o.cmd_bytes(&[b"RESTORE", b"h", b"0", &h]),
+            o.cmd_bytes(&[b"RESTORE", mine.as_bytes(), b"0", &h]),
+            Reply::Status("OK".into())
+        );
+        assert_eq!(bulk(&o.cmd(&["HGET", &mine, "f"])), b"v");
+        // A stream: the footer is right, the value is not one we store.
+        r.cmd(&["XADD", "st", "1-1", "f", "v"]);
+        let st = bulk(&r.cmd(&["DUMP", "st"]));
+        assert_eq!(
+            o.cmd_bytes(&[b"RESTORE", b"st", b"0", &st]),
             Reply::Error("ERR Bad data format".into())
         );
         // The same corruption gives the same error on every server.

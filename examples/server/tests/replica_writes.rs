@@ -67,7 +67,25 @@ fn contents(port: u16) -> Vec<(String, String)> {
         .iter()
         .map(|k| {
             let k = text(k);
-            let v = bulk_text(&c.cmd(&["GET", &k]));
+            // Every type, read in a canonical form (collections sorted).
+            let t = String::from_utf8_lossy(&c.cmd(&["TYPE", &k])).into_owned();
+            let v = match t.trim_end() {
+                "+string" => bulk_text(&c.cmd(&["GET", &k])),
+                "+hash" | "+set" => {
+                    let read = if t.starts_with("+hash") {
+                        "HGETALL"
+                    } else {
+                        "SMEMBERS"
+                    };
+                    let mut items: Vec<String> = array(&frame(&c.cmd(&[read, &k])))
+                        .iter()
+                        .map(text)
+                        .collect();
+                    items.sort();
+                    format!("{t}{items:?}")
+                }
+                other => panic!("{k}: type {other}"),
+            };
             (k, v)
         })
         .collect();
@@ -133,6 +151,24 @@ fn valid_args(name: &str) -> Option<Vec<&'static str>> {
         "restore" | "restore-asking" => vec!["k", "0", "payload", "REPLACE"],
         // Nothing listens there: the primary answers IOERR, a replica refuses first.
         "migrate" => vec!["127.0.0.1", "23699", "k", "0", "1000"],
+        "getex" => vec!["k", "EX", "100"],
+        "setrange" => vec!["k", "1", "x"],
+        "incrbyfloat" => vec!["f", "1.5"],
+        "copy" => vec!["{t}a", "{t}copy"],
+        "rename" => vec!["{t}copy", "{t}renamed"],
+        "renamenx" => vec!["{t}renamed", "{t}renamed2"],
+        "move" => vec!["k", "1"],
+        "hset" | "hmset" => vec!["h", "f", "v"],
+        "hsetnx" => vec!["h", "g", "w"],
+        "hdel" => vec!["h", "g"],
+        "hincrby" => vec!["h", "n", "2"],
+        "hincrbyfloat" => vec!["h", "x", "1.5"],
+        "sadd" => vec!["s", "a", "b", "c"],
+        "srem" => vec!["s", "b"],
+        "spop" => vec!["s"],
+        "smove" => vec!["{t}s1", "{t}s2", "a"],
+        "sinterstore" | "sunionstore" | "sdiffstore" => vec!["{t}dst", "{t}s1", "{t}s2"],
+        "sort" => vec!["s", "ALPHA"],
         _ => return None,
     })
 }

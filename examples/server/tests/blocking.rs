@@ -1,0 +1,336 @@
+//! The blocking list and sorted-set pops, run side by side on redis-server 7.0 and on
+//! ferrocluster-server (standalone): wake order, timeouts, MULTI, CLIENT UNBLOCK, a BLMOVE
+//! chain, pipelined commands behind a blocked one. Every scenario's replies on ours must equal
+//! redis-server's. Then the cluster rules on a cluster of ours: what replicas receive, MOVED
+//! when the slot moves, UNBLOCKED on a failover. Ports 23992 (redis), 23993 (ours), 23994,
+//! 23998, 23999 (the cluster; bus ports +10000).
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use common::{require_redis_tools, test_dir, wait_until, Client, Procs};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const REDIS: u16 = 23992;
+const OURS: u16 = 23993;
+/// The cluster test's nodes (their own ports: tests run in parallel).
+const PRIMARY: u16 = 23998;
+const REPLICA: u16 = 23994;
+const OTHER: u16 = 23999;
+
+struct Redis(Child);
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_pair(name: &str) -> (Procs, Redis, std::path::PathBuf) {
+    start_pair_on(name, OURS)
+}
+
+fn start_pair_on(name: &str, ours: u16) -> (Procs, Redis, std::path::PathBuf) {
+    require_redis_tools();
+    let dir = test_dir(name);
+    let rdir = dir.join("redis");
+    std::fs::create_dir_all(&rdir).expect("redis dir");
+    let redis = Redis(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &REDIS.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&rdir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    );
+    common::wait_for_port(REDIS, Duration::from_secs(10));
+    let mut procs = Procs::default();
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
+    (procs, redis, dir)
+}
+
+fn c(port: u16) -> Client {
+    Client::connect(port)
+}
+
+fn id_of(cl: &mut Client) -> String {
+    let r = cl.cmd(&["CLIENT", "ID"]);
+    String::from_utf8_lossy(&r[1..r.len() - 2]).into_owned()
+}
+
+/// Waits until `n` clients are blocked (INFO `blocked_clients`).
+fn wait_blocked(port: u16, n: usize) {
+    let mut admin = c(port);
+    wait_until(Duration::from_secs(5), "clients to block", || {
+        let info = common::bulk_text(&admin.cmd(&["INFO", "clients"]));
+        info.lines()
+            .any(|l| l.trim() == format!("blocked_clients:{n}"))
+    });
+}
+
+/// A scenario on one server: the replies it collected, in order.
+fn scenario(port: u16, run: fn(u16) -> Vec<Vec<u8>>) -> Vec<String> {
+    c(port).cmd(&["FLUSHALL"]);
+    run(port)
+        .into_iter()
+        .map(|r| String::from_utf8_lossy(&r).into_owned())
+        .collect()
+}
+
+fn fifo(port: u16) -> Vec<Vec<u8>> {
+    let (mut a, mut b, mut p) = (c(port), c(port), c(port));
+    a.send_raw(&common::encode(&[b"BLPOP", b"k1", b"k2", b"0"]));
+    wait_blocked(port, 1);
+    b.send_raw(&common::encode(&[b"BRPOP", b"k2", b"0"]));
+    wait_blocked(port, 2);
+    // One push of two elements: the longest waiter gets the first, the next the second.
+    let pushed = p.cmd(&["RPUSH", "k2", "x", "y"]);
+    vec![
+        pushed,
+        a.read_reply(),
+        b.read_reply(),
+        p.cmd(&["EXISTS", "k2"]),
+    ]
+}
+
+fn timeouts(port: u16) -> Vec<Vec<u8>> {
+    let mut a = c(port);
+    let started = Instant::now();
+    let r1 = a.cmd(&["BLPOP", "nokey", "0.2"]);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200),
+        "timed out early: {waited:?}"
+    );
+    let r2 = a.cmd(&["BLMOVE", "nokey", "d", "LEFT", "LEFT", "0.05"]);
+    let r3 = a.cmd(&["BZPOPMIN", "nokey", "0.05"]);
+    let r4 = a.cmd(&["BZMPOP", "0.05", "1", "nokey", "MIN"]);
+    let r5 = a.cmd(&["BLMPOP", "0.05", "1", "nokey", "LEFT"]);
+    a.cmd(&["HELLO", "3"]);
+    let r6 = a.cmd(&["BLPOP", "nokey", "0.05"]);
+    let r7 = a.cmd(&["BRPOPLPUSH", "nokey", "d", "0.05"]);
+    vec![r1, r2, r3, r4, r5, r6, r7]
+}
+
+fn multi(port: u16) -> Vec<Vec<u8>> {
+    let mut a = c(port);
+    a.cmd(&["MULTI"]);
+    a.cmd(&["BLPOP", "nokey", "0"]);
+    a.cmd(&["RPUSH", "k", "v"]);
+    a.cmd(&["BLPOP", "k", "0"]);
+    vec![a.cmd(&["EXEC"])]
+}
+
+fn unblock(port: u16) -> Vec<Vec<u8>> {
+    let (mut a, mut b, mut p) = (c(port), c(port), c(port));
+    let (ida, idb) = (id_of(&mut a), id_of(&mut b));
+    a.send_raw(&common::encode(&[b"BLPOP", b"k", b"0"]));
+    b.send_raw(&common::encode(&[b"BZPOPMAX", b"z", b"0"]));
+    wait_blocked(port, 2);
+    let u1 = p.cmd(&["CLIENT", "UNBLOCK", &ida]);
+    let ra = a.read_reply();
+    let u2 = p.cmd(&["CLIENT", "UNBLOCK", &idb, "ERROR"]);
+    let rb = b.read_reply();
+    let u3 = p.cmd(&["CLIENT", "UNBLOCK", &ida]);
+    let u4 = p.cmd(&["CLIENT", "UNBLOCK", &ida, "FOO"]);
+    vec![u1, ra, u2, rb, u3, u4]
+}
+
+fn chain(port: u16) -> Vec<Vec<u8>> {
+    let (mut a, mut b, mut p) = (c(port), c(port), c(port));
+    // b waits on "dst", a moves from "src" to "dst" when src gets an element: one push wakes
+    // both, through the move.
+    b.send_raw(&common::encode(&[b"BLPOP", b"dst", b"0"]));
+    wait_blocked(port, 1);
+    a.send_raw(&common::encode(&[
+        b"BLMOVE", b"src", b"dst", b"RIGHT", b"LEFT", b"0",
+    ]));
+    wait_blocked(port, 2);
+    let pushed = p.cmd(&["LPUSH", "src", "v"]);
+    vec![
+        pushed,
+        a.read_reply(),
+        b.read_reply(),
+        p.cmd(&["EXISTS", "src", "dst"]),
+    ]
+}
+
+fn pipelined(port: u16) -> Vec<Vec<u8>> {
+    let (mut a, mut p) = (c(port), c(port));
+    // Commands after a blocked one wait for it, and run in order once it is answered.
+    let mut req = common::encode(&[b"BLPOP", b"k", b"0"]);
+    req.extend(common::encode(&[b"LLEN", b"k"]));
+    req.extend(common::encode(&[b"PING"]));
+    a.send_raw(&req);
+    wait_blocked(port, 1);
+    let pushed = p.cmd(&["RPUSH", "k", "a", "b"]);
+    vec![pushed, a.read_reply(), a.read_reply(), a.read_reply()]
+}
+
+fn zsets(port: u16) -> Vec<Vec<u8>> {
+    let (mut a, mut b, mut p) = (c(port), c(port), c(port));
+    a.send_raw(&common::encode(&[b"BZPOPMIN", b"z", b"0"]));
+    wait_blocked(port, 1);
+    b.send_raw(&common::encode(&[
+        b"BZMPOP", b"0", b"1", b"z", b"MAX", b"COUNT", b"5",
+    ]));
+    wait_blocked(port, 2);
+    // A list push does not wake sorted-set waiters.
+    p.cmd(&["SET", "x", "1"]);
+    let added = p.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+    vec![added, a.read_reply(), b.read_reply()]
+}
+
+fn wrong_type_wait(port: u16) -> Vec<Vec<u8>> {
+    let (mut a, mut p) = (c(port), c(port));
+    // A BLPOP waiter stays blocked while its key holds a sorted set.
+    a.send_raw(&common::encode(&[b"BLPOP", b"k", b"0"]));
+    wait_blocked(port, 1);
+    p.cmd(&["ZADD", "k", "1", "a"]);
+    p.cmd(&["DEL", "k"]);
+    p.cmd(&["RPUSH", "k", "v"]);
+    vec![a.read_reply()]
+}
+
+#[test]
+fn blocking_pops_match_redis() {
+    let (_procs, _redis, _dir) = start_pair("blocking-pops");
+    type Scenario = fn(u16) -> Vec<Vec<u8>>;
+    let all: [(&str, Scenario); 8] = [
+        ("fifo", fifo),
+        ("timeouts", timeouts),
+        ("multi", multi),
+        ("unblock", unblock),
+        ("chain", chain),
+        ("pipelined", pipelined),
+        ("zsets", zsets),
+        ("wrong_type_wait", wrong_type_wait),
+    ];
+    for (name, run) in all {
+        let want = scenario(REDIS, run);
+        let got = scenario(OURS, run);
+        assert_eq!(
+            got, want,
+            "scenario {name}: ours (left) vs redis-server (right)"
+        );
+    }
+}
+
+fn myid(port: u16) -> String {
+    common::bulk_text(&c(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// `from` MEETs `to` and waits until it knows it; returns `to`'s ID.
+fn meet(from: u16, to: u16) -> String {
+    assert_eq!(
+        c(from).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &to.to_string()]),
+        "+OK\r\n"
+    );
+    let id = myid(to);
+    wait_until(Duration::from_secs(15), "the MEET completes", || {
+        common::bulk_text(&c(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
+    });
+    id
+}
+
+/// A cluster: PRIMARY owns every slot, REPLICA replicates it, OTHER is a primary without
+/// slots.
+fn cluster(procs: &mut Procs, name: &str) -> (String, String) {
+    let dir = test_dir(name);
+    for port in [PRIMARY, REPLICA, OTHER] {
+        procs.start(&dir, port, &["--cluster-node-timeout", "2000"]);
+    }
+    assert_eq!(
+        c(PRIMARY).cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    let pid = meet(REPLICA, PRIMARY);
+    meet(OTHER, PRIMARY);
+    let oid = myid(OTHER);
+    assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
+    for port in [PRIMARY, REPLICA, OTHER] {
+        wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+            common::bulk_text(&c(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+    }
+    wait_until(Duration::from_secs(20), "the replica to sync", || {
+        c(PRIMARY).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
+    });
+    (pid, oid)
+}
+
+/// In cluster mode: replicas receive the pop a blocked client was served (`LMOVE`,
+/// `ZPOPMAX`), not the blocking command; a client blocked on a slot that moves to another
+/// node gets `-MOVED` (Valkey `clusterRedirectBlockedClientIfNeeded`); a primary that turns
+/// replica answers its blocked clients `-UNBLOCKED` and closes them (Valkey
+/// `disconnectAllBlockedClients`).
+#[test]
+fn cluster_rules_for_blocked_clients() {
+    let mut procs = Procs::default();
+    let (_pid, oid) = cluster(&mut procs, "blocking-cluster");
+    // Replication of served pops.
+    let (mut a, mut p) = (c(PRIMARY), c(PRIMARY));
+    a.send_raw(&common::encode(&[
+        b"BLMOVE", b"{t}src", b"{t}dst", b"LEFT", b"RIGHT", b"0",
+    ]));
+    wait_blocked(PRIMARY, 1);
+    p.cmd(&["RPUSH", "{t}src", "1", "2"]);
+    assert_eq!(a.read_reply(), b"$1\r\n1\r\n");
+    p.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
+    assert_eq!(
+        p.cmd(&["BZPOPMAX", "z", "0"]),
+        b"*3\r\n$1\r\nz\r\n$1\r\nb\r\n$1\r\n2\r\n"
+    );
+    assert_eq!(p.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    let mut r = c(REPLICA);
+    r.cmd(&["READONLY"]);
+    assert_eq!(
+        r.cmd(&["LRANGE", "{t}dst", "0", "-1"]),
+        b"*1\r\n$1\r\n1\r\n"
+    );
+    assert_eq!(
+        r.cmd(&["LRANGE", "{t}src", "0", "-1"]),
+        b"*1\r\n$1\r\n2\r\n"
+    );
+    assert_eq!(r.cmd(&["ZRANGE", "z", "0", "-1"]), b"*1\r\n$1\r\na\r\n");
+
+    // The slot of "moved" goes to OTHER while a client waits on it.
+    let slot = "1999"; // CLUSTER KEYSLOT moved
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "KEYSLOT", "moved"]),
+        format!(":{slot}\r\n")
+    );
+    let mut b = c(PRIMARY);
+    b.send_raw(&common::encode(&[b"BLPOP", b"moved", b"0"]));
+    wait_blocked(PRIMARY, 1);
+    for port in [OTHER, PRIMARY] {
+        assert_eq!(
+            c(port).cmd_s(&["CLUSTER", "SETSLOT", slot, "NODE", &oid]),
+            "+OK\r\n"
+        );
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&b.read_reply()),
+        format!("-MOVED {slot} 127.0.0.1:{OTHER}\r\n")
+    );
+
+    // A failover: the old primary's blocked client is unblocked and disconnected.
+    let mut d = c(PRIMARY);
+    d.send_raw(&common::encode(&[b"BLPOP", b"{t}src2", b"0"]));
+    wait_blocked(PRIMARY, 1);
+    assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&d.read_to_close()),
+        "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"
+    );
+}

@@ -20,6 +20,7 @@
 //!
 //! Every mismatch is reported (case, protocol, command, both replies) before the test fails.
 //! Peers: redis-server 7.0 and valkey-server 9.1 (see `.ci/run`); ports 23850-23858.
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

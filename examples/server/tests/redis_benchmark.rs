@@ -66,7 +66,7 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
         "ping",
         &["PING_INLINE", "PING_MBULK"],
         &["PING"],
-        |k, spread| {
+        |k, _spread| {
             assert_eq!(k.int(&["DBSIZE"]), 0);
         },
     ),
@@ -74,7 +74,7 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
         let n = k.count("key:*", "string");
         assert!(n > 1 && n <= spread * KEYSPACE as i64, "{n} SET keys");
     }),
-    ("get", &["GET"], &["GET", "key:{p}"], |k, spread| {
+    ("get", &["GET"], &["GET", "key:{p}"], |k, _spread| {
         // GET writes nothing.
         assert_eq!(k.int(&["DBSIZE"]), 0);
     }),
@@ -146,7 +146,7 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
             );
         },
     ),
-    ("spop", &["SPOP"], &["SPOP", "myset:{p}"], |k, spread| {
+    ("spop", &["SPOP"], &["SPOP", "myset:{p}"], |k, _spread| {
         // SPOP of a missing set answers nil: nothing is left or created.
         assert_eq!(k.count("myset*", "set"), 0);
     }),

@@ -613,22 +613,6 @@ fn tree_count_prefix(node: &Node, pred: &mut impl FnMut(f64, u32) -> bool) -> us
     }
 }
 
-/// The score and id at rank `r` (< size).
-fn tree_select(node: &Node, mut r: usize) -> (f64, u32) {
-    match node {
-        Node::Leaf(l) => (l.scores[r], l.ids[r]),
-        Node::Inner(kids) => {
-            for k in kids {
-                if r < k.size as usize {
-                    return tree_select(&k.node, r);
-                }
-                r -= k.size as usize;
-            }
-            unreachable!("rank beyond the subtree's size")
-        }
-    }
-}
-
 /// Calls `f(score, id)` for ranks `start..end` (ascending) or, when `rev`, for reversed ranks
 /// `start..end` (rank 0 = the largest); `f` returns false to stop. Returns false if stopped.
 fn tree_walk(
@@ -1203,11 +1187,7 @@ impl ZSet {
     pub fn iter(&self, rev: bool) -> ZIter<'_> {
         match &self.repr {
             Repr::Packed(p) => ZIter(IterRepr::Packed(p.iter(), rev)),
-            Repr::Big(b) => ZIter(IterRepr::Big {
-                big: b,
-                rank: 0,
-                rev,
-            }),
+            Repr::Big(b) => ZIter(IterRepr::Big(&b.slab, Cursor::new(&b.root, rev))),
         }
     }
 
@@ -1257,12 +1237,86 @@ pub struct ZIter<'a>(IterRepr<'a>);
 #[derive(Clone)]
 enum IterRepr<'a> {
     Packed(PackedPairs<'a>, bool),
-    /// One select per step (O(log n) each).
-    Big {
-        big: &'a Big,
-        rank: usize,
-        rev: bool,
-    },
+    Big(&'a Slab, Cursor<'a>),
+}
+
+/// An in-order walk of the B+tree: the path of inner nodes and the position in a leaf.
+#[derive(Clone)]
+struct Cursor<'a> {
+    path: Vec<(&'a [Child], usize)>,
+    /// The leaf being read and the next position (forward) or the position past the next
+    /// one (reverse).
+    leaf: Option<(&'a Leaf, usize)>,
+    rev: bool,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(root: &'a Node, rev: bool) -> Cursor<'a> {
+        let mut c = Cursor {
+            path: Vec::new(),
+            leaf: None,
+            rev,
+        };
+        c.descend(root);
+        c
+    }
+
+    /// Goes down to the first (or, reverse, the last) leaf under `node`.
+    fn descend(&mut self, mut node: &'a Node) {
+        loop {
+            match node {
+                Node::Leaf(l) => {
+                    self.leaf = Some((l, if self.rev { l.len } else { 0 }));
+                    return;
+                }
+                Node::Inner(kids) if kids.is_empty() => return,
+                Node::Inner(kids) => {
+                    let i = if self.rev { kids.len() - 1 } else { 0 };
+                    self.path.push((kids, i));
+                    node = &kids[i].node;
+                }
+            }
+        }
+    }
+
+    fn next(&mut self) -> Option<(f64, u32)> {
+        loop {
+            if let Some((l, i)) = &mut self.leaf {
+                if self.rev {
+                    if *i > 0 {
+                        *i -= 1;
+                        return Some((l.scores[*i], l.ids[*i]));
+                    }
+                } else if *i < l.len {
+                    let item = (l.scores[*i], l.ids[*i]);
+                    *i += 1;
+                    return Some(item);
+                }
+                self.leaf = None;
+            }
+            // The next sibling subtree up the path.
+            loop {
+                let (kids, i) = *self.path.last()?;
+                let next = if self.rev {
+                    i.checked_sub(1)
+                } else {
+                    Some(i + 1).filter(|&n| n < kids.len())
+                };
+                match next {
+                    Some(n) => {
+                        if let Some(top) = self.path.last_mut() {
+                            top.1 = n;
+                        }
+                        self.descend(&kids[n].node);
+                        break;
+                    }
+                    None => {
+                        self.path.pop();
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl<'a> Iterator for ZIter<'a> {
@@ -1276,14 +1330,9 @@ impl<'a> Iterator for ZIter<'a> {
                     it.next()
                 }
             }
-            IterRepr::Big { big, rank, rev } => {
-                if *rank >= big.len {
-                    return None;
-                }
-                let r = if *rev { big.len - 1 - *rank } else { *rank };
-                *rank += 1;
-                let (s, id) = tree_select(&big.root, r);
-                Some((Elem::Str(big.slab.get(id).member()), s))
+            IterRepr::Big(slab, cursor) => {
+                let (s, id) = cursor.next()?;
+                Some((Elem::Str(slab.get(id).member()), s))
             }
         }
     }

@@ -114,9 +114,6 @@ pub fn random_fault_run(seed: u64, plan: &FaultPlan) -> Result<RunReport, Violat
         ..NetConfig::default()
     };
     sim.set_net(base.clone());
-    if std::env::var("XX_NOINV").is_ok() {
-        sim.set_check_invariants(false);
-    }
     let all: Vec<usize> = (0..n).collect();
     let primaries: Vec<usize> = (0..plan.primaries).collect();
     let replicas: Vec<usize> = (plan.primaries..plan.primaries + plan.replicas).collect();

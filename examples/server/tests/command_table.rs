@@ -136,9 +136,14 @@ fn command_getkeys_follows_the_key_specs() {
             &["SINTERCARD", "2", "a", "b", "LIMIT", "1"],
             "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
         ),
-        // Not served here: unknown to this server's table.
+        // Valkey 9.1: the destination, then the numkeys keys.
         (
             &["ZUNIONSTORE", "d", "2", "a", "b"],
+            "*3\r\n$1\r\nd\r\n$1\r\na\r\n$1\r\nb\r\n",
+        ),
+        // Not served here (streams): unknown to this server's table.
+        (
+            &["XADD", "s", "*", "f", "v"],
             "-ERR Invalid command specified\r\n",
         ),
         (&["SORT", "s", "STORE", "d"], "*2\r\n$1\r\ns\r\n$1\r\nd\r\n"),

@@ -84,6 +84,20 @@ fn contents(port: u16) -> Vec<(String, String)> {
                     items.sort();
                     format!("{t}{items:?}")
                 }
+                "+list" => format!(
+                    "{t}{:?}",
+                    array(&frame(&c.cmd(&["LRANGE", &k, "0", "-1"])))
+                        .iter()
+                        .map(text)
+                        .collect::<Vec<_>>()
+                ),
+                "+zset" => format!(
+                    "{t}{:?}",
+                    array(&frame(&c.cmd(&["ZRANGE", &k, "0", "-1", "WITHSCORES"])))
+                        .iter()
+                        .map(text)
+                        .collect::<Vec<_>>()
+                ),
                 other => panic!("{k}: type {other}"),
             };
             (k, v)
@@ -169,6 +183,33 @@ fn valid_args(name: &str) -> Option<Vec<&'static str>> {
         "smove" => vec!["{t}s1", "{t}s2", "a"],
         "sinterstore" | "sunionstore" | "sdiffstore" => vec!["{t}dst", "{t}s1", "{t}s2"],
         "sort" => vec!["s", "ALPHA"],
+        "lpush" | "rpush" => vec!["l", "a", "b", "c"],
+        "lpushx" | "rpushx" => vec!["l", "d"],
+        "linsert" => vec!["l", "BEFORE", "a", "x"],
+        "lpop" | "rpop" => vec!["l"],
+        "lrem" => vec!["l", "1", "a"],
+        "lset" => vec!["l", "0", "z"],
+        "ltrim" => vec!["l", "0", "1"],
+        "lmove" => vec!["{t}l1", "{t}l2", "LEFT", "RIGHT"],
+        "rpoplpush" => vec!["{t}l1", "{t}l2"],
+        "lmpop" => vec!["1", "l", "LEFT"],
+        // Blocking forms time out after 10 ms on the primary (the keys are missing there).
+        "blmove" => vec!["{t}l1", "{t}l2", "LEFT", "RIGHT", "0.01"],
+        "brpoplpush" => vec!["{t}l1", "{t}l2", "0.01"],
+        "blpop" | "brpop" => vec!["l", "0.01"],
+        "blmpop" => vec!["0.01", "1", "l", "LEFT"],
+        "zadd" => vec!["z", "1", "a", "2", "b"],
+        "zincrby" => vec!["z", "1", "a"],
+        "zrem" => vec!["z", "a"],
+        "zpopmin" | "zpopmax" => vec!["z"],
+        "bzpopmin" | "bzpopmax" => vec!["z", "0.01"],
+        "zmpop" => vec!["1", "z", "MIN"],
+        "bzmpop" => vec!["0.01", "1", "z", "MIN"],
+        "zremrangebyscore" => vec!["z", "0", "1"],
+        "zremrangebyrank" => vec!["z", "0", "0"],
+        "zremrangebylex" => vec!["z", "-", "+"],
+        "zrangestore" => vec!["{t}zd", "{t}z1", "0", "-1"],
+        "zunionstore" | "zinterstore" | "zdiffstore" => vec!["{t}zd", "2", "{t}z1", "{t}z2"],
         _ => return None,
     })
 }
@@ -188,18 +229,28 @@ fn every_write_command_is_refused_on_a_replica_and_the_data_stays_the_primarys()
         let name = text(&e[0]);
         let flags: Vec<String> = array(&e[2]).iter().map(text).collect();
         if flags.iter().any(|f| f == "write") {
-            writes.push((name, int(&e[3])));
+            let movable = flags.iter().any(|f| f == "movablekeys");
+            writes.push((name, int(&e[3]), movable));
         }
     }
     assert!(writes.len() >= 20, "write commands in COMMAND: {writes:?}");
     let moved_to_primary = |slot: u16| format!("-MOVED {slot} 127.0.0.1:{PRIMARY}\r\n");
-    for (name, first_key) in &writes {
+    for (name, first_key, movable) in &writes {
         let rest = valid_args(name)
             .unwrap_or_else(|| panic!("no valid arguments in this test for write command {name}"));
         let mut argv = vec![name.as_str()];
         argv.extend(rest.iter().copied());
-        let want = if *first_key > 0 {
-            let key = argv[*first_key as usize];
+        // A command with movable keys (LMPOP, ZUNIONSTORE, ...) routes by its first key as
+        // `COMMAND GETKEYS` finds it (checked against Valkey 9.1 in tests/command_table.rs).
+        let key = if *movable {
+            let mut q = vec!["COMMAND", "GETKEYS"];
+            q.extend(argv.iter().copied());
+            let keys = frame(&Client::connect(REPLICA).cmd(&q));
+            array(&keys).first().map(text)
+        } else {
+            (*first_key > 0).then(|| argv[*first_key as usize].to_string())
+        };
+        let want = if let Some(key) = key {
             moved_to_primary(ferrocluster_slot::key_hash_slot(key.as_bytes()).get())
         } else {
             READONLY.to_string()

@@ -4,35 +4,13 @@
 //! [`crate::blocking`].
 
 use super::{
-    create, drop_if_empty, parse_i64, read, write, Ctx, Family, WrongType, NOT_INT, SYNTAX,
-    WRONGTYPE,
+    create, drop_if_empty, parse_i64, read, write, Ctx, WrongType, NOT_INT, SYNTAX, WRONGTYPE,
 };
 use crate::blocking::{self, BlockOp};
 use crate::resp::Out;
-use crate::server::{State, Value};
+use crate::server::State;
 use crate::table::Cmd;
 use crate::types::list::{End, Fill, List};
-
-impl Family for List {
-    fn of(v: &Value) -> Option<&List> {
-        match v {
-            Value::List(l) => Some(l),
-            _ => None,
-        }
-    }
-    fn of_mut(v: &mut Value) -> Option<&mut List> {
-        match v {
-            Value::List(l) => Some(l),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::List(Box::new(self))
-    }
-    fn is_empty(&self) -> bool {
-        List::is_empty(self)
-    }
-}
 
 /// `ERR value is out of range, must be positive`
 const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";

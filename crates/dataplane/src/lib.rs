@@ -139,6 +139,6 @@ pub use output::{
     CloseReason, Event, LinkDownReason, Output, SaveInfo, SnapshotId, SnapshotTarget,
     StreamCommand, UpstreamId,
 };
-pub use primary::CommandOutcome;
+pub use primary::{parse_version, CommandOutcome, SETSLOT_REPLICA_MIN_VERSION};
 pub use replication::{Replication, Restored, Role};
 pub use replid::ReplId;

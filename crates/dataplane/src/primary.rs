@@ -175,12 +175,20 @@ pub enum CommandOutcome {
     NoReply,
 }
 
+/// Replicas whose `REPLCONF version` is above this apply a replicated `CLUSTER SETSLOT`
+/// (Valkey `clusterCommandSetSlot`: `replica_version > 0x702ff`, 7.2.255); older ones (and
+/// Redis 7.0, which sends no version) are not waited for.
+pub const SETSLOT_REPLICA_MIN_VERSION: (u8, u8, u8) = (7, 2, 255);
+
 fn lower(b: &[u8]) -> Vec<u8> {
     b.to_ascii_lowercase()
 }
 
-/// Valkey `version2num`: `major.minor.patch`, each 0..=255.
-fn parse_version(v: &[u8]) -> Option<(u8, u8, u8)> {
+/// The version a replica sends in `REPLCONF version <v>` as `(major, minor, patch)`, each
+/// 0..=255 (Valkey `version2num`); `None` when `v` is not `major.minor.patch` in decimal.
+/// A Valkey 8+ primary waits for the acknowledgement of a replicated `CLUSTER SETSLOT` only
+/// from replicas above `7.2.255` ([`SETSLOT_REPLICA_MIN_VERSION`]).
+pub fn parse_version(v: &[u8]) -> Option<(u8, u8, u8)> {
     let s = std::str::from_utf8(v).ok()?;
     let mut it = s.split('.');
     let mut part = || -> Option<u8> {

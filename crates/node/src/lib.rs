@@ -235,8 +235,8 @@ pub use ferrocluster_bus as bus;
 pub use ferrocluster_bus::DecodeError;
 pub use ferrocluster_command as command;
 pub use ferrocluster_command::{
-    lookup, ClientState, ClusterCommand, CommandSpec, Dispatch, ErrorReply, FailoverMode,
-    KeyPresence, NoKeys, QueuedCommand, Route, RouteError,
+    lookup, ClientState, ClusterCommand, CommandSpec, CommandTable, Dispatch, ErrorReply,
+    FailoverMode, KeyPresence, NoKeys, QueuedCommand, Route, RouteError,
 };
 pub use ferrocluster_epoch as epoch;
 pub use ferrocluster_epoch::{Epoch, EpochEvent, ReplLink, ReplicationState};

@@ -4,8 +4,8 @@
 
 use crate::{ClusterNode, PreferredEndpoint};
 use ferrocluster_command::{
-    route, ClientState, ClusterContext, CommandSpec, Dispatch, EndpointType, KeyPresence, Route,
-    RoutingConfig,
+    route, ClientState, ClusterContext, CommandSpec, CommandTable, Dispatch, EndpointType,
+    KeyPresence, Route, RoutingConfig,
 };
 use ferrocluster_topology::Topology;
 
@@ -73,5 +73,25 @@ impl ClusterNode {
         K: KeyPresence + ?Sized,
     {
         client.handle_command(argv, &self.cluster_context(), keys)
+    }
+
+    /// [`ClusterNode::dispatch_client_command`] over the host's own command table (a
+    /// database that registered its commands, their keys and flags, in a [`CommandTable`]:
+    /// the `COMMAND` reply and routing then agree): the same sequence, with `table` for the
+    /// lookup, the arity and the key positions ([`ClientState::handle_command_in`]). A
+    /// command missing from `table` is refused with the unknown-command error.
+    pub fn dispatch_client_command_in<H, A, K>(
+        &self,
+        table: &CommandTable<H>,
+        client: &mut ClientState,
+        argv: &[A],
+        keys: &K,
+    ) -> Dispatch
+    where
+        H: Copy,
+        A: AsRef<[u8]>,
+        K: KeyPresence + ?Sized,
+    {
+        client.handle_command_in(table, argv, &self.cluster_context(), keys)
     }
 }

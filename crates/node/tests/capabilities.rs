@@ -154,6 +154,27 @@ fn a_multi_database_host_gets_select_and_counts_keys_in_every_database() {
         Dispatch::Reject(e) => assert_eq!(e.to_resp(), b"-ERR DB index is out of range\r\n"),
         other => panic!("{other:?}"),
     }
+    // A host with its own command table (GET and SELECT only): the node's entry point
+    // resolves by that table, so a command the host does not serve is unknown, and SELECT
+    // still spans its 16 databases.
+    let mut table: ferrocluster_node::CommandTable<u8> = ferrocluster_node::CommandTable::new();
+    table.serve("get", 1).unwrap();
+    table.serve("select", 2).unwrap();
+    let mut client = ClientState::new(false, false);
+    match n.dispatch_client_command_in(&table, &mut client, &["SET", "foo", "1"], &NoKeys) {
+        Dispatch::Reject(e) => assert!(
+            e.to_resp().starts_with(b"-ERR unknown command 'SET'"),
+            "{:?}",
+            String::from_utf8_lossy(&e.to_resp())
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        n.dispatch_client_command_in(&table, &mut client, &["SELECT", "7"], &NoKeys),
+        Dispatch::Ok
+    );
+    assert_eq!(client.db(), 7);
+
     // One database (the default): SELECT 5 is out of range (Valkey 9 with
     // cluster-databases 1).
     let one = load(22003, common::CAPS);

@@ -161,6 +161,8 @@ pub struct ClientCtx {
     pub is_replica_link: bool,
     /// REPLCONF listening-port of a replica.
     pub listening_port: Option<u16>,
+    /// REPLCONF version of a replica, `(major, minor, patch)` (Redis 7.0 sends none).
+    pub replica_version: Option<(u8, u8, u8)>,
     /// Cluster mode: the command crate's per-connection state (ASKING, READONLY, MULTI, db).
     pub cluster: Option<ferrocluster_command::ClientState>,
     /// This connection sent `CLUSTER SYNCSLOTS` (a slot migration data link, target side).
@@ -222,6 +224,7 @@ impl ClientCtx {
             last_cmd: "NULL",
             is_replica_link: false,
             listening_port: None,
+            replica_version: None,
             cluster: None,
             migration_conn: false,
             reply_holes: std::collections::VecDeque::new(),
@@ -256,6 +259,7 @@ impl ClientCtx {
             let mut st = shared.state.lock();
             crate::repl::replica_link_closed(&mut st, self.id);
             crate::blocking::client_closed(&mut st, self.id);
+            crate::cluster::client_closed(&mut st, self.id);
         }
     }
 

@@ -8,12 +8,12 @@ use crate::resp::Out;
 use crate::server::Value;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use ferrocluster_command::{ClientState, ClusterContext, Dispatch, ErrorReply};
+use ferrocluster_command::{ClientState, ClusterContext, ClusterError, Dispatch, ErrorReply};
 use ferrocluster_host::{BusDriver, DriveLoop, Host, NodesConfFile, Waker};
 use ferrocluster_kvstore::KvStore;
 use ferrocluster_node::{
-    Capabilities, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Millis, NodeError,
-    Notice, Output, RequestId, SlotKeys,
+    error_reply, Capabilities, ClusterConfig, ClusterNode, CommandOutcome, CommandRequest, Millis,
+    NodeError, Notice, Output, RequestId, SlotKeys,
 };
 use ferrocluster_slot::Slot;
 use ferrocluster_topology::Reply;
@@ -33,8 +33,29 @@ pub struct ClusterSide {
     /// Replies waiting for their nodes.conf write (`CommandOutcome::Deferred`), by request:
     /// the bus thread delivers each when the node releases it (`Output::Reply`).
     pub pending: HashMap<u64, PendingReply>,
+    /// CLUSTER SETSLOTs sent to our replicas and waiting for their ACK
+    /// (`CommandOutcome::ReplicateFirst`), oldest first.
+    setslot_waits: Vec<SetSlotWait>,
     /// The last request ID handed out.
     next_request: u64,
+}
+
+/// A CLUSTER SETSLOT of a primary with replicas, propagated to them and waiting until every
+/// eligible one acknowledged it (Valkey `clusterCommandSetSlot` with
+/// `blockClientForReplicaAck`): then the node applies it (`replication_done`) and the reply
+/// follows its persist; past `deadline` the client gets `-NOREPLICAS` and nothing changes.
+#[derive(Debug)]
+struct SetSlotWait {
+    argv: Vec<Vec<u8>>,
+    req: CommandRequest,
+    /// The client connection (to drop the wait when it closes).
+    client_id: u64,
+    /// The stream offset just past the propagated command.
+    target: u64,
+    /// Eligible replicas when it was propagated.
+    replicas: usize,
+    /// Unix ms; `None`: `TIMEOUT 0`, wait forever.
+    deadline: Option<Millis>,
 }
 
 /// Where a deferred reply goes.
@@ -130,6 +151,7 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
         node,
         waker: None,
         pending: HashMap::new(),
+        setslot_waits: Vec::new(),
         next_request: 0,
     })
 }
@@ -171,8 +193,9 @@ pub fn key_present(kv: &KvStore<Value>, db: usize, key: &[u8]) -> bool {
     kv.exists(db, key, 0).unwrap_or(false)
 }
 
-/// Passes a request through the command crate's per-client state machine and router
-/// (MULTI/ASKING/READONLY/SELECT and MOVED/ASK/TRYAGAIN/CROSSSLOT/CLUSTERDOWN).
+/// Passes a request through the node's entry point for client commands
+/// (`ClusterNode::dispatch_client_command_in`: the per-client state machine and router,
+/// MULTI/ASKING/READONLY/SELECT and MOVED/ASK/TRYAGAIN/CROSSSLOT/CLUSTERDOWN).
 pub fn dispatch(
     state: &mut State,
     client: &mut ClientCtx,
@@ -183,13 +206,15 @@ pub fn dispatch(
     let Some(side) = cluster.as_ref() else {
         return ClusterDispatch::Run;
     };
-    let ctx = routing_ctx(side);
     let keys = |db: usize, key: &[u8]| key_present(kv, db, key);
     let cs = client
         .cluster
         .get_or_insert_with(|| ClientState::new(false, false));
+    // The node's entry point for client commands, over our own table (the `COMMAND` reply's
+    // rows, so routing knows the keys of every command we serve).
     let d = with_argv(args, |argv| {
-        cs.handle_command_in(crate::table::table(), argv, &ctx, &keys)
+        side.node
+            .dispatch_client_command_in(crate::table::table(), cs, argv, &keys)
     });
     client.db = cs.db();
     client.readonly = cs.readonly();
@@ -305,10 +330,39 @@ pub fn cluster_command(
         side.node
             .cluster_command_argv(argv, &req, &keys, Millis(now))
     });
-    if let CommandOutcome::ReplicateFirst { .. } = outcome {
-        // The node asks that the command reach our replicas first (Valkey 8 replicates
-        // SETSLOT before applying it). Our replication stream carries data only, so the
-        // command is applied at once (see the report).
+    if let CommandOutcome::ReplicateFirst { deadline } = outcome {
+        // Valkey 8+: SETSLOT reaches our replicas first; it is applied once every eligible
+        // replica acknowledged it (`check_setslot_waits`). None eligible: apply at once.
+        let replicas = if state.repl.is_replica() {
+            0
+        } else {
+            state
+                .repl
+                .replicas
+                .iter()
+                .filter(|r| r.applies_setslot())
+                .count()
+        };
+        if replicas > 0 && client.io_thread != usize::MAX {
+            let argv: Vec<Vec<u8>> = (0..args.len()).map(|i| args.get(i).to_vec()).collect();
+            let parts: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+            crate::repl::propagate_command(state, &parts);
+            crate::repl::flush(shared, state);
+            let target = state.repl.offset;
+            let Some(side) = state.cluster.as_mut() else {
+                return;
+            };
+            defer_reply(side, client, out, req.id, false);
+            side.setslot_waits.push(SetSlotWait {
+                argv,
+                req,
+                client_id: client.id,
+                target,
+                replicas,
+                deadline,
+            });
+            return;
+        }
         req.replication_done = true;
         outcome = with_argv(args, |argv| {
             side.node
@@ -324,9 +378,86 @@ pub fn cluster_command(
             defer_reply(side, client, out, req.id, saveconfig);
         }
         CommandOutcome::NoReply => {}
-        CommandOutcome::ReplicateFirst { .. } => out.error("ERR the node deferred this command"),
+        // Only the first call asks this; the second has `replication_done`.
+        CommandOutcome::ReplicateFirst { .. } => {
+            write_reply(&error_reply(&ClusterError::NoReplicas), out)
+        }
     }
     side.wake();
+}
+
+/// Ends the SETSLOT waits whose replicas all acknowledged (the node applies the command now:
+/// its reply follows the persist) or whose deadline passed (`-NOREPLICAS Not enough good
+/// replicas to write.`, nothing applied: Valkey `replyToBlockedClientTimedOut`). Called on
+/// every `REPLCONF ACK` and from the timer.
+pub fn check_setslot_waits(shared: &Shared, state: &mut State, now: u64) {
+    let State {
+        kv, cluster, repl, ..
+    } = state;
+    let Some(side) = cluster.as_mut() else {
+        return;
+    };
+    if side.setslot_waits.is_empty() {
+        return;
+    }
+    let waits = std::mem::take(&mut side.setslot_waits);
+    for mut w in waits {
+        let acked = repl
+            .replicas
+            .iter()
+            .filter(|r| r.ack_offset >= w.target)
+            .count();
+        let reply = if acked >= w.replicas {
+            w.req.replication_done = true;
+            let outcome = side
+                .node
+                .cluster_command_argv(&w.argv, &w.req, &KvKeys(kv), Millis(now));
+            match outcome {
+                // The reply comes as `Output::Reply` after the persist (`pending` has it).
+                CommandOutcome::Deferred | CommandOutcome::NoReply => None,
+                CommandOutcome::Reply(r) => Some(r),
+                CommandOutcome::ReplicateFirst { .. } => {
+                    Some(error_reply(&ClusterError::NoReplicas))
+                }
+            }
+        } else if w.deadline.is_some_and(|d| now >= d.0) {
+            Some(error_reply(&ClusterError::NoReplicas))
+        } else {
+            side.setslot_waits.push(w);
+            continue;
+        };
+        if let Some(reply) = reply {
+            deliver_pending(shared, side, w.req.id, &reply);
+        }
+    }
+    side.wake();
+}
+
+/// Delivers `reply` to the client waiting for request `id`, if it still waits.
+fn deliver_pending(shared: &Shared, side: &mut ClusterSide, id: RequestId, reply: &Reply) {
+    let Some(p) = side.pending.remove(&id.0) else {
+        return;
+    };
+    let mut bytes = Vec::new();
+    if p.resp3 {
+        reply.encode_resp3(&mut bytes);
+    } else {
+        reply.encode_resp2(&mut bytes);
+    }
+    shared.deliver(
+        p.io_thread,
+        p.token,
+        p.client_id,
+        crate::client::Delivery::Reply { id: id.0, bytes },
+    );
+}
+
+/// A client connection closed: its SETSLOT waits end without applying the command (Valkey
+/// frees a blocked client with its pending command).
+pub fn client_closed(state: &mut State, client_id: u64) {
+    if let Some(side) = state.cluster.as_mut() {
+        side.setslot_waits.retain(|w| w.client_id != client_id);
+    }
 }
 
 /// Starts the bus thread: the kit's drive loop (`ferrocluster_host::DriveLoop`) over the bus
@@ -446,27 +577,15 @@ impl Host for ServerHost {
                 let Some(side) = g.0.cluster.as_mut() else {
                     return g;
                 };
-                let Some(p) = side.pending.remove(&to.0) else {
-                    return g; // the replication stream's command: no client
-                };
-                let reply = match (self.last_save_error.borrow().as_ref(), p.saveconfig) {
+                // No entry: the replication stream's command, no client.
+                let saveconfig = side.pending.get(&to.0).is_some_and(|p| p.saveconfig);
+                let reply = match (self.last_save_error.borrow().as_ref(), saveconfig) {
                     (Some(e), true) => {
                         Reply::Error(format!("ERR error saving the cluster node config: {e}"))
                     }
                     _ => reply,
                 };
-                let mut bytes = Vec::new();
-                if p.resp3 {
-                    reply.encode_resp3(&mut bytes);
-                } else {
-                    reply.encode_resp2(&mut bytes);
-                }
-                self.shared.deliver(
-                    p.io_thread,
-                    p.token,
-                    p.client_id,
-                    crate::client::Delivery::Reply { id: to.0, bytes },
-                );
+                deliver_pending(&self.shared, side, to, &reply);
             }
             Output::PubSubMessage {
                 channel,

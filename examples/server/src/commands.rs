@@ -293,8 +293,6 @@ fn route_plain(
     if cs.in_multi() || cs.asking() || !routed.arity_ok(args.len()) || args.len() > 8 {
         return None;
     }
-    // The same context `crate::cluster::dispatch` uses.
-    let ctx = crate::cluster::routing_ctx(side);
     let keys = |db: usize, key: &[u8]| crate::cluster::key_present(&state.kv, db, key);
     const EMPTY: &[u8] = b"";
     let mut argv = [EMPTY; 8];
@@ -306,7 +304,8 @@ fn route_plain(
     if routed.is_write(&argv[..args.len()]) && side.node.topology().myself().is_replica() {
         return None;
     }
-    let routed = ferrocluster_command::route(routed, &argv[..args.len()], cs, &ctx, &keys);
+    // The node's router, as `crate::cluster::dispatch` uses it.
+    let routed = side.node.route(routed, &argv[..args.len()], cs, &keys);
     // What `crate::cluster::dispatch` copies after `handle_command` (unchanged here: ASKING
     // was not set, and a plain command changes neither the database nor READONLY).
     (client.db, client.readonly, client.asking) = (cs.db(), cs.readonly(), false);

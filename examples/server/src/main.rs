@@ -28,6 +28,7 @@ mod readiness;
 mod repl;
 mod resp;
 mod server;
+mod snapshot;
 mod table;
 mod types;
 mod value;
@@ -160,6 +161,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 let now = server::unix_ms();
                 let mut st = shared.state.lock();
                 repl::check_waiters(&shared, &mut st, now);
+                cluster::check_setslot_waits(&shared, &mut st, now);
                 blocking::expire(&shared, &mut st, now);
                 blocking::check_cluster(&shared, &mut st);
                 repl::ping_replicas(&shared, &mut st, now);

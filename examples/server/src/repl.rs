@@ -1,11 +1,12 @@
 //! Replication inside a shard: primary -> replica, full copy then a write stream.
 //!
-//! The wire is redis-like but our own where only our nodes speak it:
+//! The wire is Redis's (a Redis 7.0 or Valkey 9.1 replica of ours gets the data), with full
+//! syncs only (no backlog, no partial resync yet):
 //! 1. the replica connects to the primary's data port and sends (AUTH,)
-//!    `REPLCONF listening-port <port>` and `PSYNC ? -1`;
-//! 2. the primary answers `+FULLRESYNC <replid> <offset>` and then one bulk string holding the
-//!    whole keyspace as RESP commands (`SELECT db`, `SET key value [PXAT ms]`), made under the
-//!    state lock so nothing written after it is missed or doubled;
+//!    `REPLCONF listening-port <port>`, `REPLCONF version <v>` and `PSYNC ? -1`;
+//! 2. the primary answers `+FULLRESYNC <replid> <offset>` and then `$<len>\r\n` and an RDB
+//!    file of the whole keyspace (src/snapshot.rs), made under the state lock so nothing
+//!    written after it is missed or doubled;
 //! 3. from then on every write is sent as its *effect* (`SET key value [PXAT t]` or `DEL key`,
 //!    `FLUSHDB`/`FLUSHALL`/`SWAPDB` as is), so relative expiry times and INCR results are the
 //!    same on both sides; the replication offset counts the stream's bytes;
@@ -21,7 +22,6 @@ use crate::commands::parse_i64;
 use crate::resp::{parse_request, Limits, Out, Parsed};
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use ferrocluster_kvstore::ScanOptions;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +31,11 @@ use std::time::Duration;
 /// Period of the primary's replication `PING`, ms (Redis/Valkey `repl-ping-replica-period`
 /// default, 10 s).
 pub const REPL_PING_PERIOD_MS: u64 = 10_000;
+
+/// The version our replica announces in `REPLCONF version`: Valkey 8.0, the first whose
+/// replicas apply a replicated `CLUSTER SETSLOT` (the replica behaviour we follow; a primary
+/// waits only for replicas above 7.2.255).
+pub const REPLICA_VERSION: &str = "8.0.0";
 
 /// One connected replica, as the primary sees it.
 #[derive(Debug, Clone)]
@@ -49,6 +54,17 @@ pub struct ReplicaLink {
     pub ack_offset: u64,
     /// When it last acknowledged (unix ms).
     pub last_ack_ms: u64,
+    /// Its `REPLCONF version` (`None`: sent none, as Redis 7.0).
+    pub version: Option<(u8, u8, u8)>,
+}
+
+impl ReplicaLink {
+    /// Whether it applies a replicated `CLUSTER SETSLOT`, so a primary waits for its ACK
+    /// (Valkey `clusterCommandSetSlot`: online replicas above 7.2.255).
+    pub fn applies_setslot(&self) -> bool {
+        self.version
+            .is_some_and(|v| v > ferrocluster_dataplane::SETSLOT_REPLICA_MIN_VERSION)
+    }
 }
 
 /// A client blocked in WAIT.
@@ -383,10 +399,13 @@ pub fn replconf(
                 r.last_ack_ms = now;
             }
             check_waiters(shared, state, now);
+            crate::cluster::check_setslot_waits(shared, state, now);
             // ACKs get no reply.
             return;
         } else if k.eq_ignore_ascii_case(b"listening-port") {
             client.listening_port = parse_i64(v).and_then(|p| u16::try_from(p).ok());
+        } else if k.eq_ignore_ascii_case(b"version") {
+            client.replica_version = ferrocluster_dataplane::parse_version(v);
         }
         i += 2;
     }
@@ -411,39 +430,27 @@ pub fn psync(
         "FULLRESYNC {} {}",
         state.repl.replid, state.repl.offset
     ));
-    let mut dump = Out {
-        buf: Vec::new(),
-        proto: 2,
-    };
-    for db in 0..state.kv.databases() {
-        if state.kv.dbsize(db).unwrap_or(0) == 0 {
-            continue;
+    // The keyspace as of now, under the state lock (nothing written after it is missed or
+    // doubled): an RDB file every peer kind loads (src/snapshot.rs).
+    let aux = [
+        ("redis-ver", crate::admin::COMPAT_VERSION.to_string()),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (now / 1000).to_string()),
+    ];
+    match crate::snapshot::write_rdb(&state.kv, &aux, now) {
+        // `$<len>\r\n<rdb>`, no CRLF after it (Valkey `sendBulkToReplica`): the stream's
+        // offsets start right after the file's last byte.
+        Ok(rdb) => {
+            out.buf
+                .extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+            out.buf.extend_from_slice(&rdb);
         }
-        dump.array(2);
-        dump.bulk(b"SELECT");
-        dump.bulk(db.to_string().as_bytes());
-        let mut cursor = 0;
-        loop {
-            let opts = ScanOptions {
-                count: 1000,
-                ..ScanOptions::default()
-            };
-            let Ok(page) = state.kv.scan(db, cursor, &opts, now) else {
-                break;
-            };
-            for k in &page.keys {
-                let Some(v) = state.kv.get(db, k, now).ok().flatten() else {
-                    continue;
-                };
-                crate::cmd::keyspace::sync_command(&mut dump, k, v, state.kv.expiry(db, k, now));
-            }
-            cursor = page.cursor;
-            if cursor == 0 {
-                break;
-            }
+        Err(e) => {
+            tracing::warn!("full sync: the snapshot failed: {e}");
+            out.error(&format!("ERR full sync snapshot failed: {e}"));
+            return;
         }
     }
-    out.bulk(&dump.buf);
     // The stream continues in db 0 terms: force a SELECT before the next write.
     state.repl.stream_db = usize::MAX;
     let ip = client.addr.map(|a| a.ip().to_string()).unwrap_or_default();
@@ -456,6 +463,7 @@ pub fn psync(
         port: client.listening_port.unwrap_or(0),
         ack_offset: 0,
         last_ack_ms: now,
+        version: client.replica_version,
     });
     tracing::info!(replica = %client.addr.map(|a| a.to_string()).unwrap_or_default(), "replica attached: full copy sent");
 }
@@ -625,6 +633,13 @@ fn replica_session(
     let port = shared.config.port.to_string();
     send(&mut w, &[b"REPLCONF", b"listening-port", port.as_bytes()])?;
     read_line(&mut r, &mut line)?;
+    // We apply a replicated CLUSTER SETSLOT (from our primary, `CommandRequest::from_primary`)
+    // as a Valkey 8 replica does, so a Valkey 8+ primary, and ours, wait for our ACK of it.
+    send(
+        &mut w,
+        &[b"REPLCONF", b"version", REPLICA_VERSION.as_bytes()],
+    )?;
+    read_line(&mut r, &mut line)?;
     send(&mut w, &[b"PSYNC", b"?", b"-1"])?;
     read_line(&mut r, &mut line)?;
     let mut words = line.trim_end().split(' ');
@@ -635,15 +650,18 @@ fn replica_session(
     }
     let replid = words.next().unwrap_or_default().to_string();
     let start_offset: u64 = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+    // A primary preparing its snapshot sends bare newlines to keep the link alive.
     read_line(&mut r, &mut line)?;
+    while line.trim_end().is_empty() {
+        read_line(&mut r, &mut line)?;
+    }
     let len: usize = line
         .trim_end()
         .strip_prefix('$')
         .and_then(|l| l.parse().ok())
         .ok_or_else(|| std::io::Error::other("bad full-sync header"))?;
-    let mut payload = vec![0u8; len + 2];
+    let mut payload = vec![0u8; len];
     read_exact_patient(&mut r, &mut payload)?;
-    payload.truncate(len);
     let mut ctx = ClientCtx::internal(shared);
     if shared.config.cluster_enabled {
         // CLUSTER SYNCSLOTS in the stream come from our primary (Origin::Primary).
@@ -654,13 +672,22 @@ fn replica_session(
         max_bulk_len: usize::MAX / 2,
         unauthenticated: false,
     };
+    let keys;
     {
         let mut st = shared.state.lock();
         if generation.load(Ordering::SeqCst) != gen {
             return Ok(());
         }
         st.kv.flush_all();
-        apply(shared, &mut st, &mut ctx, &payload, limits, &mut sink);
+        keys = match crate::snapshot::load_rdb(&mut st.kv, &payload, unix_ms()) {
+            Ok(n) => n,
+            Err(e) => {
+                st.kv.flush_all();
+                return Err(std::io::Error::other(format!(
+                    "the primary's RDB does not load: {e}"
+                )));
+            }
+        };
         st.repl.replid = replid;
         st.repl.offset = start_offset;
         st.repl.link_up = true;
@@ -675,8 +702,9 @@ fn replica_session(
         }
     }
     tracing::info!(
-        keys = len,
-        "replication: full copy from the primary loaded, streaming"
+        keys,
+        bytes = len,
+        "replication: full copy (RDB) from the primary loaded, streaming"
     );
     let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
     let mut last_ack = 0u64;
@@ -802,6 +830,7 @@ mod tests {
             port: 7001,
             ack_offset: 0,
             last_ack_ms: 0,
+            version: None,
         }
     }
 

@@ -1,12 +1,15 @@
 //! nodes.conf ownership and durability (ports 23900-23949, bus ports +10000): the config lock
 //! against a second process, `dir` checks, CLUSTER replies only after the change is on disk,
 //! SAVECONFIG's error and the fatal exit on a failed config save (Redis's behaviour), plus the
-//! SET EXAT overflow and SETSLOT trailing-argument errors through a real connection.
+//! SET EXAT overflow and SETSLOT trailing-argument errors through a real connection; a
+//! primary's CLUSTER SETSLOT reaches its replica before it is applied and answered (Valkey 8+
+//! `clusterCommandSetSlot`), times out with `-NOREPLICAS` when the replica does not
+//! acknowledge, and survives a `kill -9` right after its reply.
 #![allow(clippy::disallowed_methods)]
 
 mod common;
 
-use common::{test_dir, Client, Procs};
+use common::{bulk_text, test_dir, wait_until, Client, Procs};
 use std::time::Duration;
 
 fn run_to_exit(dir: &std::path::Path, port: u16) -> (Option<i32>, String) {
@@ -57,6 +60,124 @@ fn cluster_change_is_on_disk_when_acknowledged() {
         .find(|l| l.starts_with(&id))
         .unwrap_or_else(|| panic!("myself missing in:\n{conf}"));
     assert!(mine.ends_with(" 0-2"), "{mine}");
+    // Restarted from that file, the node serves the slots.
+    procs.start(&base, 23903, &[]);
+    let nodes = bulk_text(&Client::connect(23903).cmd(&["CLUSTER", "NODES"]));
+    let mine = nodes
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("myself missing in:\n{nodes}"));
+    assert!(mine.ends_with(" 0-2"), "{mine}");
+}
+
+fn myid(port: u16) -> String {
+    bulk_text(&Client::connect(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// The slot ranges of node `id`'s line of `CLUSTER NODES` on `port`.
+fn slots_of(port: u16, id: &str) -> String {
+    let nodes = bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"]));
+    slots_in(&nodes, id)
+}
+
+fn slots_in(nodes: &str, id: &str) -> String {
+    let line = nodes
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or_else(|| panic!("{id} missing in:\n{nodes}"));
+    line.split(' ').skip(8).collect::<Vec<_>>().join(" ")
+}
+
+fn signal(procs: &Procs, port: u16, sig: &str) {
+    let pid = procs
+        .children
+        .iter()
+        .find(|(p, _)| *p == port)
+        .and_then(|(_, c)| c.as_ref())
+        .map(|c| c.id())
+        .expect("a running node");
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+fn wait_knows(port: u16, id: &str) {
+    wait_until(Duration::from_secs(15), "the node is known", || {
+        bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])).contains(id)
+    });
+}
+
+#[test]
+fn setslot_reaches_the_replica_first_times_out_without_it_and_survives_kill_9() {
+    const P: u16 = 23910;
+    const R: u16 = 23911;
+    const T: u16 = 23912;
+    let base = test_dir("setslot-replicated");
+    let mut procs = Procs::default();
+    let timeout = ["--cluster-node-timeout", "3000"];
+    let pdir = procs.start(&base, P, &timeout);
+    procs.start(&base, R, &timeout);
+    procs.start(&base, T, &timeout);
+    let (pid, tid) = (myid(P), myid(T));
+    let mut p = Client::connect(P);
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    for port in [R, T] {
+        assert_eq!(
+            Client::connect(port).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &P.to_string()]),
+            "+OK\r\n"
+        );
+    }
+    wait_knows(R, &pid);
+    wait_knows(R, &tid);
+    assert_eq!(
+        Client::connect(R).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
+        "+OK\r\n"
+    );
+    wait_until(Duration::from_secs(20), "the replica is attached", || {
+        bulk_text(&p.cmd(&["INFO", "replication"])).contains("connected_slaves:1")
+            && bulk_text(&Client::connect(R).cmd(&["INFO", "replication"]))
+                .contains("master_link_status:up")
+    });
+
+    // Applied and answered only after the replica has it: the replica's view shows it when
+    // the primary replies (gossip alone would take up to a ping period).
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "SETSLOT", "5", "NODE", &tid]),
+        "+OK\r\n"
+    );
+    assert_eq!(slots_of(R, &tid), "5");
+    assert_eq!(slots_of(R, &pid), "0-4 6-16383");
+    assert_eq!(slots_of(P, &tid), "5");
+
+    // The replica stopped (its connection stays open): no ACK, Valkey's timeout error
+    // (captured from valkey-server 9.1 by `tests/vectors/capture_setslot.py`), and the
+    // primary applied nothing.
+    let real = common::vector("setslot.json");
+    signal(&procs, R, "-STOP");
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "SETSLOT", "6", "NODE", &tid, "TIMEOUT", "300"]),
+        real["timeout_reply"].as_str().expect("timeout_reply")
+    );
+    assert_eq!(slots_of(P, &pid), "0-4 6-16383");
+    signal(&procs, R, "-CONT");
+
+    // Acknowledged means on disk: kill -9 right after the reply, restart from nodes.conf.
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "SETSLOT", "7", "NODE", &tid]),
+        "+OK\r\n"
+    );
+    procs.kill(P);
+    let conf = std::fs::read_to_string(pdir.join("nodes.conf")).expect("nodes.conf");
+    assert_eq!(slots_in(&conf, &tid), "5 7", "{conf}");
+    procs.start(&base, P, &timeout);
+    assert_eq!(slots_of(P, &pid), "0-4 6 8-16383");
+    assert_eq!(slots_of(P, &tid), "5 7");
 }
 
 #[test]

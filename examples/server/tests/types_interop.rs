@@ -6,41 +6,8 @@
 
 mod common;
 
-use common::{test_dir, wait_until, Client, Procs};
-use std::process::{Child, Command, Stdio};
+use common::{start_real_server, test_dir, wait_until, Client, Procs};
 use std::time::Duration;
-
-fn spawn(bin: &str, port: u16, dir: &std::path::Path) -> Child {
-    let d = dir.join(format!("{bin}-{port}"));
-    std::fs::create_dir_all(&d).unwrap();
-    let c = Command::new(bin)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(&d)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin} is needed (.ci/run installs it): {e}"));
-    common::wait_for_port(port, Duration::from_secs(15));
-    c
-}
-
-struct Kill(Vec<Child>);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// A bulk reply's payload.
 fn bulk(r: &[u8]) -> Vec<u8> {
@@ -114,10 +81,15 @@ fn dump_and_restore_move_hashes_and_sets_both_ways() {
     let dir = test_dir("types-interop");
     let mut procs = Procs::default();
     procs.start(&dir, 23880, &["--cluster-enabled", "no"]);
-    let _real = Kill(vec![
-        spawn("redis-server", 23881, &dir),
-        spawn("valkey-server", 23882, &dir),
-    ]);
+    let _real = [
+        start_real_server("redis-server", 23881, &dir.join("redis-server-23881"), &[]),
+        start_real_server(
+            "valkey-server",
+            23882,
+            &dir.join("valkey-server-23882"),
+            &[],
+        ),
+    ];
     let mut ours = Client::connect(23880);
     let keys = build(&mut ours);
     for peer in [23881u16, 23882] {

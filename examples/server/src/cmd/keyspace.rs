@@ -706,43 +706,6 @@ fn swapdb(ctx: &mut Ctx<'_, '_>) {
     ctx.out.ok();
 }
 
-/// The command that recreates `key` on a replica in a full sync: `SET key value [PXAT t]`
-/// for a string, `RESTORE key <t|0> <payload> REPLACE [ABSTTL]` for any other type.
-pub fn sync_command(
-    out: &mut crate::resp::Out,
-    key: &[u8],
-    v: &Value,
-    expiry: Result<KeyExpiry, ferrocluster_kvstore::KvError>,
-) {
-    let at = match expiry {
-        Ok(KeyExpiry::At(t)) => Some(t.to_string()),
-        _ => None,
-    };
-    if let Some(s) = v.as_string() {
-        out.array(if at.is_some() { 5 } else { 3 });
-        out.bulk(b"SET");
-        out.bulk(key);
-        out.bulk(s);
-        if let Some(t) = &at {
-            out.bulk(b"PXAT");
-            out.bulk(t.as_bytes());
-        }
-        return;
-    }
-    let Ok(payload) = ferrocluster_rdb::dump::encode(v) else {
-        return;
-    };
-    out.array(if at.is_some() { 6 } else { 5 });
-    out.bulk(b"RESTORE");
-    out.bulk(key);
-    out.bulk(at.as_deref().unwrap_or("0").as_bytes());
-    out.bulk(&payload);
-    out.bulk(b"REPLACE");
-    if at.is_some() {
-        out.bulk(b"ABSTTL");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,39 @@ impl Drop for Procs {
     }
 }
 
+/// A real `redis-server` / `valkey-server` a test started; killed when dropped.
+pub struct RealServer(pub Child);
+
+impl Drop for RealServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a real server `bin` on `port` without persistence (`--save ""`, no AOF), its files
+/// and log (`log`) in `dir`, plus `extra` arguments; waits until it listens. A missing binary
+/// fails the test with the hint that `.ci/run` installs it.
+pub fn start_real_server(bin: &str, port: u16, dir: &Path, extra: &[&str]) -> RealServer {
+    std::fs::create_dir_all(dir).expect("create the server's dir");
+    let child = Command::new(bin)
+        .args(["--port", &port.to_string(), "--save", ""])
+        .args(["--appendonly", "no"])
+        .args(extra)
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{bin} is needed (.ci/run installs it): {e}"));
+    let server = RealServer(child);
+    wait_for_port(port, Duration::from_secs(15));
+    server
+}
+
 /// A fresh directory for one test.
 pub fn test_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(

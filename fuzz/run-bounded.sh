@@ -175,6 +175,17 @@ for flavor in sorted(glob.glob(os.path.join(vectors, "*", "bus"))):
 PY
 }
 
+seed_sim_schedule() {
+  # Input = seed byte + (pause, step) pairs: eight fixed pseudo-random schedules of 24 steps
+  # (the target reads any bytes as a schedule).
+  python3 - corpus/sim_schedule <<'PY'
+import os, random, sys
+r = random.Random(21)
+for i in range(8):
+    open(os.path.join(sys.argv[1], f"schedule-{i}"), "wb").write(bytes(r.randrange(256) for _ in range(150)))
+PY
+}
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

@@ -78,6 +78,7 @@ pub mod engine;
 pub mod failover;
 pub mod faults;
 pub mod net;
+pub mod schedule;
 pub mod seed;
 pub mod sim;
 pub mod sniff;
@@ -100,6 +101,7 @@ pub use faults::{random_fault_run, FaultPlan, RunReport};
 /// The node crate, re-exported so users of the simulator (benchmarks) need one dependency.
 pub use ferrocluster_node as node;
 pub use net::{NetConfig, PartitionedConnect, Partitions};
+pub use schedule::{check_acked_writes, run_schedule, SchedulePlan, ScheduleReport, ScheduleStep};
 pub use sim::{
     host_ip, AuthFrame, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation,
     BUS_PORT, CLIENT_PORT, START_TIME,

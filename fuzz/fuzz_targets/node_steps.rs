@@ -229,7 +229,7 @@ impl Harness {
         };
         if let Some(j) = job {
             if !self.jobs.contains(j) && self.jobs.len() < 8 {
-                self.jobs.push(j.clone());
+                self.jobs.push(*j);
                 self.job_names.push(j.to_string());
             }
         }
@@ -432,7 +432,7 @@ impl Harness {
             let text = format!("{:040x}", u.arbitrary::<u8>()?);
             return Ok(JobName::from_bytes(text.as_bytes()).expect("40 hex digits are a job name"));
         }
-        Ok(self.jobs[u.choose_index(self.jobs.len())?].clone())
+        Ok(self.jobs[u.choose_index(self.jobs.len())?])
     }
 
     fn migration_input(&mut self, u: &mut Unstructured) -> Result<MigrationInput> {

@@ -12,7 +12,7 @@
 //! convergence check of the random failover run ([`crate::check_epochs_converged`], no stale
 //! keys) and the acknowledged-write oracle ([`check_acked_writes`]).
 
-use crate::failover::{build_world, check_epochs_converged, Layout};
+use crate::failover::{build_world, check_epochs_converged, setup_violation, Layout};
 use crate::{ClusterInvariants, ClusterSimExt, NetConfig, PartitionedConnect, Violation, World};
 use ferrocluster_node::{ClusterConfig, Output};
 use ferrocluster_slot::{Slot, SlotSet};
@@ -111,19 +111,6 @@ pub struct ScheduleReport {
     pub checked: usize,
     /// Replicas that became primary.
     pub promotions: usize,
-}
-
-fn violation(w: &World, what: &str, message: String) -> Violation {
-    let sim = w.sim();
-    Violation {
-        seed: sim.seed(),
-        at: sim.now(),
-        elapsed_ms: sim.elapsed_ms(),
-        event_no: sim.events(),
-        host: 0,
-        invariant: what.into(),
-        message,
-    }
 }
 
 /// Runs `steps` (each as `(pause ms, step)`: run the simulation for the pause, then apply the
@@ -251,8 +238,9 @@ pub fn run_schedule(
     let all: Vec<usize> = (0..n).collect();
     check_epochs_converged(w.sim(), &all)
         .and_then(|()| w.check_no_stale_keys())
-        .map_err(|m| violation(&w, "convergence after heal", m))?;
-    let checked = check_acked_writes(&w, &migrated).map_err(|m| violation(&w, "acked write", m))?;
+        .map_err(|m| setup_violation(w.sim(), "convergence after heal", m))?;
+    let checked = check_acked_writes(&w, &migrated)
+        .map_err(|m| setup_violation(w.sim(), "acked write", m))?;
     Ok(ScheduleReport {
         trace: w.sim().trace().digest(),
         acked: w.acked().len(),

@@ -14,6 +14,16 @@ fn run(seed: u64, steps: &[(u64, ScheduleStep)]) -> ferrocluster_sim::ScheduleRe
     }
 }
 
+/// `CLUSTER MIGRATESLOTS` of the first `count` slots of primary `range` on `from` to `to`.
+fn migrate(from: usize, to: usize, range: usize, count: u16) -> ScheduleStep {
+    Migrate {
+        from,
+        to,
+        range,
+        count,
+    }
+}
+
 #[test]
 fn a_quiet_schedule_keeps_every_acknowledged_write_of_the_primaries() {
     let r = run(1, &[(500, Write(0)), (500, Write(1)), (1_000, Heal)]);
@@ -43,15 +53,7 @@ fn migration_under_a_manual_failover_of_the_source_converges() {
     run(
         3,
         &[
-            (
-                200,
-                Migrate {
-                    from: 0,
-                    to: 1,
-                    range: 0,
-                    count: 4,
-                },
-            ),
+            (200, migrate(0, 1, 0, 4)),
             (50, Failover(2, 0)),
             (1_500, Write(0)),
             (500, CancelMigrations(0)),
@@ -65,38 +67,14 @@ fn migration_to_a_target_that_crashes_or_refuses_converges() {
         4,
         &[
             (100, AuthRejected(1, true)),
-            (
-                100,
-                Migrate {
-                    from: 0,
-                    to: 1,
-                    range: 0,
-                    count: 2,
-                },
-            ),
+            (100, migrate(0, 1, 0, 2)),
             (300, AuthRejected(1, false)),
-            (
-                100,
-                Migrate {
-                    from: 0,
-                    to: 1,
-                    range: 0,
-                    count: 2,
-                },
-            ),
+            (100, migrate(0, 1, 0, 2)),
             (30, Crash(1)),
             (800, BreakMigrationLinks(0, 1)),
             (500, Restart(1)),
             (200, ImportOom(1, true)),
-            (
-                10,
-                Migrate {
-                    from: 0,
-                    to: 1,
-                    range: 0,
-                    count: 1,
-                },
-            ),
+            (10, migrate(0, 1, 0, 1)),
         ],
     );
 }
@@ -120,7 +98,11 @@ fn takeover_in_a_minority_partition_converges_after_the_heal() {
 
 #[test]
 fn a_schedule_is_reproducible_from_its_seed_and_steps() {
-    let steps = [(300, Crash(1)), (2_000, Restart(1)), (100, Split(0b01_0101))];
+    let steps = [
+        (300, Crash(1)),
+        (2_000, Restart(1)),
+        (100, Split(0b01_0101)),
+    ];
     let a = run(6, &steps);
     let b = run(6, &steps);
     assert_eq!(a, b, "same seed and steps, different run");

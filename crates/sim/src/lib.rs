@@ -66,6 +66,11 @@
 //! and one failing seed replays with `FERROCLUSTER_SIM_SEED=<seed>` (every seeded test
 //! honours it). Run sweeps with `--release` for speed.
 //!
+//! Schedules chosen from outside — by the `sim_schedule` fuzz target or a named scenario in
+//! `tests/schedules.rs` — run through [`run_schedule`] ([`schedule`]). Long sweeps of the
+//! random runs across cores: the `soak` binary (`src/bin/soak.rs`, `cargo run -p
+//! ferrocluster-sim --release --bin soak -- --help`).
+//!
 //! The engine surface the simulator drives is the [`Engine`] trait; [`cluster`] implements
 //! it for `ferrocluster_node::ClusterNode` and holds the cluster invariants and scenario
 //! helpers.

@@ -13,7 +13,9 @@
 //! keys) and the acknowledged-write oracle ([`check_acked_writes`]).
 
 use crate::failover::{build_world, check_epochs_converged, setup_violation, Layout};
-use crate::{ClusterInvariants, ClusterSimExt, NetConfig, PartitionedConnect, Violation, World};
+use crate::{
+    AsmStats, ClusterInvariants, ClusterSimExt, NetConfig, PartitionedConnect, Violation, World,
+};
 use ferrocluster_node::{ClusterConfig, Output};
 use ferrocluster_slot::{Slot, SlotSet};
 
@@ -111,6 +113,8 @@ pub struct ScheduleReport {
     pub checked: usize,
     /// Replicas that became primary.
     pub promotions: usize,
+    /// The slot migration data plane's counters (connections, snapshots, imported keys).
+    pub asm: AsmStats,
 }
 
 /// Runs `steps` (each as `(pause ms, step)`: run the simulation for the pause, then apply the
@@ -250,6 +254,7 @@ pub fn run_schedule(
             .iter()
             .filter(|(_, _, e)| matches!(e, Output::BecamePrimary))
             .count(),
+        asm: w.asm_stats().clone(),
     })
 }
 

@@ -50,7 +50,7 @@ fn a_crashed_primary_is_replaced_and_the_oracle_still_holds_for_the_other() {
 
 #[test]
 fn migration_under_a_manual_failover_of_the_source_converges() {
-    run(
+    let r = run(
         3,
         &[
             (200, migrate(0, 1, 0, 4)),
@@ -59,11 +59,16 @@ fn migration_under_a_manual_failover_of_the_source_converges() {
             (500, CancelMigrations(0)),
         ],
     );
+    assert!(
+        r.asm.connections > 0 && r.asm.snapshots > 0,
+        "the migration never started: {:?}",
+        r.asm
+    );
 }
 
 #[test]
 fn migration_to_a_target_that_crashes_or_refuses_converges() {
-    run(
+    let r = run(
         4,
         &[
             (100, AuthRejected(1, true)),
@@ -77,6 +82,7 @@ fn migration_to_a_target_that_crashes_or_refuses_converges() {
             (10, migrate(0, 1, 0, 1)),
         ],
     );
+    assert!(r.asm.connections > 0, "no migration connected: {:?}", r.asm);
 }
 
 #[test]

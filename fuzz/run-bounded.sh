@@ -156,6 +156,36 @@ seed_legacy_migrate() {
   done
 }
 
+seed_node_steps() {
+  # Input = u16 big-endian length + that many bytes of captured frames + the steps. One seed
+  # per captured frame (steps: a nodes.conf start, then bent captured frames, time and
+  # persist acknowledgements), and one per flavour with all its frames.
+  python3 - corpus/node_steps "$vectors" <<'PY'
+import glob, os, sys
+out, vectors = sys.argv[1], sys.argv[2]
+steps = bytes([0, 0, 1, 2, 3, 1, 2, 3, 9, 7]) + bytes([5, 0, 1, 0, 0, 7, 200, 9, 1]) * 6
+for flavor in sorted(glob.glob(os.path.join(vectors, "*", "bus"))):
+    frames = [open(f, "rb").read() for f in sorted(glob.glob(os.path.join(flavor, "*.bin")))]
+    name = os.path.basename(os.path.dirname(flavor))
+    for i, f in enumerate(frames):
+        f = f[:65535]
+        open(os.path.join(out, f"{name}-{i}"), "wb").write(len(f).to_bytes(2, "big") + f + steps)
+    allf = b"".join(frames)[:65535]
+    open(os.path.join(out, f"{name}-all"), "wb").write(len(allf).to_bytes(2, "big") + allf + steps)
+PY
+}
+
+seed_sim_schedule() {
+  # Input = seed byte + (pause, step) pairs: eight fixed pseudo-random schedules of 24 steps
+  # (the target reads any bytes as a schedule).
+  python3 - corpus/sim_schedule <<'PY'
+import os, random, sys
+r = random.Random(21)
+for i in range(8):
+    open(os.path.join(sys.argv[1], f"schedule-{i}"), "wb").write(bytes(r.randrange(256) for _ in range(150)))
+PY
+}
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

@@ -32,7 +32,10 @@ fn drain(a: &mut AsmPlane, o: &mut Outcome) {
     while let Some(out) = a.poll_output() {
         // After the data plane closes a link only the node's fact of it follows.
         let fact_of_close = matches!(out, AsmOutput::Migration(MigrationInput::LinkClosed { .. }));
-        assert!(!o.closed || fact_of_close, "output after the link closed: {out:?}");
+        assert!(
+            !o.closed || fact_of_close,
+            "output after the link closed: {out:?}"
+        );
         match out {
             AsmOutput::Migration(MigrationInput::AuthReply { .. }) => {
                 assert!(o.facts.iter().all(|f| f != "auth" && f != "establish"));
@@ -55,7 +58,10 @@ fn drain(a: &mut AsmPlane, o: &mut Outcome) {
             AsmOutput::Apply { .. } => panic!("an export link applies nothing"),
         }
     }
-    if o.facts.iter().any(|f| f.starts_with("LinkClosed") || f.starts_with("EstablishReplyTooLarge")) {
+    if o.facts
+        .iter()
+        .any(|f| f.starts_with("LinkClosed") || f.starts_with("EstablishReplyTooLarge"))
+    {
         o.closed = true;
     }
 }

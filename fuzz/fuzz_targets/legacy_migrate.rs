@@ -9,7 +9,9 @@
 //! replies are complete (or at the timeout), `moved` only keys that were sent.
 #![no_main]
 
-use ferrocluster_dataplane::legacy::{restore, MigrateArgs, MigrateClient, MigrateConfig, MigrateOutput, Restore};
+use ferrocluster_dataplane::legacy::{
+    restore, MigrateArgs, MigrateClient, MigrateConfig, MigrateOutput, Restore,
+};
 use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{ConnId, Millis};
 use ferrocluster_rdb::RdbObject;
@@ -22,7 +24,9 @@ fn restores(data: &[u8]) {
         let Item::Command(c) = item else { continue };
         let argv = c.argv;
         let _ = MigrateArgs::parse(&argv);
-        if let Ok(Restore::Store { .. }) = restore::<RdbObject, _>(&argv, |k| k.len() % 2 == 0, 1_000, true) {
+        if let Ok(Restore::Store { .. }) =
+            restore::<RdbObject, _>(&argv, |k| k.len() % 2 == 0, 1_000, true)
+        {
             assert!(ferrocluster_rdb::dump::verify(&argv[3]).is_ok());
         }
     }
@@ -31,9 +35,16 @@ fn restores(data: &[u8]) {
 fn replies(data: &[u8]) {
     let now = Millis(1_000);
     let mut c = MigrateClient::new(MigrateConfig::default(), now);
-    let args = MigrateArgs::parse(&["MIGRATE", "h", "1", "", "2", "50", "REPLACE", "AUTH", "pw", "KEYS", "a", "b", "c"]).unwrap();
+    let args = MigrateArgs::parse(&[
+        "MIGRATE", "h", "1", "", "2", "50", "REPLACE", "AUTH", "pw", "KEYS", "a", "b", "c",
+    ])
+    .unwrap();
     let v = RdbObject::String(b"v".to_vec());
-    let found = [(b"a".as_slice(), &v, None), (b"b".as_slice(), &v, Some(5_000)), (b"c".as_slice(), &v, None)];
+    let found = [
+        (b"a".as_slice(), &v, None),
+        (b"b".as_slice(), &v, Some(5_000)),
+        (b"c".as_slice(), &v, None),
+    ];
     assert_eq!(c.start(ConnId(1), args, found, now).unwrap(), None);
     let mut done = 0;
     let mut link = None;
@@ -46,7 +57,9 @@ fn replies(data: &[u8]) {
                 }
                 MigrateOutput::Done { moved, .. } => {
                     *done += 1;
-                    assert!(moved.iter().all(|k| [b"a", b"b", b"c"].iter().any(|x| *x == k.as_slice())));
+                    assert!(moved
+                        .iter()
+                        .all(|k| [b"a", b"b", b"c"].iter().any(|x| *x == k.as_slice())));
                 }
                 _ => {}
             }

@@ -70,7 +70,10 @@ fuzz_target!(|data: &[u8]| {
                     Ok(_) => {}
                     Err(e) => {
                         let t = e.to_string();
-                        assert!(t.starts_with("ERR ") || t.starts_with("NOMASTERLINK "), "{t}");
+                        assert!(
+                            t.starts_with("ERR ") || t.starts_with("NOMASTERLINK "),
+                            "{t}"
+                        );
                     }
                 }
             }

@@ -72,7 +72,9 @@ fn run(data: &[u8], sizes: Option<u8>) -> Outcome {
             let n = match sizes {
                 None => rest.len(),
                 Some(s) => {
-                    k = k.wrapping_mul(1_103_515_245).wrapping_add(u32::from(s) + 12_345);
+                    k = k
+                        .wrapping_mul(1_103_515_245)
+                        .wrapping_add(u32::from(s) + 12_345);
                     1 + (k >> 16) as usize % 256
                 }
             }

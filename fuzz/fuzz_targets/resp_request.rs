@@ -51,7 +51,10 @@ fuzz_target!(|data: &[u8]| {
                     };
                     let (mut a2, mut w2) = (Vec::new(), Vec::new());
                     match parse_request(&wire, &mut a2, &mut w2, unlimited) {
-                        Parsed::Command { consumed, inline: false } => {
+                        Parsed::Command {
+                            consumed,
+                            inline: false,
+                        } => {
                             assert_eq!(consumed, wire.len());
                             let again: Vec<Vec<u8>> =
                                 a2.iter().map(|r| wire[r.clone()].to_vec()).collect();

@@ -54,7 +54,7 @@ impl Layout {
     }
 }
 
-fn setup_violation(sim: &ClusterSim, what: &str, message: String) -> Violation {
+pub(crate) fn setup_violation(sim: &ClusterSim, what: &str, message: String) -> Violation {
     Violation {
         seed: sim.seed(),
         at: sim.now(),

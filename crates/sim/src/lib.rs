@@ -66,6 +66,11 @@
 //! and one failing seed replays with `FERROCLUSTER_SIM_SEED=<seed>` (every seeded test
 //! honours it). Run sweeps with `--release` for speed.
 //!
+//! Schedules chosen from outside — by the `sim_schedule` fuzz target or a named scenario in
+//! `tests/schedules.rs` — run through [`run_schedule`] ([`schedule`]). Long sweeps of the
+//! random runs across cores: the `soak` binary (`src/bin/soak.rs`, `cargo run -p
+//! ferrocluster-sim --release --bin soak -- --help`).
+//!
 //! The engine surface the simulator drives is the [`Engine`] trait; [`cluster`] implements
 //! it for `ferrocluster_node::ClusterNode` and holds the cluster invariants and scenario
 //! helpers.
@@ -78,6 +83,7 @@ pub mod engine;
 pub mod failover;
 pub mod faults;
 pub mod net;
+pub mod schedule;
 pub mod seed;
 pub mod sim;
 pub mod sniff;
@@ -100,6 +106,7 @@ pub use faults::{random_fault_run, FaultPlan, RunReport};
 /// The node crate, re-exported so users of the simulator (benchmarks) need one dependency.
 pub use ferrocluster_node as node;
 pub use net::{NetConfig, PartitionedConnect, Partitions};
+pub use schedule::{check_acked_writes, run_schedule, SchedulePlan, ScheduleReport, ScheduleStep};
 pub use sim::{
     host_ip, AuthFrame, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation,
     BUS_PORT, CLIENT_PORT, START_TIME,

@@ -99,7 +99,12 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
                 .with_writer(std::sync::Mutex::new(file))
                 .init();
         }
-        None => builder.with_writer(std::io::stderr).init(),
+        // Colours only on a terminal: stderr redirected to a file or a pipe (a service
+        // manager, `2>log`) gets plain lines, as redis-server writes.
+        None => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(std::io::stderr)
+            .init(),
     }
     Ok(())
 }

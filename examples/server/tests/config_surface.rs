@@ -400,3 +400,22 @@ fn help_and_error_texts_point_to_what_exists() {
     let stats = bulk_text(&c.cmd(&["INFO", "stats"]));
     assert!(stats.contains("total_commands_processed:1\r\n"), "{stats}");
 }
+
+/// A log that is not a terminal (a file, a pipe) is plain text: no ANSI colour codes, which
+/// redis-server never writes and which make a log file unreadable in an editor.
+#[test]
+fn a_log_that_is_not_a_terminal_has_no_colour_codes() {
+    let mut procs = Procs::default();
+    let node = procs.start(&test_dir("plain-log"), 23638, &[]);
+    let read = || std::fs::read_to_string(node.join("stderr.log")).unwrap_or_default();
+    wait_until(
+        Duration::from_secs(10),
+        "the start lines in the log",
+        || read().contains("ready to accept connections"),
+    );
+    let log = read();
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escape codes in a log written to a file: {log:?}"
+    );
+}

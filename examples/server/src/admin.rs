@@ -191,12 +191,12 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
         }
         out.ok();
     } else if eq(sub, "info") {
-        let mut line = client.info_line(now);
+        let mut line = client.info_line(now, out.proto);
         line.push('\n');
         out.verbatim(line.as_bytes());
     } else if eq(sub, "list") {
         // Only this connection is visible from its thread without a global client registry.
-        let mut line = client.info_line(now);
+        let mut line = client.info_line(now, out.proto);
         line.push('\n');
         out.verbatim(line.as_bytes());
     } else if eq(sub, "help") {

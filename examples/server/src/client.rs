@@ -263,8 +263,9 @@ impl ClientCtx {
         }
     }
 
-    /// The CLIENT INFO / CLIENT LIST line for this client (Redis 7 field order, a subset).
-    pub fn info_line(&self, now_ms: u64) -> String {
+    /// The CLIENT INFO / CLIENT LIST line for this client (Redis 7 field order, a subset);
+    /// `proto` is the connection's protocol (2, or 3 after `HELLO 3`).
+    pub fn info_line(&self, now_ms: u64, proto: u8) -> String {
         let age = now_ms.saturating_sub(self.created_ms) / 1000;
         let name = self
             .name
@@ -293,7 +294,7 @@ impl ClientCtx {
             self.shard_channels.len(),
             self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1),
             self.last_cmd,
-            2,
+            proto,
             self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
             self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
         )

@@ -237,6 +237,12 @@ fn pipelining_resp3_and_multi() {
     assert!(hello.starts_with("%7\r\n$6\r\nserver\r\n"), "{hello}");
     assert!(hello.contains("$4\r\nmode\r\n$7\r\ncluster\r\n"), "{hello}");
     assert_eq!(c.cmd_s(&["GET", "missing"]), "_\r\n");
+    // CLIENT INFO names the connection's protocol (redis-server 7.0: `resp=3` after HELLO 3).
+    let info = c.cmd_s(&["CLIENT", "INFO"]);
+    assert!(info.contains(" resp=3 "), "{info}");
+    assert!(Client::connect(23303)
+        .cmd_s(&["CLIENT", "INFO"])
+        .contains(" resp=2 "));
     assert_eq!(
         c.cmd_s(&["HELLO", "4"]),
         "-NOPROTO unsupported protocol version\r\n"

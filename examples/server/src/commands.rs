@@ -566,6 +566,7 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
             crate::cluster::propagate_publish(ctx.state, shard, args.get(1), args.get(2));
             ctx.out.int(n);
         }
+        Cmd::Pubsub => pubsub(shared, ctx.spec.name, args, ctx.out),
         Cmd::Subscribe | Cmd::Ssubscribe => subscribe(shared, ctx.client, cmd, args, ctx.out),
         Cmd::Unsubscribe | Cmd::Sunsubscribe => unsubscribe(shared, ctx.client, cmd, args, ctx.out),
         Cmd::Cluster => {
@@ -799,6 +800,60 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
     }
     ctx.client.in_exec = false;
     Flow::Continue
+}
+
+/// `PUBSUB CHANNELS | SHARDCHANNELS [pattern]`, `NUMSUB | SHARDNUMSUB [channel ...]`,
+/// `NUMPAT`, `HELP` (Valkey 9.1 `pubsubCommand`): this node's own subscriptions, as Valkey
+/// answers in cluster mode too. NUMPAT is 0: this server has no pattern subscriptions
+/// (PSUBSCRIBE is not served).
+fn pubsub(shared: &Shared, sub: &str, args: &Args<'_>, out: &mut Out) {
+    let ps = shared.pubsub.read();
+    match sub {
+        "pubsub|help" => crate::admin::help(
+            out,
+            "PUBSUB",
+            &[
+                "CHANNELS [<pattern>]",
+                "    Return the currently active channels matching a <pattern> (default: '*').",
+                "NUMPAT",
+                "    Return number of subscriptions to patterns.",
+                "NUMSUB [<channel> ...]",
+                "    Return the number of subscribers for the specified channels, excluding",
+                "    pattern subscriptions(default: no channels).",
+                "SHARDCHANNELS [<pattern>]",
+                "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+                "SHARDNUMSUB [<shardchannel> ...]",
+                "    Return the number of subscribers for the specified shard level channel(s)",
+            ],
+        ),
+        "pubsub|channels" | "pubsub|shardchannels" if args.len() > 3 => out.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(args.get(1))
+        )),
+        "pubsub|channels" | "pubsub|shardchannels" => {
+            let shard = sub == "pubsub|shardchannels";
+            let pattern = args.opt(2);
+            let names: Vec<&[u8]> = ps
+                .channels(shard)
+                .filter(|c| crate::cmd::matches(pattern, c))
+                .collect();
+            out.array(names.len());
+            for n in names {
+                out.bulk(n);
+            }
+        }
+        "pubsub|numsub" | "pubsub|shardnumsub" => {
+            let shard = sub == "pubsub|shardnumsub";
+            // A flat array of (channel, count) pairs in RESP3 too (not a map), as
+            // redis-server 7.0 and valkey-server 9.1 reply.
+            out.array(2 * (args.len() - 2));
+            for i in 2..args.len() {
+                out.bulk(args.get(i));
+                out.int(ps.subscribers(shard, args.get(i)).len() as i64);
+            }
+        }
+        _ => out.int(0),
+    }
 }
 
 fn subscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_>, out: &mut Out) {

@@ -164,6 +164,16 @@ impl PubSub {
         map.get(channel).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// The channels (or shard channels) with at least one subscriber, in no order.
+    pub fn channels(&self, shard: bool) -> impl Iterator<Item = &[u8]> {
+        let map = if shard {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        map.keys().map(Vec::as_slice)
+    }
+
     /// Number of channels with subscribers (INFO `pubsub_channels`).
     pub fn channel_count(&self) -> usize {
         self.channels.len()

@@ -50,6 +50,7 @@ pub enum Cmd {
     Unwatch,
     // Pub/Sub.
     Publish,
+    Pubsub,
     Subscribe,
     Unsubscribe,
     Spublish,
@@ -337,6 +338,7 @@ pub const SERVED: &[(&str, Cmd)] = &[
     ("psync", Cmd::Psync),
     ("pttl", Cmd::Pttl),
     ("publish", Cmd::Publish),
+    ("pubsub", Cmd::Pubsub),
     ("quit", Cmd::Quit),
     ("randomkey", Cmd::Randomkey),
     ("readonly", Cmd::Readonly),
@@ -491,6 +493,17 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
     (
         "object",
         &["encoding", "freq", "help", "idletime", "refcount"],
+    ),
+    (
+        "pubsub",
+        &[
+            "channels",
+            "help",
+            "numpat",
+            "numsub",
+            "shardchannels",
+            "shardnumsub",
+        ],
     ),
 ];
 

@@ -327,6 +327,14 @@ fn pubsub_and_sharded_pubsub() {
         "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"
     );
     let mut publ = Client::connect(23305);
+    // PUBSUB sees the subscription (redis-server 7.0's replies).
+    assert_eq!(publ.cmd_s(&["PUBSUB", "CHANNELS"]), "*1\r\n$4\r\nnews\r\n");
+    assert_eq!(publ.cmd_s(&["PUBSUB", "CHANNELS", "x*"]), "*0\r\n");
+    assert_eq!(
+        publ.cmd_s(&["PUBSUB", "NUMSUB", "news", "other"]),
+        "*4\r\n$4\r\nnews\r\n:1\r\n$5\r\nother\r\n:0\r\n"
+    );
+    assert_eq!(publ.cmd_s(&["PUBSUB", "SHARDCHANNELS"]), "*0\r\n");
     assert_eq!(publ.cmd_s(&["PUBLISH", "news", "hello"]), ":1\r\n");
     assert_eq!(
         String::from_utf8_lossy(&sub.read_reply()),
@@ -342,6 +350,14 @@ fn pubsub_and_sharded_pubsub() {
         "*3\r\n$10\r\nssubscribe\r\n$10\r\nshard-news\r\n:1\r\n"
     );
     assert_eq!(publ.cmd_s(&["SPUBLISH", "shard-news", "x"]), ":1\r\n");
+    assert_eq!(
+        publ.cmd_s(&["PUBSUB", "SHARDNUMSUB", "shard-news"]),
+        "*2\r\n$10\r\nshard-news\r\n:1\r\n"
+    );
+    assert_eq!(
+        publ.cmd_s(&["PUBSUB", "SHARDCHANNELS", "shard-*"]),
+        "*1\r\n$10\r\nshard-news\r\n"
+    );
     assert_eq!(
         String::from_utf8_lossy(&ssub.read_reply()),
         "*3\r\n$8\r\nsmessage\r\n$10\r\nshard-news\r\n$1\r\nx\r\n"

@@ -65,6 +65,15 @@ pub enum Delivery {
         /// Payload.
         payload: Arc<[u8]>,
     },
+    /// A published message for a pattern subscription (`pmessage`).
+    PatternMessage {
+        /// The pattern it matched.
+        pattern: Arc<[u8]>,
+        /// Channel name.
+        channel: Arc<[u8]>,
+        /// Payload.
+        payload: Arc<[u8]>,
+    },
     /// The reply of a WAIT that was waiting: the number of replicas that acknowledged.
     WaitDone(i64),
     /// Bytes of the replication stream for a replica's connection.
@@ -96,6 +105,17 @@ impl Delivery {
             } => {
                 out.push(3);
                 out.bulk(kind.as_bytes());
+                out.bulk(channel);
+                out.bulk(payload);
+            }
+            Delivery::PatternMessage {
+                pattern,
+                channel,
+                payload,
+            } => {
+                out.push(4);
+                out.bulk(b"pmessage");
+                out.bulk(pattern);
                 out.bulk(channel);
                 out.bulk(payload);
             }
@@ -149,6 +169,8 @@ pub struct ClientCtx {
     pub channels: BTreeSet<Vec<u8>>,
     /// SSUBSCRIBEd shard channels.
     pub shard_channels: BTreeSet<Vec<u8>>,
+    /// PSUBSCRIBEd patterns.
+    pub patterns: BTreeSet<Vec<u8>>,
     /// Creation time (unix ms).
     pub created_ms: u64,
     /// Waiting for a WAIT reply or blocked on keys (`crate::blocking`).
@@ -218,6 +240,7 @@ impl ClientCtx {
             asking: false,
             channels: BTreeSet::new(),
             shard_channels: BTreeSet::new(),
+            patterns: BTreeSet::new(),
             created_ms: crate::server::unix_ms(),
             blocked: false,
             in_exec: false,
@@ -232,23 +255,38 @@ impl ClientCtx {
         }
     }
 
-    /// Number of subscriptions (channels and shard channels).
+    /// Number of subscriptions (channels, patterns and shard channels).
     pub fn subscriptions(&self) -> usize {
-        self.channels.len() + self.shard_channels.len()
+        self.channels.len() + self.patterns.len() + self.shard_channels.len()
+    }
+
+    /// The count a (P)SUBSCRIBE / (P)UNSUBSCRIBE reply carries: channels and patterns
+    /// (Redis 7.0 `clientSubscriptionsCount`); shard channels count apart.
+    pub fn channel_and_pattern_count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+
+    /// Drops every subscription from the shared registry (connection closed, RESET).
+    pub fn drop_subscriptions(&mut self, shared: &Shared) {
+        if self.subscriptions() == 0 {
+            return;
+        }
+        let mut ps = shared.pubsub.write();
+        for ch in std::mem::take(&mut self.channels) {
+            ps.unsubscribe(false, &ch, self.id);
+        }
+        for ch in std::mem::take(&mut self.shard_channels) {
+            ps.unsubscribe(true, &ch, self.id);
+        }
+        for p in std::mem::take(&mut self.patterns) {
+            ps.punsubscribe(&p, self.id);
+        }
     }
 
     /// Cleans up shared registries when the connection closes.
     pub fn on_close(&mut self, shared: &Shared) {
         shared.stats.client_disconnected();
-        if self.subscriptions() > 0 {
-            let mut ps = shared.pubsub.write();
-            for ch in std::mem::take(&mut self.channels) {
-                ps.unsubscribe(false, &ch, self.id);
-            }
-            for ch in std::mem::take(&mut self.shard_channels) {
-                ps.unsubscribe(true, &ch, self.id);
-            }
-        }
+        self.drop_subscriptions(shared);
         if self.migration_conn {
             crate::migrate::client_closed(shared, self.id);
         }
@@ -282,7 +320,7 @@ impl ClientCtx {
             "N"
         };
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub=0 ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr.map(|a| a.to_string()).unwrap_or_default(),
             self.laddr.map(|a| a.to_string()).unwrap_or_default(),
@@ -291,6 +329,7 @@ impl ClientCtx {
             flags,
             self.db,
             self.channels.len(),
+            self.patterns.len(),
             self.shard_channels.len(),
             self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1),
             self.last_cmd,

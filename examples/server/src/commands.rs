@@ -77,6 +77,8 @@ fn allowed_subscribed(cmd: Cmd) -> bool {
         Cmd::Ping
             | Cmd::Subscribe
             | Cmd::Unsubscribe
+            | Cmd::Psubscribe
+            | Cmd::Punsubscribe
             | Cmd::Ssubscribe
             | Cmd::Sunsubscribe
             | Cmd::Quit
@@ -567,7 +569,10 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
             ctx.out.int(n);
         }
         Cmd::Pubsub => pubsub(shared, ctx.spec.name, args, ctx.out),
-        Cmd::Subscribe | Cmd::Ssubscribe => subscribe(shared, ctx.client, cmd, args, ctx.out),
+        Cmd::Subscribe | Cmd::Ssubscribe | Cmd::Psubscribe => {
+            subscribe(shared, ctx.client, cmd, args, ctx.out)
+        }
+        Cmd::Punsubscribe => punsubscribe(shared, ctx.client, args, ctx.out),
         Cmd::Unsubscribe | Cmd::Sunsubscribe => unsubscribe(shared, ctx.client, cmd, args, ctx.out),
         Cmd::Cluster => {
             crate::cluster::cluster_command(shared, ctx.state, ctx.client, args, ctx.out, now)
@@ -747,15 +752,7 @@ fn reset(ctx: &mut Ctx<'_, '_>) {
     c.asking = false;
     c.name = None;
     crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
-    if ctx.client.subscriptions() > 0 {
-        let mut ps = ctx.shared.pubsub.write();
-        for ch in std::mem::take(&mut ctx.client.channels) {
-            ps.unsubscribe(false, &ch, ctx.client.id);
-        }
-        for ch in std::mem::take(&mut ctx.client.shard_channels) {
-            ps.unsubscribe(true, &ch, ctx.client.id);
-        }
-    }
+    ctx.client.drop_subscriptions(ctx.shared);
     ctx.out.proto = 2;
     ctx.out.simple("RESET");
 }
@@ -804,8 +801,7 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
 
 /// `PUBSUB CHANNELS | SHARDCHANNELS [pattern]`, `NUMSUB | SHARDNUMSUB [channel ...]`,
 /// `NUMPAT`, `HELP` (Valkey 9.1 `pubsubCommand`): this node's own subscriptions, as Valkey
-/// answers in cluster mode too. NUMPAT is 0: this server has no pattern subscriptions
-/// (PSUBSCRIBE is not served).
+/// answers in cluster mode too. NUMPAT counts distinct patterns.
 fn pubsub(shared: &Shared, sub: &str, args: &Args<'_>, out: &mut Out) {
     let ps = shared.pubsub.read();
     match sub {
@@ -852,13 +848,20 @@ fn pubsub(shared: &Shared, sub: &str, args: &Args<'_>, out: &mut Out) {
                 out.int(ps.subscribers(shard, args.get(i)).len() as i64);
             }
         }
-        _ => out.int(0),
+        _ => out.int(ps.pattern_count() as i64),
     }
 }
 
+/// SUBSCRIBE, SSUBSCRIBE, PSUBSCRIBE: one confirmation per name, with the connection's count
+/// after it (channels + patterns; shard channels apart, Redis 7.0).
 fn subscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_>, out: &mut Out) {
     let shard = cmd == Cmd::Ssubscribe;
-    let kind: &[u8] = if shard { b"ssubscribe" } else { b"subscribe" };
+    let pattern = cmd == Cmd::Psubscribe;
+    let kind: &[u8] = match cmd {
+        Cmd::Ssubscribe => b"ssubscribe",
+        Cmd::Psubscribe => b"psubscribe",
+        _ => b"subscribe",
+    };
     let me = crate::server::Subscriber {
         client_id: client.id,
         io_thread: client.io_thread,
@@ -869,11 +872,17 @@ fn subscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_>,
         let ch = args.get(i);
         let set = if shard {
             &mut client.shard_channels
+        } else if pattern {
+            &mut client.patterns
         } else {
             &mut client.channels
         };
         if set.insert(ch.to_vec()) {
-            ps.subscribe(shard, ch, me);
+            if pattern {
+                ps.psubscribe(ch, me);
+            } else {
+                ps.subscribe(shard, ch, me);
+            }
         }
         out.push(3);
         out.bulk(kind);
@@ -881,8 +890,35 @@ fn subscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_>,
         out.int(if shard {
             client.shard_channels.len()
         } else {
-            client.channels.len()
+            client.channel_and_pattern_count()
         } as i64);
+    }
+}
+
+/// PUNSUBSCRIBE [pattern ...]: the named patterns, or every one; one confirmation each, with
+/// the count after it (a null pattern when there was none, Redis 7.0).
+fn punsubscribe(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+    let names: Vec<Vec<u8>> = if args.len() > 1 {
+        (1..args.len()).map(|i| args.get(i).to_vec()).collect()
+    } else {
+        client.patterns.iter().cloned().collect()
+    };
+    if names.is_empty() {
+        out.push(3);
+        out.bulk(b"punsubscribe");
+        out.null();
+        out.int(client.channel_and_pattern_count() as i64);
+        return;
+    }
+    let mut ps = shared.pubsub.write();
+    for p in names {
+        if client.patterns.remove(&p) {
+            ps.punsubscribe(&p, client.id);
+        }
+        out.push(3);
+        out.bulk(b"punsubscribe");
+        out.bulk(&p);
+        out.int(client.channel_and_pattern_count() as i64);
     }
 }
 
@@ -893,6 +929,8 @@ fn unsubscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_
     } else {
         b"unsubscribe"
     };
+    // The count after each channel includes the patterns, which UNSUBSCRIBE keeps.
+    let patterns = client.patterns.len() as i64;
     let set = if shard {
         &mut client.shard_channels
     } else {
@@ -907,7 +945,7 @@ fn unsubscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_
         out.push(3);
         out.bulk(kind);
         out.null();
-        out.int(0);
+        out.int(if shard { 0 } else { patterns });
         return;
     }
     let mut ps = shared.pubsub.write();
@@ -918,7 +956,7 @@ fn unsubscribe(shared: &Shared, client: &mut ClientCtx, cmd: Cmd, args: &Args<'_
         out.push(3);
         out.bulk(kind);
         out.bulk(&ch);
-        out.int(set.len() as i64);
+        out.int(set.len() as i64 + if shard { 0 } else { patterns });
     }
 }
 

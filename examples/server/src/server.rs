@@ -119,11 +119,13 @@ pub struct Subscriber {
     pub token: usize,
 }
 
-/// Channel -> subscribers, for SUBSCRIBE and SSUBSCRIBE.
+/// Channel -> subscribers, for SUBSCRIBE and SSUBSCRIBE; pattern -> subscribers, for
+/// PSUBSCRIBE.
 #[derive(Default)]
 pub struct PubSub {
     channels: HashMap<Vec<u8>, Vec<Subscriber>>,
     shard_channels: HashMap<Vec<u8>, Vec<Subscriber>>,
+    patterns: HashMap<Vec<u8>, Vec<Subscriber>>,
 }
 
 impl PubSub {
@@ -137,21 +139,27 @@ impl PubSub {
 
     /// Adds a subscriber.
     pub fn subscribe(&mut self, shard: bool, channel: &[u8], sub: Subscriber) {
-        let list = self.map(shard).entry(channel.to_vec()).or_default();
-        if !list.iter().any(|s| s.client_id == sub.client_id) {
-            list.push(sub);
-        }
+        add_subscriber(self.map(shard), channel, sub);
     }
 
     /// Removes a subscriber.
     pub fn unsubscribe(&mut self, shard: bool, channel: &[u8], client_id: u64) {
-        let map = self.map(shard);
-        if let Some(list) = map.get_mut(channel) {
-            list.retain(|s| s.client_id != client_id);
-            if list.is_empty() {
-                map.remove(channel);
-            }
-        }
+        remove_subscriber(self.map(shard), channel, client_id);
+    }
+
+    /// Adds a pattern subscriber (PSUBSCRIBE).
+    pub fn psubscribe(&mut self, pattern: &[u8], sub: Subscriber) {
+        add_subscriber(&mut self.patterns, pattern, sub);
+    }
+
+    /// Removes a pattern subscriber.
+    pub fn punsubscribe(&mut self, pattern: &[u8], client_id: u64) {
+        remove_subscriber(&mut self.patterns, pattern, client_id);
+    }
+
+    /// Number of distinct patterns subscribed to (PUBSUB NUMPAT, INFO `pubsub_patterns`).
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.len()
     }
 
     /// Subscribers of a channel.
@@ -177,6 +185,22 @@ impl PubSub {
     /// Number of channels with subscribers (INFO `pubsub_channels`).
     pub fn channel_count(&self) -> usize {
         self.channels.len()
+    }
+}
+
+fn add_subscriber(map: &mut HashMap<Vec<u8>, Vec<Subscriber>>, name: &[u8], sub: Subscriber) {
+    let list = map.entry(name.to_vec()).or_default();
+    if !list.iter().any(|s| s.client_id == sub.client_id) {
+        list.push(sub);
+    }
+}
+
+fn remove_subscriber(map: &mut HashMap<Vec<u8>, Vec<Subscriber>>, name: &[u8], client_id: u64) {
+    if let Some(list) = map.get_mut(name) {
+        list.retain(|s| s.client_id != client_id);
+        if list.is_empty() {
+            map.remove(name);
+        }
     }
 }
 
@@ -269,13 +293,18 @@ impl Shared {
         }
     }
 
-    /// Publishes to local subscribers; returns how many received it.
+    /// Publishes to local subscribers (a channel's, then, for PUBLISH, every matching
+    /// pattern's as `pmessage`); returns how many received it (Redis 7.0
+    /// `pubsubPublishMessage`: a client subscribed to the channel and to a matching pattern
+    /// counts, and receives it, twice).
     pub fn publish_local(&self, shard: bool, channel: &[u8], payload: &[u8]) -> i64 {
         let ps = self.pubsub.read();
         let subs = ps.subscribers(shard, channel);
-        if subs.is_empty() {
+        let by_pattern = !shard && !ps.patterns.is_empty();
+        if subs.is_empty() && !by_pattern {
             return 0;
         }
+        let mut received = subs.len() as i64;
         let channel: Arc<[u8]> = channel.into();
         let payload: Arc<[u8]> = payload.into();
         let kind = if shard { "smessage" } else { "message" };
@@ -291,7 +320,28 @@ impl Shared {
                 },
             );
         }
-        subs.len() as i64
+        if by_pattern {
+            for (pattern, subs) in &ps.patterns {
+                if !ferrocluster_kvstore::glob_match(pattern, &channel) {
+                    continue;
+                }
+                let pattern: Arc<[u8]> = pattern.as_slice().into();
+                for s in subs {
+                    self.deliver(
+                        s.io_thread,
+                        s.token,
+                        s.client_id,
+                        Delivery::PatternMessage {
+                            pattern: Arc::clone(&pattern),
+                            channel: Arc::clone(&channel),
+                            payload: Arc::clone(&payload),
+                        },
+                    );
+                }
+                received += subs.len() as i64;
+            }
+        }
+        received
     }
 }
 

@@ -51,6 +51,8 @@ pub enum Cmd {
     // Pub/Sub.
     Publish,
     Pubsub,
+    Psubscribe,
+    Punsubscribe,
     Subscribe,
     Unsubscribe,
     Spublish,
@@ -339,6 +341,8 @@ pub const SERVED: &[(&str, Cmd)] = &[
     ("pttl", Cmd::Pttl),
     ("publish", Cmd::Publish),
     ("pubsub", Cmd::Pubsub),
+    ("psubscribe", Cmd::Psubscribe),
+    ("punsubscribe", Cmd::Punsubscribe),
     ("quit", Cmd::Quit),
     ("randomkey", Cmd::Randomkey),
     ("readonly", Cmd::Readonly),

@@ -335,7 +335,24 @@ fn pubsub_and_sharded_pubsub() {
         "*4\r\n$4\r\nnews\r\n:1\r\n$5\r\nother\r\n:0\r\n"
     );
     assert_eq!(publ.cmd_s(&["PUBSUB", "SHARDCHANNELS"]), "*0\r\n");
-    assert_eq!(publ.cmd_s(&["PUBLISH", "news", "hello"]), ":1\r\n");
+    // A pattern subscriber of another connection gets it too, as `pmessage`, and counts.
+    let mut psub = Client::connect(23305);
+    assert_eq!(
+        psub.cmd_s(&["PSUBSCRIBE", "n*"]),
+        "*3\r\n$10\r\npsubscribe\r\n$2\r\nn*\r\n:1\r\n"
+    );
+    assert_eq!(publ.cmd_s(&["PUBSUB", "NUMPAT"]), ":1\r\n");
+    assert_eq!(publ.cmd_s(&["PUBLISH", "news", "hello"]), ":2\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&psub.read_reply()),
+        "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+    );
+    assert_eq!(publ.cmd_s(&["PUBLISH", "other", "x"]), ":0\r\n");
+    assert_eq!(
+        psub.cmd_s(&["PUNSUBSCRIBE"]),
+        "*3\r\n$12\r\npunsubscribe\r\n$2\r\nn*\r\n:0\r\n"
+    );
+    assert_eq!(publ.cmd_s(&["PUBSUB", "NUMPAT"]), ":0\r\n");
     assert_eq!(
         String::from_utf8_lossy(&sub.read_reply()),
         "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"

@@ -39,6 +39,27 @@ pub const NOT_INT: &str = "ERR value is not an integer or out of range";
 pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 /// `ERR syntax error`
 pub const SYNTAX: &str = "ERR syntax error";
+
+/// The `[COUNT count]` tail of LMPOP / ZMPOP and their blocking forms, read from argument
+/// `from` on: 1 when absent. Errors: Redis 7.0's texts (`ERR count should be greater than
+/// 0`, or [`SYNTAX`] for anything else, a second COUNT included).
+pub fn mpop_count(args: &Args<'_>, from: usize) -> Result<usize, &'static str> {
+    let mut count = None;
+    let mut j = from;
+    while j < args.len() {
+        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"count") && j + 1 < args.len() {
+            j += 1;
+            match parse_i64(args.get(j)) {
+                Some(c) if c >= 1 => count = Some(c as usize),
+                _ => return Err("ERR count should be greater than 0"),
+            }
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    Ok(count.unwrap_or(1))
+}
 /// `ERR value is out of range, must be positive`
 pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 

@@ -803,21 +803,10 @@ fn zmpop(ctx: &mut Ctx<'_, '_>, block: bool) {
     } else {
         return ctx.out.error(SYNTAX);
     };
-    let mut count = None;
-    let mut j = where_idx + 1;
-    while j < ctx.args.len() {
-        if count.is_none() && ctx.arg(j).eq_ignore_ascii_case(b"count") && j + 1 < ctx.args.len() {
-            j += 1;
-            match parse_i64(ctx.arg(j)) {
-                Some(c) if c >= 1 => count = Some(c as usize),
-                _ => return ctx.out.error("ERR count should be greater than 0"),
-            }
-        } else {
-            return ctx.out.error(SYNTAX);
-        }
-        j += 1;
-    }
-    let count = Some(count.unwrap_or(1));
+    let count = match super::mpop_count(ctx.args, where_idx + 1) {
+        Ok(c) => Some(c),
+        Err(e) => return ctx.out.error(e),
+    };
     let keys: Vec<&[u8]> = (first + 1..=first + numkeys)
         .map(|i| ctx.args.get(i))
         .collect();

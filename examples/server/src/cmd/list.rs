@@ -4,7 +4,8 @@
 //! [`crate::blocking`].
 
 use super::{
-    create, drop_if_empty, parse_i64, read, write, Ctx, WrongType, NOT_INT, SYNTAX, WRONGTYPE,
+    create, drop_if_empty, parse_i64, rank_range, read, write, Ctx, WrongType, NOT_INT, SYNTAX,
+    WRONGTYPE,
 };
 use crate::blocking::{self, BlockOp};
 use crate::resp::Out;
@@ -47,24 +48,6 @@ pub fn run(ctx: &mut Ctx<'_, '_>) {
 /// The configured node fill (`list-max-listpack-size`).
 pub fn fill(_state: &State) -> Fill {
     Fill::new(crate::types::limits().list_max_listpack_size)
-}
-
-/// Resolves Redis list range indexes (`addListRangeReply`, `ltrimCommand`): `None` for an
-/// empty range, else `start..=end` within `0..len`.
-fn resolve(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let mut start = if start < 0 { len + start } else { start };
-    let mut end = if end < 0 { len + end } else { end };
-    if start < 0 {
-        start = 0;
-    }
-    if start > end || start >= len {
-        return None;
-    }
-    if end >= len {
-        end = len - 1;
-    }
-    Some((start as usize, end as usize))
 }
 
 /// An index from the head or, when negative, from the tail; `None` out of range.
@@ -208,7 +191,7 @@ fn lrange(ctx: &mut Ctx<'_, '_>) {
     match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => ctx.out.error(WRONGTYPE),
         Ok(None) => ctx.out.array(0),
-        Ok(Some(l)) => match resolve(start, end, l.len()) {
+        Ok(Some(l)) => match rank_range(start, end, l.len()) {
             None => ctx.out.array(0),
             Some((a, b)) => range_reply(ctx.out, l, a, b, false),
         },
@@ -226,7 +209,7 @@ fn ltrim(ctx: &mut Ctx<'_, '_>) {
         Ok(None) => return ctx.out.ok(),
         Ok(Some(mut l)) => {
             let len = l.len();
-            match resolve(start, end, len) {
+            match rank_range(start, end, len) {
                 None => {
                     l.trim(1, 0, fill);
                     len
@@ -744,12 +727,12 @@ mod tests {
 
     #[test]
     fn ranges_resolve_like_add_list_range_reply() {
-        assert_eq!(resolve(0, -1, 5), Some((0, 4)));
-        assert_eq!(resolve(-100, 100, 5), Some((0, 4)));
-        assert_eq!(resolve(3, 1, 5), None);
-        assert_eq!(resolve(5, 10, 5), None);
-        assert_eq!(resolve(-2, -1, 5), Some((3, 4)));
-        assert_eq!(resolve(0, -6, 5), None);
+        assert_eq!(rank_range(0, -1, 5), Some((0, 4)));
+        assert_eq!(rank_range(-100, 100, 5), Some((0, 4)));
+        assert_eq!(rank_range(3, 1, 5), None);
+        assert_eq!(rank_range(5, 10, 5), None);
+        assert_eq!(rank_range(-2, -1, 5), Some((3, 4)));
+        assert_eq!(rank_range(0, -6, 5), None);
         assert_eq!(index(-1, 3), Some(2));
         assert_eq!(index(3, 3), None);
         assert_eq!(index(-4, 3), None);

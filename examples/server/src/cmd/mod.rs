@@ -40,6 +40,25 @@ pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 /// `ERR syntax error`
 pub const SYNTAX: &str = "ERR syntax error";
 
+/// Resolves Redis rank ranges (`addListRangeReply`, `ltrimCommand`, `zrangeGenericCommand`,
+/// `zremrangeGenericCommand`: negative indexes count from the tail, clamped to the
+/// collection): `None` for an empty range, else `start..=end` within `0..len`.
+pub fn rank_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 { len + start } else { start };
+    let mut end = if end < 0 { len + end } else { end };
+    if start < 0 {
+        start = 0;
+    }
+    if start > end || start >= len {
+        return None;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    Some((start as usize, end as usize))
+}
+
 /// The `[COUNT count]` tail of LMPOP / ZMPOP and their blocking forms, read from argument
 /// `from` on: 1 when absent. Errors: Redis 7.0's texts (`ERR count should be greater than
 /// 0`, or [`SYNTAX`] for anything else, a second COUNT included).

@@ -538,20 +538,7 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
     let (s, e) = match (z, &lo, &hi) {
         (None, _, _) => (0, 0),
         (Some(z), RangeArg::Rank(a), RangeArg::Rank(b)) => {
-            let len = z.len() as i64;
-            let mut a = if *a < 0 { len + a } else { *a };
-            let mut b = if *b < 0 { len + b } else { *b };
-            if a < 0 {
-                a = 0;
-            }
-            if a > b || a >= len {
-                (0, 0)
-            } else {
-                if b >= len {
-                    b = len - 1;
-                }
-                (a as usize, b as usize + 1)
-            }
+            super::rank_range(*a, *b, z.len()).map_or((0, 0), |(s, e)| (s, e + 1))
         }
         (Some(z), _, _) => select(z, kind, rev, &lo, &hi, offset, limit),
     };
@@ -632,20 +619,7 @@ fn zremrange(ctx: &mut Ctx<'_, '_>, kind: Kind) {
         Ok(Some(mut z)) => {
             let (s, e) = match (&lo, &hi) {
                 (RangeArg::Rank(a), RangeArg::Rank(b)) => {
-                    let len = z.len() as i64;
-                    let mut a = if *a < 0 { len + a } else { *a };
-                    let mut b = if *b < 0 { len + b } else { *b };
-                    if a < 0 {
-                        a = 0;
-                    }
-                    if a > b || a >= len {
-                        (0, 0)
-                    } else {
-                        if b >= len {
-                            b = len - 1;
-                        }
-                        (a as usize, b as usize + 1)
-                    }
+                    super::rank_range(*a, *b, z.len()).map_or((0, 0), |(s, e)| (s, e + 1))
                 }
                 _ => select(&z, kind, false, &lo, &hi, 0, -1),
             };

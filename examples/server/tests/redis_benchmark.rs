@@ -34,6 +34,23 @@ impl Keys {
             })
             .sum()
     }
+    /// The sum of `size_cmd` (SCARD, HLEN, ZCARD) over the keys matching `prefix*`, over every
+    /// node.
+    fn total_size(&self, prefix: &str, size_cmd: &str) -> i64 {
+        self.sum(|c| {
+            let r = c.cmd_s(&["KEYS", &format!("{prefix}*")]);
+            r.split("\r\n")
+                .filter(|l| l.starts_with(prefix))
+                .map(|key| {
+                    c.cmd_s(&[size_cmd, key])
+                        .trim_start_matches(':')
+                        .trim_end()
+                        .parse::<i64>()
+                        .unwrap()
+                })
+                .sum()
+        })
+    }
     /// Keys matching `pattern` of `type`, over every node.
     fn count(&self, pattern: &str, kind: &str) -> i64 {
         self.sum(|c| {
@@ -101,19 +118,7 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
         |k, spread| {
             let sets = k.count("myset*", "set");
             assert!(sets >= 1 && sets <= spread, "{sets} sets");
-            let members = k.sum(|c| {
-                let r = c.cmd_s(&["KEYS", "myset*"]);
-                r.split("\r\n")
-                    .filter(|l| l.starts_with("myset"))
-                    .map(|key| {
-                        c.cmd_s(&["SCARD", key])
-                            .trim_start_matches(':')
-                            .trim_end()
-                            .parse::<i64>()
-                            .unwrap()
-                    })
-                    .sum()
-            });
+            let members = k.total_size("myset", "SCARD");
             assert!(
                 members > 1 && members <= spread * KEYSPACE as i64,
                 "{members} members"
@@ -127,19 +132,7 @@ const SUITE: &[(&str, &[&str], Probe, Check)] = &[
         |k, spread| {
             let hashes = k.count("myhash*", "hash");
             assert!(hashes >= 1 && hashes <= spread, "{hashes} hashes");
-            let fields = k.sum(|c| {
-                let r = c.cmd_s(&["KEYS", "myhash*"]);
-                r.split("\r\n")
-                    .filter(|l| l.starts_with("myhash"))
-                    .map(|key| {
-                        c.cmd_s(&["HLEN", key])
-                            .trim_start_matches(':')
-                            .trim_end()
-                            .parse::<i64>()
-                            .unwrap()
-                    })
-                    .sum()
-            });
+            let fields = k.total_size("myhash", "HLEN");
             assert!(
                 fields > 1 && fields <= spread * (KEYSPACE as i64 + 1),
                 "{fields} fields"
@@ -215,19 +208,7 @@ const LIST_ZSET_SUITE: &[(&str, &[&str], Probe, Check)] = &[
         |k, spread| {
             let sets = k.count("myzset*", "zset");
             assert!(sets >= 1 && sets <= spread, "{sets} sorted sets");
-            let members = k.sum(|c| {
-                let r = c.cmd_s(&["KEYS", "myzset*"]);
-                r.split("\r\n")
-                    .filter(|l| l.starts_with("myzset"))
-                    .map(|key| {
-                        c.cmd_s(&["ZCARD", key])
-                            .trim_start_matches(':')
-                            .trim_end()
-                            .parse::<i64>()
-                            .unwrap()
-                    })
-                    .sum()
-            });
+            let members = k.total_size("myzset", "ZCARD");
             assert!(
                 members > 1 && members <= spread * KEYSPACE as i64,
                 "{members} members"

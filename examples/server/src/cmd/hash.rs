@@ -350,11 +350,7 @@ fn hscan(ctx: &mut Ctx<'_, '_>) {
     };
     let h = match read::<Hash>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
-        Ok(None) => {
-            ctx.out.array(2);
-            ctx.out.bulk(b"0");
-            return ctx.out.array(0);
-        }
+        Ok(None) => return super::scan_reply(ctx.out, 0, &[]),
         Ok(Some(h)) => h,
     };
     let a = match super::parse_scan_args(ctx.args, 3, false, true) {
@@ -370,10 +366,5 @@ fn hscan(ctx: &mut Ctx<'_, '_>) {
             }
         }
     });
-    ctx.out.array(2);
-    ctx.out.bulk(next.to_string().as_bytes());
-    ctx.out.array(items.len());
-    for i in &items {
-        ctx.out.bulk(i);
-    }
+    super::scan_reply(ctx.out, next, &items);
 }

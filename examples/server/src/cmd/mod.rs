@@ -59,6 +59,16 @@ pub fn rank_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     Some((start as usize, end as usize))
 }
 
+/// The reply of HSCAN / SSCAN / ZSCAN: `[next cursor, [items]]` (`[0, []]` for a missing key).
+pub fn scan_reply(out: &mut Out, next: impl std::fmt::Display, items: &[Vec<u8>]) {
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(items.len());
+    for i in items {
+        out.bulk(i);
+    }
+}
+
 /// The `[COUNT count]` tail of LMPOP / ZMPOP and their blocking forms, read from argument
 /// `from` on: 1 when absent. Errors: Redis 7.0's texts (`ERR count should be greater than
 /// 0`, or [`SYNTAX`] for anything else, a second COUNT included).

@@ -515,11 +515,7 @@ fn sscan(ctx: &mut Ctx<'_, '_>) {
     };
     let s = match read::<Set>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
-        Ok(None) => {
-            ctx.out.array(2);
-            ctx.out.bulk(b"0");
-            return ctx.out.array(0);
-        }
+        Ok(None) => return super::scan_reply(ctx.out, 0, &[]),
         Ok(Some(s)) => s,
     };
     let a = match super::parse_scan_args(ctx.args, 3, false, false) {
@@ -532,10 +528,5 @@ fn sscan(ctx: &mut Ctx<'_, '_>) {
             items.push(m.to_vec());
         }
     });
-    ctx.out.array(2);
-    ctx.out.bulk(next.to_string().as_bytes());
-    ctx.out.array(items.len());
-    for i in &items {
-        ctx.out.bulk(i);
-    }
+    super::scan_reply(ctx.out, next, &items);
 }

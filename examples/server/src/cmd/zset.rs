@@ -927,29 +927,20 @@ fn zscan(ctx: &mut Ctx<'_, '_>) {
     };
     let z = match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
-        Ok(None) => {
-            ctx.out.array(2);
-            ctx.out.bulk(b"0");
-            return ctx.out.array(0);
-        }
+        Ok(None) => return super::scan_reply(ctx.out, 0, &[]),
         Ok(Some(z)) => z,
     };
-    let mut items: Vec<(Vec<u8>, f64)> = Vec::new();
+    // Member, score, ...: ZSCAN scores are strings in both protocols (`scanGenericCommand`:
+    // d2string-free `%.17g` bulk).
+    let mut items: Vec<Vec<u8>> = Vec::new();
     let next = z.scan(cursor, opts.count, |m: Elem<'_>, s| {
         let m = m.to_vec();
         if super::matches(opts.pattern, &m) {
-            items.push((m, s));
+            items.push(m);
+            items.push(fmt_g17(s).into_bytes());
         }
     });
-    ctx.out.array(2);
-    ctx.out.bulk(next.to_string().as_bytes());
-    ctx.out.array(items.len() * 2);
-    for (m, s) in items {
-        ctx.out.bulk(&m);
-        // ZSCAN scores are strings in both protocols (`scanGenericCommand`: d2string-free
-        // `%.17g` bulk).
-        ctx.out.bulk(fmt_g17(s).as_bytes());
-    }
+    super::scan_reply(ctx.out, next, &items);
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -545,6 +545,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         text.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
     }
     if want("stats") {
+        let pubsub = shared.pubsub.read();
         text.push_str(&format!(
             "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
             state.commands_processed,
@@ -552,8 +553,8 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.expired_keys,
             state.keyspace_hits,
             state.keyspace_misses,
-            shared.pubsub.read().channel_count(),
-            shared.pubsub.read().pattern_count(),
+            pubsub.channel_count(),
+            pubsub.pattern_count(),
         ));
     }
     if want("replication") {

@@ -195,10 +195,12 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
         line.push('\n');
         out.verbatim(line.as_bytes());
     } else if eq(sub, "list") {
-        // Only this connection is visible from its thread without a global client registry.
-        let mut line = client.info_line(now, out.proto);
-        line.push('\n');
-        out.verbatim(line.as_bytes());
+        crate::clients::list(shared, client, args, out);
+    } else if eq(sub, "kill") {
+        if args.len() < 3 {
+            return arity_err(out, "kill");
+        }
+        crate::clients::kill(shared, client, args, out);
     } else if eq(sub, "help") {
         help(
             out,
@@ -210,8 +212,34 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
                 "    Return the ID of the current connection.",
                 "INFO",
                 "    Return information about the current client connection.",
-                "LIST",
-                "    Return information about the current client connection (this server lists only it).",
+                "KILL <ip:port>",
+                "    Kill connection made from <ip:port>.",
+                "KILL <option> <value> [<option> <value> [...]]",
+                "    Kill connections. Options are:",
+                "    * ADDR (<ip:port>|<unixsocket>:0)",
+                "      Kill connections made from the specified address",
+                "    * LADDR (<ip:port>|<unixsocket>:0)",
+                "      Kill connections made to specified local address",
+                "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+                "      Kill connections by type.",
+                "    * USER <username>",
+                "      Kill connections authenticated by <username>.",
+                "    * SKIPME (YES|NO)",
+                "      Skip killing current connection (default: yes).",
+                "    * ID <client-id>",
+                "      Kill connections by client id.",
+                "    * MAXAGE <maxage>",
+                "      Kill connections older than the specified age.",
+                "LIST [options ...]",
+                "    Return information about client connections. Options:",
+                "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+                "      Return clients of specified type.",
+                "    * ID <client-id> [<client-id> ...]",
+                "      Return clients of specified IDs.",
+                "PAUSE <timeout> [WRITE|ALL]",
+                "    Suspend all, or just write, clients for <timeout> milliseconds.",
+                "UNPAUSE",
+                "    Stop the current client pause, resuming traffic.",
                 "NO-EVICT (ON|OFF)",
                 "    Accepted; this server does not evict clients.",
                 "NO-TOUCH (ON|OFF)",
@@ -475,6 +503,32 @@ fn human(bytes: u64) -> String {
     }
 }
 
+/// `CLIENT PAUSE timeout [WRITE|ALL]` and `CLIENT UNPAUSE` ([`crate::clients::pause`]);
+/// the end of a pause wakes the I/O threads so the commands it held run at once.
+pub fn client_pause(shared: &Shared, state: &mut State, args: &Args<'_>, out: &mut Out, now: u64) {
+    if eq(args.get(1), "unpause") {
+        if args.len() != 2 {
+            out.error("ERR wrong number of arguments for 'client|unpause' command");
+            return;
+        }
+        state.client_pause = None;
+        shared.wake_io();
+        out.ok();
+        return;
+    }
+    if args.len() < 3 {
+        out.error("ERR wrong number of arguments for 'client|pause' command");
+        return;
+    }
+    match crate::clients::pause(state.client_pause, args, now) {
+        Ok(p) => {
+            state.client_pause = Some(p);
+            out.ok();
+        }
+        Err(e) => out.error(e),
+    }
+}
+
 /// `INFO [section ...]`
 ///
 /// The default sections (no argument or `default`) are Redis' minus the ones we lack;
@@ -501,6 +555,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         .map(|s| s.to_string())
         .collect();
         if everything {
+            wanted.push("commandstats".to_string());
             wanted.push(crate::readiness::section_name().to_string());
         }
     }
@@ -527,10 +582,11 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("clients") {
         text.push_str(&format!(
-            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:0\r\n\r\n",
+            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n\r\n",
             crate::net::cluster_connections(state),
             shared.clients.maxclients(),
             state.repl.waiting_clients() + state.blocked.len(),
+            shared.pubsub.read().client_count(),
         ));
     }
     if want("memory") {
@@ -562,7 +618,18 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         text.push_str("\r\n");
     }
     if want("cpu") {
-        text.push_str("# CPU\r\n\r\n");
+        text.push_str("# CPU\r\n");
+        if let Some((user, sys)) = cpu_seconds() {
+            text.push_str(&format!(
+                "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n"
+            ));
+        }
+        text.push_str("\r\n");
+    }
+    if want("commandstats") {
+        text.push_str("# Commandstats\r\n");
+        state.slowlog.commandstats(&mut text);
+        text.push_str("\r\n");
     }
     if want("cluster") {
         text.push_str(&format!(
@@ -588,6 +655,18 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         text.truncate(text.len() - 2);
     }
     out.verbatim(text.as_bytes());
+}
+
+/// The process's user and system CPU time, seconds, from `/proc/self/stat` (fields 14 and
+/// 15, in clock ticks of 1/100 s: Linux's fixed `USER_HZ` for /proc). `None` off Linux.
+fn cpu_seconds() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let user: f64 = f.get(11)?.parse().ok()?;
+    let sys: f64 = f.get(12)?.parse().ok()?;
+    Some((user / 100.0, sys / 100.0))
 }
 
 /// A `<CMD> HELP` reply as Valkey's `addReplyHelp` writes it: the header line, the given
@@ -624,6 +703,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     }
     c.maxclients = shared.clients.maxclients();
     c.limits = crate::types::limits();
+    (c.slowlog_log_slower_than, c.slowlog_max_len) = state.slowlog.limits();
     c
 }
 
@@ -678,6 +758,7 @@ pub fn config(
             return;
         }
         state.commands_processed = 0;
+        state.slowlog.reset_stats();
         state.expired_keys = 0;
         state.keyspace_hits = 0;
         state.keyspace_misses = 0;
@@ -759,5 +840,8 @@ fn config_set(
     }
     shared.clients.set_maxclients(next.maxclients);
     crate::types::set_limits(next.limits);
+    state
+        .slowlog
+        .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
     Ok(deferred)
 }

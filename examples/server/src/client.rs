@@ -196,6 +196,13 @@ pub struct ClientCtx {
     pub reply_holes: std::collections::VecDeque<(usize, u64)>,
     /// WATCH was used (its watches are dropped when the connection closes).
     pub watching: bool,
+    /// What the I/O thread knows of the connection (socket and buffers), brought up to date
+    /// before each command runs.
+    pub conn: crate::clients::ConnFacts,
+    /// When the connection last brought a request (unix ms; CLIENT LIST `idle=`).
+    pub last_io_ms: u64,
+    /// MONITOR was sent: the connection receives every command run (`crate::monitor`).
+    pub monitor: bool,
 }
 
 impl ClientCtx {
@@ -252,6 +259,9 @@ impl ClientCtx {
             migration_conn: false,
             reply_holes: std::collections::VecDeque::new(),
             watching: false,
+            conn: crate::clients::ConnFacts::default(),
+            last_io_ms: 0,
+            monitor: false,
         }
     }
 
@@ -287,6 +297,9 @@ impl ClientCtx {
     pub fn on_close(&mut self, shared: &Shared) {
         shared.stats.client_disconnected();
         self.drop_subscriptions(shared);
+        if self.monitor {
+            shared.monitors.remove(self.id);
+        }
         if self.migration_conn {
             crate::migrate::client_closed(shared, self.id);
         }
@@ -301,37 +314,73 @@ impl ClientCtx {
         }
     }
 
-    /// The CLIENT INFO / CLIENT LIST line for this client (Redis 7 field order, a subset);
-    /// `proto` is the connection's protocol (2, or 3 after `HELLO 3`).
+    /// The CLIENT INFO / CLIENT LIST line for this client in Redis 7.0's field order;
+    /// `proto` is the connection's protocol (2, or 3 after `HELLO 3`). Fields this server
+    /// cannot fill truthfully are left out rather than printed as constants: `argv-mem`
+    /// (arguments are ranges into the query buffer, not separate allocations), `rbp`,
+    /// `obl` / `oll` (one output buffer, reported as `omem`).
     pub fn info_line(&self, now_ms: u64, proto: u8) -> String {
         let age = now_ms.saturating_sub(self.created_ms) / 1000;
+        let idle = now_ms.saturating_sub(self.last_io_ms.max(self.created_ms)) / 1000;
         let name = self
             .name
             .as_deref()
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
-        let flags = if self.is_replica_link {
-            "S"
-        } else if self.multi.is_some() {
-            "x"
-        } else if self.readonly {
-            "r"
-        } else {
-            "N"
-        };
+        // Valkey `getClientInfoString`'s flag letters, in its order.
+        let mut flags = String::new();
+        if self.is_replica_link {
+            flags.push('S');
+        }
+        if self.subscriptions() > 0 {
+            flags.push('P');
+        }
+        if self.multi.is_some() {
+            flags.push('x');
+        }
+        if self.blocked {
+            flags.push('b');
+        }
+        if self.conn.closing {
+            flags.push('c');
+        }
+        if self.readonly {
+            flags.push('r');
+        }
+        if self.monitor {
+            flags.push('O');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let multi_mem: usize = self
+            .multi
+            .as_ref()
+            .map(|q| q.iter().flatten().map(Vec::len).sum())
+            .unwrap_or(0);
+        let tot_mem = self.conn.rbs + self.conn.omem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr.map(|a| a.to_string()).unwrap_or_default(),
             self.laddr.map(|a| a.to_string()).unwrap_or_default(),
+            self.conn.fd,
             name,
             age,
+            idle,
             flags,
             self.db,
             self.channels.len(),
             self.patterns.len(),
             self.shard_channels.len(),
             self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1),
+            self.conn.qbuf,
+            self.conn.qbuf_free,
+            multi_mem,
+            self.conn.rbs,
+            self.conn.omem,
+            tot_mem,
+            if self.conn.writing { "rw" } else { "r" },
             self.last_cmd,
             proto,
             self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),

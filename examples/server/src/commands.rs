@@ -364,9 +364,12 @@ pub fn run(
         now,
         prop: crate::cmd::Propagation::default(),
     };
+    let started = std::time::Instant::now();
     let flow = dispatch(&mut ctx);
+    let duration_us = started.elapsed().as_micros() as u64;
     let prop = std::mem::take(&mut ctx.prop);
     let wrote_error = out_error_at(ctx.out, before);
+    record(shared, &mut ctx, duration_us, wrote_error);
     if spec.is_write() && !wrote_error {
         propagate(state_of(&mut ctx), db, spec, args, prop, now);
     }
@@ -375,6 +378,32 @@ pub fn run(
         crate::blocking::serve(shared, ctx.state, now);
     }
     flow
+}
+
+/// The statistics, slow log and MONITOR feed of a command that ran (Redis `call()`).
+fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool) {
+    let addr = ctx.client.addr.map(|a| a.to_string());
+    let spec = ctx.spec;
+    ctx.state.slowlog.record(crate::slowlog::Ran {
+        name: spec.name,
+        args: ctx.args,
+        duration_us,
+        failed,
+        loggable: !spec.has(CommandFlags::SKIP_COMMANDLOG) && !ctx.client.blocked,
+        client: (
+            addr.as_deref().unwrap_or(""),
+            ctx.client.name.as_deref().unwrap_or(b""),
+        ),
+        now_ms: ctx.now,
+    });
+    if shared.monitors.any()
+        && !spec.has(CommandFlags::SKIP_MONITOR)
+        && !spec.has(CommandFlags::ADMIN)
+    {
+        if let Some(addr) = addr {
+            crate::monitor::feed(shared, ctx.db, &addr, ctx.args);
+        }
+    }
 }
 
 /// Propagates one effect `argv` (a served blocking pop: `LPOP key`, `LMOVE ...`) as a
@@ -501,6 +530,9 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         Cmd::Hello => crate::admin::hello(shared, ctx.state, ctx.client, args, ctx.out),
         Cmd::Auth => crate::admin::auth(shared, ctx.client, args, ctx.out),
         Cmd::Client if eq(args.get(1), "unblock") => crate::blocking::client_unblock(ctx),
+        Cmd::Client if eq(args.get(1), "pause") || eq(args.get(1), "unpause") => {
+            crate::admin::client_pause(shared, ctx.state, args, ctx.out, now)
+        }
         Cmd::Client => crate::admin::client(shared, ctx.client, args, ctx.out, now),
         Cmd::Command => crate::admin::command(args, ctx.out),
         Cmd::Info => crate::admin::info(shared, ctx.state, args, ctx.out, now),
@@ -569,6 +601,16 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
             ctx.out.int(n);
         }
         Cmd::Pubsub => pubsub(shared, ctx.spec.name, args, ctx.out),
+        Cmd::Slowlog => ctx.state.slowlog.command(args, ctx.out),
+        Cmd::Monitor => {
+            if ctx.client.io_thread != usize::MAX {
+                ctx.client.monitor = true;
+                shared
+                    .monitors
+                    .add(ctx.client.io_thread, ctx.client.token, ctx.client.id);
+            }
+            ctx.out.ok();
+        }
         Cmd::Subscribe | Cmd::Ssubscribe | Cmd::Psubscribe => {
             subscribe(shared, ctx.client, cmd, args, ctx.out)
         }
@@ -753,6 +795,9 @@ fn reset(ctx: &mut Ctx<'_, '_>) {
     c.name = None;
     crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
     ctx.client.drop_subscriptions(ctx.shared);
+    if std::mem::take(&mut ctx.client.monitor) {
+        ctx.shared.monitors.remove(ctx.client.id);
+    }
     ctx.out.proto = 2;
     ctx.out.simple("RESET");
 }

@@ -133,6 +133,11 @@ pub struct Config {
     /// see `net::ClientGate`). Default 10000, at least 1; reduced at start to what the open
     /// files limit allows (`main::adjust_open_files_limit`).
     pub maxclients: u32,
+    /// `slowlog-log-slower-than`: commands that take at least this many µs enter the slow
+    /// log; negative: none; 0: every command. Default 10000.
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`: slow log entries kept. Default 128.
+    pub slowlog_max_len: u64,
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
@@ -164,6 +169,8 @@ impl Default for Config {
             client_query_buffer_limit: 1024 * 1024 * 1024,
             hz: 10,
             maxclients: 10000,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
             limits: crate::types::Limits::default(),
         }
     }
@@ -552,6 +559,14 @@ pub static OPTIONS: &[Opt] = &[
     }),
     opt!("hz", None, mutable: false, get: |c| c.hz.to_string(), set: |c, v| {
         c.hz = int::<u32>(v, 0, INT_MAX)?.clamp(1, 500);
+        Ok(())
+    }),
+    opt!("slowlog-log-slower-than", None, mutable: true, get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| {
+        c.slowlog_log_slower_than = int(v, -1, i64::MAX as i128)?;
+        Ok(())
+    }),
+    opt!("slowlog-max-len", None, mutable: true, get: |c| c.slowlog_max_len.to_string(), set: |c, v| {
+        c.slowlog_max_len = int(v, 0, i64::MAX as i128)?;
         Ok(())
     }),
     opt!("maxclients", None, mutable: true, get: |c| c.maxclients.to_string(), set: |c, v| {

@@ -41,6 +41,8 @@ pub enum ToIo {
         /// What to write.
         what: Delivery,
     },
+    /// A CLIENT LIST / CLIENT KILL to run on this thread's connections.
+    Fanout(Arc<crate::clients::Fanout>),
 }
 
 /// The sending half to one I/O thread.
@@ -446,6 +448,7 @@ impl IoThread {
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
                 ToIo::Accepted(s) => self.add_conn(s),
+                ToIo::Fanout(f) => self.fanout(&f),
                 ToIo::Deliver {
                     token,
                     client_id,
@@ -483,6 +486,22 @@ impl IoThread {
                 }
             }
         }
+    }
+
+    /// Runs a CLIENT LIST / KILL on this thread's connections ([`crate::clients`]).
+    fn fanout(&mut self, f: &crate::clients::Fanout) {
+        let now = crate::server::unix_ms();
+        for (token, slot) in self.conns.iter_mut().enumerate() {
+            let Some(c) = slot else { continue };
+            c.client.conn = facts(c, c.rbuf.len());
+            let client = &c.client;
+            let proto = c.out.proto;
+            if f.visit(client, now, || client.info_line(now, proto)) && f.kills() {
+                c.close_after_flush = true;
+                self.to_write.push(token);
+            }
+        }
+        f.part_done(&self.shared);
     }
 
     /// Re-runs the buffers of connections whose writes waited for a write pause.
@@ -673,6 +692,21 @@ fn output_limit(client: &crate::client::ClientCtx) -> usize {
     }
 }
 
+/// The connection's socket and buffer figures for CLIENT INFO / LIST, with `unparsed`
+/// bytes of requests still in the query buffer.
+fn facts(c: &Conn, unparsed: usize) -> crate::clients::ConnFacts {
+    use std::os::fd::AsRawFd;
+    crate::clients::ConnFacts {
+        fd: c.stream.as_raw_fd(),
+        qbuf: unparsed,
+        qbuf_free: c.rbuf.capacity() - c.rbuf.len(),
+        rbs: c.rbuf.capacity(),
+        omem: c.out.buf.capacity(),
+        writing: c.want_write,
+        closing: c.close_after_flush,
+    }
+}
+
 /// Parses every complete request in the connection's buffer and runs them as one batch.
 fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     let mut paused = false;
@@ -701,9 +735,15 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                         now = crate::server::unix_ms();
                         locked
                     });
-                    if state.writes_paused_until.is_some() && is_paused_write(state, &args, now) {
-                        // A manual failover paused client writes (redis-server pauses the
-                        // client): the request stays in the buffer and is retried.
+                    c.client.last_io_ms = now;
+                    c.client.conn = facts(c, c.rbuf.len() - pos - consumed);
+                    if (state.writes_paused_until.is_some() || state.client_pause.is_some())
+                        && !c.client.is_replica_link
+                        && is_paused(state, &args, now)
+                    {
+                        // A manual failover paused client writes, or CLIENT PAUSE paused
+                        // writes or every command (redis-server pauses the client; replicas
+                        // are never paused): the request stays in the buffer and is retried.
                         paused = true;
                         break;
                     }
@@ -752,11 +792,12 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     paused
 }
 
-/// Whether this request must wait for the end of a write pause.
-fn is_paused_write(state: &crate::server::State, args: &crate::client::Args<'_>, now: u64) -> bool {
+/// Whether this request must wait for the end of a pause (a manual failover's write pause or
+/// CLIENT PAUSE).
+fn is_paused(state: &crate::server::State, args: &crate::client::Args<'_>, now: u64) -> bool {
     let Some(spec) = crate::table::lookup(args.get(0)) else {
         return false;
     };
     let write = spec.is_write() || spec.cmd == crate::table::Cmd::Exec;
-    write && state.writes_paused(now)
+    (write && state.writes_paused(now)) || state.client_pause.is_some_and(|p| p.holds(now, write))
 }

@@ -55,6 +55,10 @@ pub struct State {
     pub watches: crate::cmd::txn::Watches,
     /// Clients blocked on keys (`crate::blocking`).
     pub blocked: crate::blocking::Blocked,
+    /// `CLIENT PAUSE` in force (its end may have passed).
+    pub client_pause: Option<crate::clients::ClientPause>,
+    /// SLOWLOG entries and per-command statistics (`crate::slowlog`).
+    pub slowlog: crate::slowlog::SlowLog,
 }
 
 /// Lock-free counters.
@@ -182,6 +186,17 @@ impl PubSub {
         map.keys().map(Vec::as_slice)
     }
 
+    /// Number of clients with at least one subscription of any kind (INFO `pubsub_clients`).
+    pub fn client_count(&self) -> usize {
+        let mut ids = std::collections::HashSet::new();
+        for map in [&self.channels, &self.shard_channels, &self.patterns] {
+            for subs in map.values() {
+                ids.extend(subs.iter().map(|s| s.client_id));
+            }
+        }
+        ids.len()
+    }
+
     /// Number of channels with subscribers (INFO `pubsub_channels`).
     pub fn channel_count(&self) -> usize {
         self.channels.len()
@@ -214,6 +229,8 @@ pub struct Shared {
     pub pubsub: RwLock<PubSub>,
     /// Counters.
     pub stats: Stats,
+    /// MONITOR connections (`crate::monitor`).
+    pub monitors: crate::monitor::Monitors,
     /// Handles of the I/O threads (set once at start).
     pub io: OnceLock<Vec<IoHandle>>,
     /// Admission of client connections (`maxclients`).
@@ -258,10 +275,16 @@ impl Shared {
                 migr: crate::migrate::MigrState::default(),
                 watches: crate::cmd::txn::Watches::default(),
                 blocked: crate::blocking::Blocked::default(),
+                client_pause: None,
+                slowlog: crate::slowlog::SlowLog::new(
+                    config.slowlog_log_slower_than,
+                    config.slowlog_max_len,
+                ),
             }),
             config,
             pubsub: RwLock::new(PubSub::default()),
             stats: Stats::default(),
+            monitors: crate::monitor::Monitors::default(),
             io: OnceLock::new(),
             clients,
             start_ms: now,

@@ -42,6 +42,8 @@ pub enum Cmd {
     Asking,
     Cluster,
     Ferrocluster,
+    Monitor,
+    Slowlog,
     // Transactions.
     Multi,
     Exec,
@@ -326,6 +328,7 @@ pub const SERVED: &[(&str, Cmd)] = &[
     ("memory", Cmd::Memory),
     ("mget", Cmd::Mget),
     ("migrate", Cmd::Migrate),
+    ("monitor", Cmd::Monitor),
     ("move", Cmd::Move),
     ("mset", Cmd::Mset),
     ("msetnx", Cmd::Msetnx),
@@ -372,6 +375,7 @@ pub const SERVED: &[(&str, Cmd)] = &[
     ("sintercard", Cmd::Sintercard),
     ("sinterstore", Cmd::Sinterstore),
     ("sismember", Cmd::Sismember),
+    ("slowlog", Cmd::Slowlog),
     ("smembers", Cmd::Smembers),
     ("smismember", Cmd::Smismember),
     ("smove", Cmd::Smove),
@@ -438,8 +442,8 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
     (
         "client",
         &[
-            "getname", "help", "id", "info", "list", "no-evict", "no-touch", "setinfo", "setname",
-            "unblock",
+            "getname", "help", "id", "info", "kill", "list", "no-evict", "no-touch", "pause",
+            "setinfo", "setname", "unblock", "unpause",
         ],
     ),
     (
@@ -498,6 +502,7 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
         "object",
         &["encoding", "freq", "help", "idletime", "refcount"],
     ),
+    ("slowlog", &["get", "help", "len", "reset"]),
     (
         "pubsub",
         &[

@@ -1,0 +1,440 @@
+//! Operations over every client connection: `CLIENT LIST`, `CLIENT KILL` (Valkey
+//! `clientListCommand` / `clientKillCommand`, src/networking.c) and `CLIENT PAUSE` /
+//! `UNPAUSE` (`pauseActions`).
+//!
+//! A connection lives on one I/O thread and only that thread touches it, so LIST and KILL are
+//! a fan-out: the command leaves its reply's place open ([`ClientCtx::hold_reply`]), every I/O
+//! thread visits its own connections when it reads the job from its channel
+//! ([`crate::net::ToIo::Fanout`]), and the last thread to finish sends the reply to the
+//! requester's place. Nothing is shared per command: a server with no LIST or KILL running
+//! pays nothing for them.
+
+use crate::client::{Args, ClientCtx, Delivery};
+use crate::resp::Out;
+use crate::server::Shared;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// What the I/O thread knows of a connection and the session does not: the socket and the
+/// buffers (CLIENT INFO / LIST fields `fd`, `qbuf`, `qbuf-free`, `rbs`, `omem`, `tot-mem`,
+/// `events`). Sizes in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnFacts {
+    /// The socket's file descriptor.
+    pub fd: i32,
+    /// Bytes in the query buffer not yet parsed into commands.
+    pub qbuf: usize,
+    /// Free capacity of the query buffer.
+    pub qbuf_free: usize,
+    /// Capacity of the query buffer (`rbs`).
+    pub rbs: usize,
+    /// Capacity of the output buffer (`omem`).
+    pub omem: usize,
+    /// Output waits for the socket to be writable (`events=rw`).
+    pub writing: bool,
+    /// The connection closes once its output is written (flag `c`).
+    pub closing: bool,
+}
+
+/// `CLIENT LIST` / `CLIENT KILL` `TYPE` values (Valkey `getClientTypeByName`; `slave` is the
+/// old name of `replica`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientType {
+    /// `normal`: an ordinary client.
+    Normal,
+    /// `replica` (or `slave`): a replica's replication link.
+    Replica,
+    /// `pubsub`: a client with subscriptions.
+    Pubsub,
+    /// `master` (or `primary`): our link to our primary; this server applies its stream
+    /// without a client connection, so no connection has this type.
+    Primary,
+}
+
+impl ClientType {
+    fn parse(s: &[u8]) -> Option<ClientType> {
+        let s = String::from_utf8_lossy(s).to_ascii_lowercase();
+        match s.as_str() {
+            "normal" => Some(ClientType::Normal),
+            "replica" | "slave" => Some(ClientType::Replica),
+            "pubsub" => Some(ClientType::Pubsub),
+            "master" | "primary" => Some(ClientType::Primary),
+            _ => None,
+        }
+    }
+
+    /// The type of a session (Valkey `getClientType`: a replica link first, then pubsub).
+    pub fn of(c: &ClientCtx) -> ClientType {
+        if c.is_replica_link {
+            ClientType::Replica
+        } else if c.subscriptions() > 0 {
+            ClientType::Pubsub
+        } else {
+            ClientType::Normal
+        }
+    }
+}
+
+/// The filters of `CLIENT LIST [TYPE t] [ID id ...]` and `CLIENT KILL <filter> <value> ...`.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    ids: Option<Vec<u64>>,
+    kind: Option<ClientType>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    user: Option<String>,
+    /// SKIPME: the requester's id, not matched.
+    skip: Option<u64>,
+    /// MAXAGE: only clients older than this many seconds.
+    max_age_s: Option<u64>,
+}
+
+impl Filter {
+    fn matches(&self, c: &ClientCtx, now_ms: u64) -> bool {
+        if self.skip == Some(c.id) {
+            return false;
+        }
+        if let Some(ids) = &self.ids {
+            if !ids.contains(&c.id) {
+                return false;
+            }
+        }
+        if let Some(k) = self.kind {
+            if ClientType::of(c) != k {
+                return false;
+            }
+        }
+        let addr_is = |want: &Option<String>, got: Option<std::net::SocketAddr>| {
+            want.as_ref()
+                .is_none_or(|w| got.is_some_and(|a| a.to_string() == *w))
+        };
+        if !addr_is(&self.addr, c.addr) || !addr_is(&self.laddr, c.laddr) {
+            return false;
+        }
+        // Every connection is the `default` user (no ACL users yet).
+        if self.user.as_ref().is_some_and(|u| u != "default") {
+            return false;
+        }
+        if let Some(max) = self.max_age_s {
+            if now_ms.saturating_sub(c.created_ms) / 1000 < max {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// What a fan-out does on each connection.
+#[derive(Debug)]
+enum Job {
+    /// Collect CLIENT LIST lines.
+    List,
+    /// Close the matching connections; `old_style` is `CLIENT KILL addr:port` (replies OK or
+    /// `No such client` instead of a count).
+    Kill { old_style: bool },
+}
+
+/// Where the reply goes: the requester's connection and the place it left open.
+#[derive(Debug, Clone, Copy)]
+struct ReplyTo {
+    io_thread: usize,
+    token: usize,
+    client_id: u64,
+    request: u64,
+    proto: u8,
+}
+
+/// One CLIENT LIST / CLIENT KILL running on every I/O thread.
+#[derive(Debug)]
+pub struct Fanout {
+    job: Job,
+    filter: Filter,
+    reply: ReplyTo,
+    left: AtomicUsize,
+    lines: Mutex<Vec<(u64, String)>>,
+    killed: AtomicU64,
+}
+
+/// Reply places of fan-outs are numbered apart from the cluster's deferred replies (whose
+/// ids count up from 0) by the top bit.
+const FANOUT_ID_BIT: u64 = 1 << 63;
+static NEXT_FANOUT: AtomicU64 = AtomicU64::new(0);
+
+impl Fanout {
+    /// Whether this connection matches; a KILL marks it for closing (after what it already
+    /// has queued, as Valkey's `CLIENT_CLOSE_AFTER_REPLY` for the caller itself).
+    /// `line` formats a CLIENT LIST line for it.
+    pub fn visit(&self, c: &ClientCtx, now_ms: u64, line: impl FnOnce() -> String) -> bool {
+        if !self.filter.matches(c, now_ms) {
+            return false;
+        }
+        match self.job {
+            Job::List => self.lines.lock().push((c.id, line())),
+            Job::Kill { .. } => {
+                self.killed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        true
+    }
+
+    /// Whether a match is to be closed.
+    pub fn kills(&self) -> bool {
+        matches!(self.job, Job::Kill { .. })
+    }
+
+    /// One I/O thread finished its connections; the last one sends the reply.
+    pub fn part_done(&self, shared: &Shared) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let mut out = Out::new();
+        out.proto = self.reply.proto;
+        match self.job {
+            Job::List => {
+                let mut lines = std::mem::take(&mut *self.lines.lock());
+                // Valkey lists clients in creation order.
+                lines.sort_unstable_by_key(|(id, _)| *id);
+                let mut text = String::new();
+                for (_, l) in lines {
+                    text.push_str(&l);
+                    text.push('\n');
+                }
+                out.verbatim(text.as_bytes());
+            }
+            Job::Kill { old_style } => {
+                let n = self.killed.load(Ordering::Relaxed);
+                if !old_style {
+                    out.int(n as i64);
+                } else if n == 0 {
+                    out.error("ERR No such client");
+                } else {
+                    out.ok();
+                }
+            }
+        }
+        deliver(
+            shared,
+            self.reply,
+            Delivery::Reply {
+                id: self.reply.request,
+                bytes: out.buf,
+            },
+        );
+    }
+}
+
+fn deliver(shared: &Shared, to: ReplyTo, what: Delivery) {
+    if let Some(h) = shared.io.get().and_then(|io| io.get(to.io_thread)) {
+        h.send(crate::net::ToIo::Deliver {
+            token: to.token,
+            client_id: to.client_id,
+            what,
+        });
+    }
+}
+
+/// Starts a fan-out for `client`'s command: its reply's place is held in `out` and filled
+/// when every I/O thread has visited its connections. A session without a connection (the
+/// replication applier) gets `None` back and answers nothing.
+fn start(shared: &Shared, client: &mut ClientCtx, out: &Out, job: Job, filter: Filter) {
+    let Some(io) = shared.io.get() else {
+        return;
+    };
+    if client.io_thread >= io.len() {
+        return;
+    }
+    let request = FANOUT_ID_BIT | NEXT_FANOUT.fetch_add(1, Ordering::Relaxed);
+    client.hold_reply(out.buf.len(), request);
+    let fan = std::sync::Arc::new(Fanout {
+        job,
+        filter,
+        reply: ReplyTo {
+            io_thread: client.io_thread,
+            token: client.token,
+            client_id: client.id,
+            request,
+            proto: out.proto,
+        },
+        left: AtomicUsize::new(io.len()),
+        lines: Mutex::new(Vec::new()),
+        killed: AtomicU64::new(0),
+    });
+    for h in io {
+        h.send(crate::net::ToIo::Fanout(std::sync::Arc::clone(&fan)));
+    }
+}
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]`.
+pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+    let mut filter = Filter::default();
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args.get(i);
+        if eq(opt, "type") && i + 1 < args.len() {
+            let Some(k) = ClientType::parse(args.get(i + 1)) else {
+                out.error(&format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(args.get(i + 1))
+                ));
+                return;
+            };
+            filter.kind = Some(k);
+            i += 2;
+        } else if eq(opt, "id") && i + 1 < args.len() {
+            let mut ids = Vec::new();
+            i += 1;
+            while i < args.len() {
+                match parse_u64(args.get(i)) {
+                    Some(id) if id > 0 => ids.push(id),
+                    _ => {
+                        out.error("ERR Invalid client ID");
+                        return;
+                    }
+                }
+                i += 1;
+            }
+            filter.ids = Some(ids);
+        } else {
+            out.error("ERR syntax error");
+            return;
+        }
+    }
+    start(shared, client, out, Job::List, filter);
+}
+
+/// `CLIENT KILL addr:port` (old form) or `CLIENT KILL <filter> <value> ...` with the filters
+/// `ID`, `TYPE`, `USER`, `ADDR`, `LADDR`, `SKIPME yes|no` (default yes) and `MAXAGE`.
+pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+    if args.len() == 3 {
+        let filter = Filter {
+            addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
+            ..Filter::default()
+        };
+        start(shared, client, out, Job::Kill { old_style: true }, filter);
+        return;
+    }
+    if args.len() < 4 || args.len() % 2 != 0 {
+        out.error("ERR syntax error");
+        return;
+    }
+    let mut filter = Filter::default();
+    let mut skipme = true;
+    for pair in (2..args.len()).step_by(2) {
+        let (name, v) = (args.get(pair), args.get(pair + 1));
+        let text = || String::from_utf8_lossy(v).into_owned();
+        if eq(name, "id") {
+            match parse_u64(v) {
+                Some(id) if id > 0 => filter.ids = Some(vec![id]),
+                _ => {
+                    out.error("ERR client-id should be greater than 0");
+                    return;
+                }
+            }
+        } else if eq(name, "type") {
+            let Some(k) = ClientType::parse(v) else {
+                out.error(&format!("ERR Unknown client type '{}'", text()));
+                return;
+            };
+            filter.kind = Some(k);
+        } else if eq(name, "addr") {
+            filter.addr = Some(text());
+        } else if eq(name, "laddr") {
+            filter.laddr = Some(text());
+        } else if eq(name, "user") {
+            if text() != "default" {
+                out.error(&format!("ERR No such user '{}'", text()));
+                return;
+            }
+            filter.user = Some(text());
+        } else if eq(name, "skipme") {
+            if eq(v, "yes") {
+                skipme = true;
+            } else if eq(v, "no") {
+                skipme = false;
+            } else {
+                out.error("ERR syntax error");
+                return;
+            }
+        } else if eq(name, "maxage") {
+            match parse_u64(v) {
+                Some(s) => filter.max_age_s = Some(s),
+                None => {
+                    out.error("ERR syntax error");
+                    return;
+                }
+            }
+        } else {
+            out.error("ERR syntax error");
+            return;
+        }
+    }
+    if skipme {
+        filter.skip = Some(client.id);
+    }
+    start(shared, client, out, Job::Kill { old_style: false }, filter);
+}
+
+/// The state of `CLIENT PAUSE` (Valkey `pauseActions` for `PAUSE_BY_CLIENT_COMMAND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientPause {
+    /// Unix ms at which the pause ends.
+    pub until_ms: u64,
+    /// `ALL` (every command waits) rather than `WRITE` (writes and may-replicate commands
+    /// wait).
+    pub all: bool,
+}
+
+impl ClientPause {
+    /// Whether a command with these properties waits now. Replica links never wait
+    /// (Valkey: "Replicas are never paused").
+    pub fn holds(&self, now_ms: u64, write: bool) -> bool {
+        now_ms < self.until_ms && (self.all || write)
+    }
+}
+
+/// `CLIENT PAUSE timeout [WRITE|ALL]` (timeout in ms; a second pause extends, never
+/// shortens, and ALL is kept until the end, as Valkey's `pauseActions`).
+///
+/// # Errors
+/// The error line for the reply.
+pub fn pause(
+    current: Option<ClientPause>,
+    args: &Args<'_>,
+    now_ms: u64,
+) -> Result<ClientPause, &'static str> {
+    if args.len() != 3 && args.len() != 4 {
+        return Err("ERR syntax error");
+    }
+    let ms: i64 = std::str::from_utf8(args.get(2))
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or("ERR timeout is not an integer or out of range")?;
+    if ms < 0 {
+        return Err("ERR timeout is negative");
+    }
+    let all = match args.opt(3) {
+        None => true,
+        Some(m) if eq(m, "all") => true,
+        Some(m) if eq(m, "write") => false,
+        Some(_) => return Err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    let until = now_ms.saturating_add(ms as u64);
+    Ok(match current.filter(|p| p.until_ms > now_ms) {
+        Some(p) => ClientPause {
+            until_ms: p.until_ms.max(until),
+            all: p.all || all,
+        },
+        None => ClientPause {
+            until_ms: until,
+            all,
+        },
+    })
+}

@@ -1,0 +1,242 @@
+//! The operator's view (issue 20): CLIENT LIST / KILL across I/O threads, CLIENT PAUSE /
+//! UNPAUSE, SLOWLOG, MONITOR and INFO `commandstats`, with the texts that must equal
+//! redis-server 7.0's compared against a real one. Ports 23200-23203.
+
+mod common;
+
+use common::{bulk_text, start_real_server, test_dir, wait_until, Client, Procs};
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+/// `key=value` fields of a CLIENT INFO / LIST line.
+fn fields(line: &str) -> Vec<(String, String)> {
+    line.split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn field(line: &str, name: &str) -> String {
+    fields(line)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {name}= in {line}"))
+}
+
+fn list_lines(c: &mut Client, args: &[&str]) -> Vec<String> {
+    let reply = c.cmd(args);
+    bulk_text(&reply)
+        .lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn client_list_and_kill_see_every_connection_on_every_io_thread() {
+    let dir = test_dir("operator-clients");
+    let mut procs = Procs::default();
+    procs.start(
+        &dir,
+        23200,
+        &["--cluster-enabled", "no", "--io-threads", "2"],
+    );
+    let mut me = Client::connect(23200);
+    let mut others: Vec<Client> = (0..5).map(|_| Client::connect(23200)).collect();
+    for (i, o) in others.iter_mut().enumerate() {
+        assert_eq!(o.cmd_s(&["CLIENT", "SETNAME", &format!("c{i}")]), "+OK\r\n");
+    }
+    let my_id = me.cmd_s(&["CLIENT", "ID"]);
+    let my_id = my_id.trim_start_matches(':').trim().to_string();
+    let lines = list_lines(&mut me, &["CLIENT", "LIST"]);
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let ids: Vec<u64> = lines
+        .iter()
+        .map(|l| field(l, "id").parse().unwrap())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(ids, sorted, "Redis lists clients in creation order");
+    for l in &lines {
+        // Real figures, not constants: every socket has its own descriptor.
+        assert!(field(l, "fd").parse::<i32>().unwrap() > 2, "{l}");
+        assert_eq!(field(l, "flags"), "N");
+        for absent in ["argv-mem", "obl", "oll", "rbp"] {
+            assert!(
+                fields(l).iter().all(|(k, _)| k != absent),
+                "{absent} in {l}"
+            );
+        }
+    }
+    let fds: std::collections::BTreeSet<String> = lines.iter().map(|l| field(l, "fd")).collect();
+    assert_eq!(fds.len(), 6);
+    let mine = lines.iter().find(|l| field(l, "id") == my_id).unwrap();
+    assert_eq!(field(mine, "cmd"), "client|list");
+
+    // ID filter, in the order asked.
+    let one = field(&lines[1], "id");
+    let got = list_lines(&mut me, &["CLIENT", "LIST", "ID", &one, &my_id]);
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        me.cmd_s(&["CLIENT", "LIST", "TYPE", "bogus"]),
+        "-ERR Unknown client type 'bogus'\r\n"
+    );
+
+    // KILL by ID closes that connection only; old style by address; SKIPME.
+    let victim = field(
+        &lines
+            .iter()
+            .find(|l| field(l, "name") == "c0")
+            .unwrap()
+            .clone(),
+        "id",
+    );
+    assert_eq!(me.cmd_s(&["CLIENT", "KILL", "ID", &victim]), ":1\r\n");
+    let addr1 = field(
+        lines.iter().find(|l| field(l, "name") == "c1").unwrap(),
+        "addr",
+    );
+    assert_eq!(me.cmd_s(&["CLIENT", "KILL", &addr1]), "+OK\r\n");
+    assert_eq!(
+        me.cmd_s(&["CLIENT", "KILL", "10.0.0.1:1"]),
+        "-ERR No such client\r\n"
+    );
+    for o in others.iter_mut().take(2) {
+        assert!(o.read_to_close().is_empty());
+    }
+    assert_eq!(me.cmd_s(&["CLIENT", "KILL", "TYPE", "normal"]), ":3\r\n");
+    for o in others.iter_mut().skip(2) {
+        assert!(o.read_to_close().is_empty());
+    }
+    // The caller survived (SKIPME yes is the default).
+    assert_eq!(list_lines(&mut me, &["CLIENT", "LIST"]).len(), 1);
+    assert_eq!(
+        me.cmd_s(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"]),
+        ":1\r\n"
+    );
+    assert!(me.read_to_close().is_empty());
+}
+
+#[test]
+fn client_pause_holds_writes_or_everything_until_unpause_or_timeout() {
+    let dir = test_dir("operator-pause");
+    let mut procs = Procs::default();
+    procs.start(&dir, 23201, &["--cluster-enabled", "no"]);
+    let mut admin = Client::connect(23201);
+    let mut c = Client::connect(23201);
+    assert_eq!(c.cmd_s(&["SET", "k", "1"]), "+OK\r\n");
+    assert_eq!(
+        admin.cmd_s(&["CLIENT", "PAUSE", "60000", "WRITE"]),
+        "+OK\r\n"
+    );
+    // Reads go on; a write waits.
+    assert_eq!(c.cmd_s(&["GET", "k"]), "$1\r\n1\r\n");
+    c.send_raw(&common::encode(&[b"SET", b"k", b"2"]));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        admin.cmd_s(&["GET", "k"]),
+        "$1\r\n1\r\n",
+        "the write waited"
+    );
+    assert_eq!(admin.cmd_s(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    assert_eq!(c.read_reply(), b"+OK\r\n");
+    assert_eq!(admin.cmd_s(&["GET", "k"]), "$1\r\n2\r\n");
+    // ALL: reads wait too, until the timeout.
+    assert_eq!(admin.cmd_s(&["CLIENT", "PAUSE", "400"]), "+OK\r\n");
+    let t0 = Instant::now();
+    assert_eq!(c.cmd_s(&["GET", "k"]), "$1\r\n2\r\n");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "the read waited"
+    );
+    assert_eq!(
+        admin.cmd_s(&["CLIENT", "PAUSE", "10", "SOME"]),
+        "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"
+    );
+}
+
+/// Runs the same session on a server and returns the MONITOR lines (timestamp and client
+/// port cut) and the SLOWLOG GET reply shape (id, time, duration and address cut).
+fn monitor_and_slowlog(port: u16) -> (Vec<String>, Vec<String>) {
+    let mut mon = Client::connect(port);
+    assert_eq!(mon.cmd_s(&["MONITOR"]), "+OK\r\n");
+    let mut c = Client::connect(port);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    c.cmd(&["CLIENT", "SETNAME", "probe"]);
+    c.cmd(&["SET", "quote\"d", "line\nbreak\x01\\"]);
+    let long = "x".repeat(140);
+    let mut many: Vec<String> = vec!["RPUSH".into(), "list".into()];
+    many.extend((0..40).map(|i| format!("e{i}")));
+    many[2] = long;
+    let many_ref: Vec<&str> = many.iter().map(String::as_str).collect();
+    c.cmd(&many_ref);
+    c.cmd(&["GET", "missing"]);
+    let slow = c.cmd(&["SLOWLOG", "GET", "3"]);
+    c.cmd(&["SET", "done", "1"]);
+    // MONITOR lines up to the marker.
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    mon.stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    while !text.contains("\"done\"") {
+        let n = mon.stream.read(&mut buf).expect("monitor lines");
+        assert!(n > 0, "monitor closed");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let lines = text
+        .lines()
+        .map(|l| {
+            // `+<ts> [<db> <ip:port>] args` -> `[<db>] args`
+            let (_, rest) = l.split_once(' ').unwrap();
+            let (where_, args) = rest.split_once("] ").unwrap();
+            let db = where_.trim_start_matches('[').split(' ').next().unwrap();
+            format!("[{db}] {args}")
+        })
+        .collect();
+    // SLOWLOG GET: per entry, its arguments and name (ids, times, durations and the
+    // client's port vary).
+    let shape = String::from_utf8_lossy(&slow)
+        .split("\r\n")
+        .filter(|p| !p.is_empty())
+        .filter(|p| !p.starts_with(['$', '*', ':']) && !p.starts_with("127.0.0.1:"))
+        .map(str::to_string)
+        .collect();
+    (lines, shape)
+}
+
+#[test]
+fn monitor_lines_and_slowlog_entries_are_redis_7s() {
+    let dir = test_dir("operator-monitor");
+    let mut procs = Procs::default();
+    procs.start(&dir, 23202, &["--cluster-enabled", "no"]);
+    let _redis = start_real_server("redis-server", 23203, &dir.join("redis"), &[]);
+    let ours = monitor_and_slowlog(23202);
+    let theirs = monitor_and_slowlog(23203);
+    assert_eq!(ours.0, theirs.0, "MONITOR lines");
+    assert_eq!(ours.1, theirs.1, "SLOWLOG GET entries");
+    assert!(
+        ours.1.iter().any(|l| l == "... (11 more arguments)"),
+        "{:?}",
+        ours.1
+    );
+    // Per-command statistics count what ran.
+    let mut c = Client::connect(23202);
+    let info = bulk_text(&c.cmd(&["INFO", "commandstats"]));
+    let get = info
+        .lines()
+        .find(|l| l.starts_with("cmdstat_get:"))
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!(get.starts_with("cmdstat_get:calls=1,usec="), "{get}");
+    wait_until(Duration::from_secs(5), "slowlog len", || {
+        c.cmd_s(&["SLOWLOG", "LEN"]) != ":0\r\n"
+    });
+    assert_eq!(c.cmd_s(&["SLOWLOG", "RESET"]), "+OK\r\n");
+    assert_eq!(
+        c.cmd_s(&["SLOWLOG", "LEN"]),
+        ":1\r\n",
+        "RESET itself is logged next"
+    );
+}

@@ -603,7 +603,15 @@ impl Host for ServerHost {
             Output::ReplicateFrom {
                 primary, ip, port, ..
             } => {
-                tracing::info!(%primary, ?ip, port, "replicating from the new primary");
+                crate::logline::set_replica(true);
+                match ip {
+                    Some(ip) => {
+                        tracing::info!("replicating from the new primary {primary} at {ip}:{port}")
+                    }
+                    None => tracing::info!(
+                        "replicating from the new primary {primary} (address not known yet)"
+                    ),
+                }
                 match ip {
                     Some(ip) => {
                         self.waiting_primary.set(None);
@@ -614,6 +622,7 @@ impl Host for ServerHost {
                 }
             }
             Output::BecamePrimary => {
+                crate::logline::set_replica(false);
                 tracing::info!("role change: myself became a primary");
                 self.waiting_primary.set(None);
                 crate::repl::set_primary(&self.shared, &mut g.0, None);

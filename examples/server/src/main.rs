@@ -23,6 +23,7 @@ mod commands;
 mod config;
 mod demo;
 mod legacy;
+mod logline;
 mod migrate;
 mod monitor;
 mod net;
@@ -86,10 +87,12 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
     // A log line that cannot be written (a full disk) is dropped: tracing's own report of the
     // failure goes through `eprintln!`, which panics when stderr fails too, and would end the
     // thread that logged (or the process, from the main thread).
+    // redis-server's line format (src/logline.rs), plain text wherever it goes.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false)
-        .log_internal_errors(false);
+        .with_ansi(false)
+        .log_internal_errors(false)
+        .event_format(logline::RedisLines);
     match &config.logfile {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
@@ -97,17 +100,9 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
                 .append(true)
                 .open(path)
                 .map_err(|e| format!("can't open the log file {}: {e}", path.display()))?;
-            builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(file))
-                .init();
+            builder.with_writer(std::sync::Mutex::new(file)).init();
         }
-        // Colours only on a terminal: stderr redirected to a file or a pipe (a service
-        // manager, `2>log`) gets plain lines, as redis-server writes.
-        None => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .init(),
+        None => builder.with_writer(std::io::stderr).init(),
     }
     Ok(())
 }
@@ -135,6 +130,7 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
         cluster::spawn_bus_thread(&shared)?;
     }
     spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
+    spawn_signal_thread().map_err(|e| format!("can't handle signals: {e}"))?;
     // The data port opens last, so a client that can connect finds the bus up and the
     // node running (clients and tools probe readiness by connecting).
     let mut listeners = net::listen_all(&shared.config.bind, shared.config.port)?;
@@ -154,6 +150,26 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
             .map_err(|e| format!("can't start an accept thread: {e}"))?;
     }
     net::accept_loop(Arc::clone(&shared), last, io);
+    Ok(())
+}
+
+/// SIGTERM and SIGINT end the server with redis-server 7.0's lines (`sigShutdownHandler`,
+/// `prepareForShutdown`). Nothing is left to save: nodes.conf is written before every reply
+/// that depends on it, and the data set is not persisted (issue 19).
+fn spawn_signal_thread() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                tracing::warn!("Received {name} scheduling shutdown...");
+                tracing::warn!("User requested shutdown...");
+                tracing::warn!("ferrocluster-server is now ready to exit, bye bye...");
+                std::process::exit(0);
+            }
+        })?;
     Ok(())
 }
 

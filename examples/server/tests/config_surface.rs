@@ -419,3 +419,55 @@ fn a_log_that_is_not_a_terminal_has_no_colour_codes() {
         "ANSI escape codes in a log written to a file: {log:?}"
     );
 }
+
+/// Every log line is in redis-server's format (`pid:role dd Mon yyyy hh:mm:ss.mmm <level>
+/// message`, Redis 7.0 `serverLogRaw`), and SIGTERM ends the server with exit code 0 and
+/// redis-server's shutdown lines.
+#[test]
+fn log_lines_are_in_redis_format_and_sigterm_says_so_and_exits_cleanly() {
+    let mut procs = Procs::default();
+    let node = procs.start(&test_dir("redis-log-format"), 23639, &[]);
+    let read = || std::fs::read_to_string(node.join("stderr.log")).unwrap_or_default();
+    wait_until(
+        Duration::from_secs(10),
+        "the start lines in the log",
+        || read().contains("ready to accept connections"),
+    );
+    let child = procs.children[0].1.as_mut().expect("running");
+    let pid = child.id();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let code = child.wait().expect("exit status");
+    assert_eq!(code.code(), Some(0), "SIGTERM exits cleanly");
+    let log = read();
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    for line in log.lines() {
+        let (head, rest) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(head, format!("{pid}:M"), "{line}");
+        let w: Vec<&str> = rest.splitn(6, ' ').collect();
+        assert_eq!(w.len(), 6, "{line}");
+        assert!(
+            w[0].len() == 2 && w[0].bytes().all(|b| b.is_ascii_digit()),
+            "{line}"
+        );
+        assert!(months.contains(&w[1]), "{line}");
+        assert!(w[2].len() == 4 && w[2].parse::<u32>().is_ok(), "{line}");
+        let t = w[3].as_bytes();
+        assert!(
+            t.len() == 12 && t[2] == b':' && t[5] == b':' && t[8] == b'.',
+            "{line}"
+        );
+        assert!(["#", "*", "-", "."].contains(&w[4]), "{line}");
+        assert!(!w[5].is_empty(), "{line}");
+    }
+    assert!(
+        log.contains(" # Received SIGTERM scheduling shutdown...\n"),
+        "{log}"
+    );
+    assert!(log.contains(" # ferrocluster-server is now ready to exit, bye bye...\n"));
+}

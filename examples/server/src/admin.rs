@@ -603,8 +603,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
             state.commands_processed,
+            state.rates.info_lines(),
             shared.clients.rejected(),
             state.expired_keys,
             state.keyspace_hits,

@@ -573,7 +573,11 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
         ),
     }
     println!("restarted node:    {restarted_role}");
-    println!("logs:              {}", base.display());
+    if all_good {
+        println!("logs:              removed (every check passed)");
+    } else {
+        println!("logs:              {} (kept: a check failed)", base.display());
+    }
     println!("==================================================");
     drop(nodes);
     if all_good {

@@ -27,6 +27,7 @@ mod logline;
 mod migrate;
 mod monitor;
 mod net;
+mod rates;
 mod readiness;
 mod repl;
 mod resp;
@@ -180,6 +181,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
         .spawn(move || {
             let expire_every = 1000 / u64::from(shared.config.hz.max(1));
             let mut last_expire = 0;
+            let mut last_sample = 0;
             loop {
                 std::thread::sleep(std::time::Duration::from_millis(10));
                 let now = server::unix_ms();
@@ -189,6 +191,12 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 blocking::expire(&shared, &mut st, now);
                 blocking::check_cluster(&shared, &mut st);
                 repl::ping_replicas(&shared, &mut st, now);
+                if now.saturating_sub(last_sample) >= 100 {
+                    last_sample = now;
+                    let (_, _, net_in, net_out) = shared.stats.snapshot();
+                    let commands = st.commands_processed;
+                    st.rates.sample(now, commands, net_in, net_out);
+                }
                 if now.saturating_sub(last_expire) >= expire_every {
                     last_expire = now;
                     // Like Redis's active cycle: repeat while a quarter or more of the examined

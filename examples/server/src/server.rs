@@ -59,6 +59,8 @@ pub struct State {
     pub client_pause: Option<crate::clients::ClientPause>,
     /// SLOWLOG entries and per-command statistics (`crate::slowlog`).
     pub slowlog: crate::slowlog::SlowLog,
+    /// INFO's instantaneous figures (`crate::rates`).
+    pub rates: crate::rates::Rates,
 }
 
 /// Lock-free counters.
@@ -276,6 +278,7 @@ impl Shared {
                 watches: crate::cmd::txn::Watches::default(),
                 blocked: crate::blocking::Blocked::default(),
                 client_pause: None,
+                rates: crate::rates::Rates::default(),
                 slowlog: crate::slowlog::SlowLog::new(
                     config.slowlog_log_slower_than,
                     config.slowlog_max_len,

@@ -138,6 +138,9 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// `slowlog-max-len`: slow log entries kept. Default 128.
     pub slowlog_max_len: u64,
+    /// `metrics-port` (ours, not Redis's): the Prometheus endpoint's port (`GET /metrics` on
+    /// the `bind` addresses); 0, the default, serves none.
+    pub metrics_port: u16,
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
@@ -171,6 +174,7 @@ impl Default for Config {
             maxclients: 10000,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            metrics_port: 0,
             limits: crate::types::Limits::default(),
         }
     }
@@ -563,6 +567,10 @@ pub static OPTIONS: &[Opt] = &[
     }),
     opt!("slowlog-log-slower-than", None, mutable: true, get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| {
         c.slowlog_log_slower_than = int(v, -1, i64::MAX as i128)?;
+        Ok(())
+    }),
+    opt!("metrics-port", None, mutable: false, get: |c| c.metrics_port.to_string(), set: |c, v| {
+        c.metrics_port = int(v, 0, 65535)?;
         Ok(())
     }),
     opt!("slowlog-max-len", None, mutable: true, get: |c| c.slowlog_max_len.to_string(), set: |c, v| {

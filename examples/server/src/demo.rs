@@ -576,7 +576,10 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
     if all_good {
         println!("logs:              removed (every check passed)");
     } else {
-        println!("logs:              {} (kept: a check failed)", base.display());
+        println!(
+            "logs:              {} (kept: a check failed)",
+            base.display()
+        );
     }
     println!("==================================================");
     drop(nodes);

@@ -24,6 +24,7 @@ mod config;
 mod demo;
 mod legacy;
 mod logline;
+mod metrics;
 mod migrate;
 mod monitor;
 mod net;
@@ -132,6 +133,7 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     }
     spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
     spawn_signal_thread().map_err(|e| format!("can't handle signals: {e}"))?;
+    metrics::spawn(&shared)?;
     // The data port opens last, so a client that can connect finds the bus up and the
     // node running (clients and tools probe readiness by connecting).
     let mut listeners = net::listen_all(&shared.config.bind, shared.config.port)?;

@@ -82,6 +82,8 @@ mod tests {
             t += 100;
             r.sample(t, 8000, 163_840, 0);
         }
-        assert!(r.info_lines().starts_with("instantaneous_ops_per_sec:2500\r\n"));
+        assert!(r
+            .info_lines()
+            .starts_with("instantaneous_ops_per_sec:2500\r\n"));
     }
 }

@@ -240,3 +240,49 @@ fn monitor_lines_and_slowlog_entries_are_redis_7s() {
         "RESET itself is logged next"
     );
 }
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
+    let dir = test_dir("operator-metrics");
+    let mut procs = Procs::default();
+    procs.start(&dir, 23204, &["--metrics-port", "23205"]);
+    let mut c = Client::connect(23204);
+    assert_eq!(
+        c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    wait_until(Duration::from_secs(10), "cluster ok", || {
+        bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    for k in ["a", "b", "c"] {
+        assert_eq!(c.cmd_s(&["SET", k, "v"]), "+OK\r\n");
+    }
+    let page = http_get(23205, "/metrics");
+    assert!(
+        page.starts_with("HTTP/1.0 200") || page.starts_with("HTTP/1.1 200"),
+        "{page}"
+    );
+    // Slots of a, b and c: 15495, 3300, 7365.
+    for want in [
+        "ferrocluster_command_calls_total{cmd=\"set\"} 3.0\n",
+        "ferrocluster_db_keys{db=\"0\"} 3.0\n",
+        "ferrocluster_cluster_state_ok 1.0\n",
+        "ferrocluster_cluster_slots_assigned 16384.0\n",
+        "ferrocluster_slot_keys{slot=\"15495\"} 1.0\n",
+        "ferrocluster_slot_keys{slot=\"3300\"} 1.0\n",
+        "ferrocluster_slot_keys{slot=\"7365\"} 1.0\n",
+        "# EOF\n",
+    ] {
+        assert!(page.contains(want), "{want:?} missing in:\n{page}");
+    }
+    assert!(http_get(23205, "/other").contains(" 404 "));
+}

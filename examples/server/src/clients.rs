@@ -321,7 +321,7 @@ pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
         start(shared, client, out, Job::Kill { old_style: true }, filter);
         return;
     }
-    if args.len() < 4 || args.len() % 2 != 0 {
+    if args.len() < 4 || !args.len().is_multiple_of(2) {
         out.error("ERR syntax error");
         return;
     }

@@ -19,7 +19,7 @@ impl Metric {
         if self.last_ms != 0 {
             let dt = now_ms.saturating_sub(self.last_ms);
             let d = count.saturating_sub(self.last_count);
-            self.samples[self.idx] = if dt > 0 { d * 1000 / dt } else { 0 };
+            self.samples[self.idx] = (d * 1000).checked_div(dt).unwrap_or(0);
             self.idx = (self.idx + 1) % SAMPLES;
         }
         self.last_ms = now_ms;

@@ -2,6 +2,8 @@
 //! UNPAUSE, SLOWLOG, MONITOR and INFO `commandstats`, with the texts that must equal
 //! redis-server 7.0's compared against a real one. Ports 23200-23203.
 
+#![allow(clippy::disallowed_methods)] // tests measure waits with the clock
+
 mod common;
 
 use common::{bulk_text, start_real_server, test_dir, wait_until, Client, Procs};

@@ -705,6 +705,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.maxclients = shared.clients.maxclients();
     c.limits = crate::types::limits();
     (c.slowlog_log_slower_than, c.slowlog_max_len) = state.slowlog.limits();
+    c.latency_monitor_threshold = state.latency.threshold();
     c
 }
 
@@ -844,5 +845,6 @@ fn config_set(
     state
         .slowlog
         .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
+    state.latency.set_threshold(next.latency_monitor_threshold);
     Ok(deferred)
 }

@@ -384,6 +384,14 @@ pub fn run(
 fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool) {
     let addr = ctx.client.addr.map(|a| a.to_string());
     let spec = ctx.spec;
+    let event = if spec.has(CommandFlags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    ctx.state
+        .latency
+        .add_if_needed(event, duration_us / 1000, ctx.now);
     ctx.state.slowlog.record(crate::slowlog::Ran {
         name: spec.name,
         args: ctx.args,
@@ -602,6 +610,7 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         }
         Cmd::Pubsub => pubsub(shared, ctx.spec.name, args, ctx.out),
         Cmd::Slowlog => ctx.state.slowlog.command(args, ctx.out),
+        Cmd::Latency => ctx.state.latency.command(args, ctx.out),
         Cmd::Monitor => {
             if ctx.client.io_thread != usize::MAX {
                 ctx.client.monitor = true;

@@ -141,6 +141,9 @@ pub struct Config {
     /// `metrics-port` (ours, not Redis's): the Prometheus endpoint's port (`GET /metrics` on
     /// the `bind` addresses); 0, the default, serves none.
     pub metrics_port: u16,
+    /// `latency-monitor-threshold`: events of at least this many ms enter the latency
+    /// monitor; 0 (the default) turns it off.
+    pub latency_monitor_threshold: u64,
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
@@ -175,6 +178,7 @@ impl Default for Config {
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             metrics_port: 0,
+            latency_monitor_threshold: 0,
             limits: crate::types::Limits::default(),
         }
     }
@@ -567,6 +571,10 @@ pub static OPTIONS: &[Opt] = &[
     }),
     opt!("slowlog-log-slower-than", None, mutable: true, get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| {
         c.slowlog_log_slower_than = int(v, -1, i64::MAX as i128)?;
+        Ok(())
+    }),
+    opt!("latency-monitor-threshold", None, mutable: true, get: |c| c.latency_monitor_threshold.to_string(), set: |c, v| {
+        c.latency_monitor_threshold = int(v, 0, i64::MAX as i128)?;
         Ok(())
     }),
     opt!("metrics-port", None, mutable: false, get: |c| c.metrics_port.to_string(), set: |c, v| {

@@ -22,6 +22,7 @@ mod cmd;
 mod commands;
 mod config;
 mod demo;
+mod latency;
 mod legacy;
 mod logline;
 mod metrics;
@@ -208,6 +209,8 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                         let n = st.kv.expire_cycle(now, 2000);
                         st.expired_keys += n;
                         if n < 500 || started.elapsed() > std::time::Duration::from_millis(25) {
+                            let ms = started.elapsed().as_millis() as u64;
+                            st.latency.add_if_needed("expire-cycle", ms, now);
                             break;
                         }
                         drop(st);

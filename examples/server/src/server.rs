@@ -59,6 +59,8 @@ pub struct State {
     pub client_pause: Option<crate::clients::ClientPause>,
     /// SLOWLOG entries and per-command statistics (`crate::slowlog`).
     pub slowlog: crate::slowlog::SlowLog,
+    /// The latency monitor (`crate::latency`).
+    pub latency: crate::latency::Latency,
     /// INFO's instantaneous figures (`crate::rates`).
     pub rates: crate::rates::Rates,
 }
@@ -279,6 +281,7 @@ impl Shared {
                 blocked: crate::blocking::Blocked::default(),
                 client_pause: None,
                 rates: crate::rates::Rates::default(),
+                latency: crate::latency::Latency::new(config.latency_monitor_threshold),
                 slowlog: crate::slowlog::SlowLog::new(
                     config.slowlog_log_slower_than,
                     config.slowlog_max_len,

@@ -44,6 +44,7 @@ pub enum Cmd {
     Ferrocluster,
     Monitor,
     Slowlog,
+    Latency,
     // Transactions.
     Multi,
     Exec,
@@ -311,6 +312,7 @@ pub const SERVED: &[(&str, Cmd)] = &[
     ("info", Cmd::Info),
     ("keys", Cmd::Keys),
     ("lastsave", Cmd::Lastsave),
+    ("latency", Cmd::Latency),
     ("lcs", Cmd::Lcs),
     ("lindex", Cmd::Lindex),
     ("linsert", Cmd::Linsert),
@@ -502,6 +504,7 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
         "object",
         &["encoding", "freq", "help", "idletime", "refcount"],
     ),
+    ("latency", &["help", "history", "latest", "reset"]),
     ("slowlog", &["get", "help", "len", "reset"]),
     (
         "pubsub",

@@ -1,6 +1,7 @@
 //! The operator's view (issue 20): CLIENT LIST / KILL across I/O threads, CLIENT PAUSE /
 //! UNPAUSE, SLOWLOG, MONITOR and INFO `commandstats`, with the texts that must equal
-//! redis-server 7.0's compared against a real one. Ports 23200-23203.
+//! redis-server 7.0's compared against a real one; the latency monitor and the Prometheus
+//! endpoint. Ports 23200-23206.
 
 #![allow(clippy::disallowed_methods)] // tests measure waits with the clock
 
@@ -287,4 +288,38 @@ fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
         assert!(page.contains(want), "{want:?} missing in:\n{page}");
     }
     assert!(http_get(23205, "/other").contains(" 404 "));
+}
+
+#[test]
+fn the_latency_monitor_records_commands_over_its_threshold_only_when_on() {
+    let dir = test_dir("operator-latency");
+    let mut procs = Procs::default();
+    procs.start(&dir, 23206, &["--cluster-enabled", "no"]);
+    let mut c = Client::connect(23206);
+    // Off by default (latency-monitor-threshold 0): a slow command leaves nothing.
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "GET", "latency-monitor-threshold"]),
+        "*2\r\n$25\r\nlatency-monitor-threshold\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(c.cmd_s(&["DEBUG", "POPULATE", "200000"]), "+OK\r\n");
+    assert_eq!(c.cmd_s(&["LATENCY", "LATEST"]), "*0\r\n");
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "SET", "latency-monitor-threshold", "1"]),
+        "+OK\r\n"
+    );
+    assert_eq!(c.cmd_s(&["FLUSHALL"]), "+OK\r\n");
+    assert_eq!(c.cmd_s(&["DEBUG", "POPULATE", "200000"]), "+OK\r\n");
+    let latest = c.cmd_s(&["LATENCY", "LATEST"]);
+    // One event, `command` (DEBUG is not a fast command), four fields.
+    assert!(latest.contains("$7\r\ncommand\r\n"), "{latest}");
+    assert!(!latest.contains("fast-command"), "{latest}");
+    let history = c.cmd_s(&["LATENCY", "HISTORY", "command"]);
+    assert!(
+        history.starts_with("*1\r\n*2\r\n:") || history.starts_with("*2\r\n*2\r\n:"),
+        "{history}"
+    );
+    assert_eq!(c.cmd_s(&["LATENCY", "HISTORY", "nothing"]), "*0\r\n");
+    assert_eq!(c.cmd_s(&["LATENCY", "RESET", "nothing"]), ":0\r\n");
+    assert_eq!(c.cmd_s(&["LATENCY", "RESET"]), ":1\r\n");
+    assert_eq!(c.cmd_s(&["LATENCY", "LATEST"]), "*0\r\n");
 }

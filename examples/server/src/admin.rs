@@ -598,7 +598,8 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         ));
     }
     if want("persistence") {
-        text.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
+        text.push_str(&state.persist.info_section(now));
+        text.push_str("\r\n");
     }
     if want("stats") {
         let pubsub = shared.pubsub.read();
@@ -706,6 +707,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.limits = crate::types::limits();
     (c.slowlog_log_slower_than, c.slowlog_max_len) = state.slowlog.limits();
     c.latency_monitor_threshold = state.latency.threshold();
+    c.save = state.persist.points.clone();
     c
 }
 
@@ -846,5 +848,6 @@ fn config_set(
         .slowlog
         .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
     state.latency.set_threshold(next.latency_monitor_threshold);
+    state.persist.points = next.save.clone();
     Ok(deferred)
 }

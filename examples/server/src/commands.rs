@@ -392,6 +392,9 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
     ctx.state
         .latency
         .add_if_needed(event, duration_us / 1000, ctx.now);
+    if spec.is_write() && !failed {
+        ctx.state.persist.changed();
+    }
     ctx.state.slowlog.record(crate::slowlog::Ran {
         name: spec.name,
         args: ctx.args,
@@ -552,7 +555,31 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
             ctx.out.bulk_int((us / 1_000_000) as i64);
             ctx.out.bulk_int((us % 1_000_000) as i64);
         }
-        Cmd::Lastsave => ctx.out.int((shared.start_ms / 1000) as i64),
+        Cmd::Lastsave => ctx.out.int(ctx.state.persist.last_save_s as i64),
+        Cmd::Save => match crate::persist::save(shared, ctx.state, now) {
+            Ok(()) => ctx.out.ok(),
+            Err(e) => ctx.out.error(&e),
+        },
+        Cmd::Bgsave => {
+            let schedule = args.len() == 2 && eq(args.get(1), "schedule");
+            if args.len() > 2 || (args.len() == 2 && !schedule) {
+                ctx.out.error("ERR syntax error");
+            } else {
+                let started = shared
+                    .arc()
+                    .ok_or_else(|| "ERR Background save failed to start".to_string())
+                    .and_then(|me| crate::persist::bgsave(&me, ctx.state, schedule, now));
+                match started {
+                    Ok(text) => ctx.out.simple(text),
+                    Err(e) => ctx.out.error(&e),
+                }
+            }
+        }
+        Cmd::Shutdown => {
+            if let Err(e) = crate::persist::shutdown(shared, ctx.state, args) {
+                ctx.out.error(&e);
+            }
+        }
         // Cluster mode answers SELECT in `ferrocluster_command::ClientState` (Valkey 9: `DB
         // index is out of range` beyond `cluster-databases`, where Redis 7.0 said `SELECT is
         // not allowed in cluster mode`); this is the standalone mode's.

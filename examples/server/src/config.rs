@@ -144,6 +144,11 @@ pub struct Config {
     /// `latency-monitor-threshold`: events of at least this many ms enter the latency
     /// monitor; 0 (the default) turns it off.
     pub latency_monitor_threshold: u64,
+    /// `save`: the RDB save points (Redis 7.0's default `3600 1 300 100 60 10000`; `""`:
+    /// none).
+    pub save: Vec<crate::persist::SavePoint>,
+    /// `dbfilename`: the RDB file in `dir`. Default `dump.rdb`.
+    pub dbfilename: String,
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
@@ -179,6 +184,8 @@ impl Default for Config {
             slowlog_max_len: 128,
             metrics_port: 0,
             latency_monitor_threshold: 0,
+            save: crate::persist::default_save_points(),
+            dbfilename: "dump.rdb".into(),
             limits: crate::types::Limits::default(),
         }
     }
@@ -597,10 +604,18 @@ pub static OPTIONS: &[Opt] = &[
     }),
     Opt {
         multi: true,
-        ..opt!("save", None, mutable: false, get: |_| String::new(), set: |_, v| {
-            only_default(v, "", "ferrocluster-server does not save the data set")
+        ..opt!("save", None, mutable: true, get: |c| crate::persist::show_save(&c.save), set: |c, v| {
+            c.save = crate::persist::parse_save(v)?;
+            Ok(())
         })
     },
+    opt!("dbfilename", None, mutable: false, get: |c| c.dbfilename.clone(), set: |c, v| {
+        if v.is_empty() || v.contains('/') {
+            return Err("dbfilename can't be a path, just a filename".into());
+        }
+        c.dbfilename = v.to_string();
+        Ok(())
+    }),
     opt!("appendonly", None, mutable: false, get: |_| "no".into(), set: |_, v| {
         let on = parse_bool(v)?;
         only_default(yes_no(on).as_str(), "no", "ferrocluster-server has no append-only file")

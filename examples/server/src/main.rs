@@ -29,6 +29,7 @@ mod metrics;
 mod migrate;
 mod monitor;
 mod net;
+mod persist;
 mod rates;
 mod readiness;
 mod repl;
@@ -127,13 +128,16 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
             .set_save_behavior(config.cluster_config_save_behavior);
     }
     let shared = Arc::new(server::Shared::new(config, cluster)?);
+    let _ = shared.me.set(Arc::downgrade(&shared));
+    // The data set on disk first: no client sees the keyspace before it is loaded.
+    persist::load_at_start(&shared)?;
     let io = net::spawn_io_threads(&shared).map_err(|e| format!("can't start I/O threads: {e}"))?;
     let _ = shared.io.set(io.clone());
     if shared.config.cluster_enabled {
         cluster::spawn_bus_thread(&shared)?;
     }
     spawn_timer(Arc::clone(&shared)).map_err(|e| format!("can't start the timer thread: {e}"))?;
-    spawn_signal_thread().map_err(|e| format!("can't handle signals: {e}"))?;
+    spawn_signal_thread(Arc::clone(&shared)).map_err(|e| format!("can't handle signals: {e}"))?;
     metrics::spawn(&shared)?;
     // The data port opens last, so a client that can connect finds the bus up and the
     // node running (clients and tools probe readiness by connecting).
@@ -158,20 +162,24 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
 }
 
 /// SIGTERM and SIGINT end the server with redis-server 7.0's lines (`sigShutdownHandler`,
-/// `prepareForShutdown`). Nothing is left to save: nodes.conf is written before every reply
-/// that depends on it, and the data set is not persisted (issue 19).
-fn spawn_signal_thread() -> std::io::Result<()> {
+/// `prepareForShutdown`): the data set is saved first when save points are set, and a save
+/// that fails keeps the server running, as Redis does. nodes.conf needs nothing: it is
+/// written before every reply that depends on it.
+fn spawn_signal_thread(shared: Arc<server::Shared>) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            for sig in signals.forever() {
                 let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
                 tracing::warn!("Received {name} scheduling shutdown...");
                 tracing::warn!("User requested shutdown...");
-                tracing::warn!("ferrocluster-server is now ready to exit, bye bye...");
-                std::process::exit(0);
+                let mut st = shared.state.lock();
+                if persist::save_for_shutdown(&shared, &mut st, None).is_ok() {
+                    persist::exit_now();
+                }
+                tracing::warn!("Error trying to save the DB, can't exit.");
             }
         })?;
     Ok(())
@@ -199,6 +207,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                     let (_, _, net_in, net_out) = shared.stats.snapshot();
                     let commands = st.commands_processed;
                     st.rates.sample(now, commands, net_in, net_out);
+                    persist::cron(&shared, &mut st, now);
                 }
                 if now.saturating_sub(last_expire) >= expire_every {
                     last_expire = now;

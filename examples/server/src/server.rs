@@ -59,6 +59,8 @@ pub struct State {
     pub client_pause: Option<crate::clients::ClientPause>,
     /// SLOWLOG entries and per-command statistics (`crate::slowlog`).
     pub slowlog: crate::slowlog::SlowLog,
+    /// RDB persistence (`crate::persist`).
+    pub persist: crate::persist::Persistence,
     /// The latency monitor (`crate::latency`).
     pub latency: crate::latency::Latency,
     /// INFO's instantaneous figures (`crate::rates`).
@@ -233,6 +235,8 @@ pub struct Shared {
     pub pubsub: RwLock<PubSub>,
     /// Counters.
     pub stats: Stats,
+    /// This `Shared` itself, for work a command hands to a thread (BGSAVE); set once at start.
+    pub me: OnceLock<std::sync::Weak<Shared>>,
     /// MONITOR connections (`crate::monitor`).
     pub monitors: crate::monitor::Monitors,
     /// Handles of the I/O threads (set once at start).
@@ -282,6 +286,7 @@ impl Shared {
                 client_pause: None,
                 rates: crate::rates::Rates::default(),
                 latency: crate::latency::Latency::new(config.latency_monitor_threshold),
+                persist: crate::persist::Persistence::new(now, config.save.clone()),
                 slowlog: crate::slowlog::SlowLog::new(
                     config.slowlog_log_slower_than,
                     config.slowlog_max_len,
@@ -291,12 +296,18 @@ impl Shared {
             pubsub: RwLock::new(PubSub::default()),
             stats: Stats::default(),
             monitors: crate::monitor::Monitors::default(),
+            me: OnceLock::new(),
             io: OnceLock::new(),
             clients,
             start_ms: now,
             run_id,
             next_client_id: AtomicU64::new(1),
         })
+    }
+
+    /// This `Shared` as an `Arc` (`None` before start-up set it).
+    pub fn arc(&self) -> Option<Arc<Shared>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// A new client id.

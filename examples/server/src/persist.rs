@@ -48,7 +48,7 @@ pub fn default_save_points() -> Vec<SavePoint> {
 /// An odd count of numbers or a word that is not a non-negative integer (Redis's text).
 pub fn parse_save(v: &str) -> Result<Vec<SavePoint>, String> {
     let words: Vec<&str> = v.split_whitespace().collect();
-    if words.len() % 2 != 0 {
+    if !words.len().is_multiple_of(2) {
         return Err("Invalid save parameters".into());
     }
     words

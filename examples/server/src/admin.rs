@@ -542,12 +542,16 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         ));
     }
     if want("persistence") {
-        text.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
+        text.push_str(&format!(
+            "# Persistence\r\nloading:{}\r\n",
+            u8::from(state.repl.loading())
+        ));
+        text.push_str("async_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
     }
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n\r\n",
             state.commands_processed,
             shared.clients.rejected(),
             state.expired_keys,
@@ -555,6 +559,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.keyspace_misses,
             pubsub.channel_count(),
             pubsub.pattern_count(),
+            state.repl.stats.full,
+            state.repl.stats.partial_ok,
+            state.repl.stats.partial_err,
         ));
     }
     if want("replication") {
@@ -681,6 +688,7 @@ pub fn config(
         state.expired_keys = 0;
         state.keyspace_hits = 0;
         state.keyspace_misses = 0;
+        state.repl.stats = crate::repl::SyncStats::default();
         shared.stats.reset();
         shared.clients.reset_rejected();
         out.ok();

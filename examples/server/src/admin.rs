@@ -598,13 +598,13 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         ));
     }
     if want("persistence") {
-        text.push_str(&state.persist.info_section(now));
+        text.push_str(&state.persist.info_section(state.repl.loading(), now));
         text.push_str("\r\n");
     }
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n\r\n",
             state.commands_processed,
             state.rates.info_lines(),
             shared.clients.rejected(),
@@ -613,6 +613,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.keyspace_misses,
             pubsub.channel_count(),
             pubsub.pattern_count(),
+            state.repl.stats.full,
+            state.repl.stats.partial_ok,
+            state.repl.stats.partial_err,
         ));
     }
     if want("replication") {
@@ -766,6 +769,7 @@ pub fn config(
         state.expired_keys = 0;
         state.keyspace_hits = 0;
         state.keyspace_misses = 0;
+        state.repl.stats = crate::repl::SyncStats::default();
         shared.stats.reset();
         shared.clients.reset_rejected();
         out.ok();

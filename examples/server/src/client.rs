@@ -74,8 +74,6 @@ pub enum Delivery {
         /// Payload.
         payload: Arc<[u8]>,
     },
-    /// The reply of a WAIT that was waiting: the number of replicas that acknowledged.
-    WaitDone(i64),
     /// Bytes of the replication stream for a replica's connection.
     Raw(Arc<[u8]>),
     /// Close the connection after what is queued (a slot migration link the node closed).
@@ -118,10 +116,6 @@ impl Delivery {
                 out.bulk(pattern);
                 out.bulk(channel);
                 out.bulk(payload);
-            }
-            Delivery::WaitDone(n) => {
-                client.blocked = false;
-                out.int(*n);
             }
             Delivery::Raw(b) => out.buf.extend_from_slice(b),
             Delivery::Unblock(b) => {
@@ -181,10 +175,6 @@ pub struct ClientCtx {
     pub last_cmd: &'static str,
     /// This connection is a replica's replication stream (REPLCONF/PSYNC).
     pub is_replica_link: bool,
-    /// REPLCONF listening-port of a replica.
-    pub listening_port: Option<u16>,
-    /// REPLCONF version of a replica, `(major, minor, patch)` (Redis 7.0 sends none).
-    pub replica_version: Option<(u8, u8, u8)>,
     /// Cluster mode: the command crate's per-connection state (ASKING, READONLY, MULTI, db).
     pub cluster: Option<ferrocluster_command::ClientState>,
     /// This connection sent `CLUSTER SYNCSLOTS` (a slot migration data link, target side).
@@ -253,8 +243,6 @@ impl ClientCtx {
             in_exec: false,
             last_cmd: "NULL",
             is_replica_link: false,
-            listening_port: None,
-            replica_version: None,
             cluster: None,
             migration_conn: false,
             reply_holes: std::collections::VecDeque::new(),
@@ -309,6 +297,7 @@ impl ClientCtx {
         if self.is_replica_link || self.blocked {
             let mut st = shared.state.lock();
             crate::repl::replica_link_closed(&mut st, self.id);
+            crate::repl::flush(shared, &mut st);
             crate::blocking::client_closed(&mut st, self.id);
             crate::cluster::client_closed(&mut st, self.id);
         }

@@ -264,7 +264,8 @@ pub fn propagate_publish(state: &mut State, shard: bool, channel: &[u8], payload
     }
 }
 
-fn write_reply(reply: &Reply, out: &mut Out) {
+/// Writes a reply in the connection's protocol (RESP2 or RESP3).
+pub fn write_reply(reply: &Reply, out: &mut Out) {
     if out.resp3() {
         reply.encode_resp3(&mut out.buf);
     } else {
@@ -336,19 +337,14 @@ pub fn cluster_command(
         let replicas = if state.repl.is_replica() {
             0
         } else {
-            state
-                .repl
-                .replicas
-                .iter()
-                .filter(|r| r.applies_setslot())
-                .count()
+            state.repl.setslot_replicas().len()
         };
         if replicas > 0 && client.io_thread != usize::MAX {
             let argv: Vec<Vec<u8>> = (0..args.len()).map(|i| args.get(i).to_vec()).collect();
             let parts: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
             crate::repl::propagate_command(state, &parts);
             crate::repl::flush(shared, state);
-            let target = state.repl.offset;
+            let target = state.repl.offset();
             let Some(side) = state.cluster.as_mut() else {
                 return;
             };
@@ -403,9 +399,9 @@ pub fn check_setslot_waits(shared: &Shared, state: &mut State, now: u64) {
     let waits = std::mem::take(&mut side.setslot_waits);
     for mut w in waits {
         let acked = repl
-            .replicas
+            .setslot_replicas()
             .iter()
-            .filter(|r| r.ack_offset >= w.target)
+            .filter(|&&acked| acked >= w.target)
             .count();
         let reply = if acked >= w.replicas {
             w.req.replication_done = true;
@@ -506,7 +502,7 @@ struct ServerHost {
     /// Slots myself served at the last look (for the slot-change log line).
     last_slots: Cell<Option<usize>>,
     /// A primary to replicate whose address was not known yet (`ReplicateFrom { ip: None }`).
-    waiting_primary: Cell<Option<ferrocluster_node::NodeId>>,
+    waiting_primary: Cell<Option<(ferrocluster_node::NodeId, bool)>>,
     /// The error of the last nodes.conf write, if it failed (for CLUSTER SAVECONFIG).
     last_save_error: RefCell<Option<String>>,
 }
@@ -548,14 +544,14 @@ impl Host for ServerHost {
             side.node.handle_replication(facts, now);
         }
         self.log_slot_change(side);
-        if let Some(primary) = self.waiting_primary.get() {
+        if let Some((primary, full_sync)) = self.waiting_primary.get() {
             let topo = side.node.topology();
             let addr = topo
                 .node(&primary)
                 .and_then(|p| p.ip.map(|ip| (ip, p.port)));
             if let Some((ip, port)) = addr {
                 self.waiting_primary.set(None);
-                self.replicate_from(st, ip, port);
+                self.replicate_from(st, ip, port, full_sync);
             }
         }
     }
@@ -601,7 +597,11 @@ impl Host for ServerHost {
             // Modules are not supported: nothing receives it.
             Output::ModuleMessage { .. } => {}
             Output::ReplicateFrom {
-                primary, ip, port, ..
+                primary,
+                ip,
+                port,
+                full_sync,
+                ..
             } => {
                 crate::logline::set_replica(true);
                 match ip {
@@ -615,17 +615,17 @@ impl Host for ServerHost {
                 match ip {
                     Some(ip) => {
                         self.waiting_primary.set(None);
-                        self.replicate_from(&mut g.0, ip, port);
+                        self.replicate_from(&mut g.0, ip, port, full_sync);
                     }
                     // Primary known by ID only so far: wait for its address.
-                    None => self.waiting_primary.set(Some(primary)),
+                    None => self.waiting_primary.set(Some((primary, full_sync))),
                 }
             }
             Output::BecamePrimary => {
                 crate::logline::set_replica(false);
                 tracing::info!("role change: myself became a primary");
                 self.waiting_primary.set(None);
-                crate::repl::set_primary(&self.shared, &mut g.0, None);
+                crate::repl::set_primary(&self.shared, &mut g.0, None, false);
             }
             Output::PauseWrites { until } => {
                 tracing::info!(until = until.0, "client writes paused");
@@ -633,12 +633,14 @@ impl Host for ServerHost {
                 // offset read here is final; the node announces it (manual failover) only
                 // after hearing it.
                 g.0.writes_paused_until = Some(until.0);
-                let offset = g.0.repl.offset;
+                crate::repl::set_paused(&mut g.0, true);
+                let offset = g.0.repl.offset();
                 g.handle_writes_paused(offset, now);
             }
             Output::UnpauseWrites => {
                 tracing::info!("client writes resumed");
                 g.0.writes_paused_until = None;
+                crate::repl::set_paused(&mut g.0, false);
                 self.shared.wake_io();
             }
             Output::DeleteSlotKeys(slots) => {
@@ -675,12 +677,12 @@ impl Host for ServerHost {
 
 impl ServerHost {
     /// Replicates from the primary's data port.
-    fn replicate_from(&self, st: &mut State, ip: IpAddr, port: u16) {
+    fn replicate_from(&self, st: &mut State, ip: IpAddr, port: u16, full_sync: bool) {
         let primary = crate::repl::PrimaryAddr {
             host: ip.to_string(),
             port,
         };
-        crate::repl::set_primary(&self.shared, st, Some(primary));
+        crate::repl::set_primary(&self.shared, st, Some(primary), full_sync);
     }
 
     fn log_slot_change(&self, side: &ClusterSide) {

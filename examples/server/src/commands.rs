@@ -124,6 +124,12 @@ pub fn execute(
         ));
         return Flow::Continue;
     }
+    if state.repl.loading() && !spec.has(CommandFlags::LOADING) {
+        // Valkey `processCommand`: while a replica loads its primary's RDB only the commands
+        // flagged `loading` run.
+        out.error(crate::repl::LOADING_ERR);
+        return Flow::Continue;
+    }
     if !out.resp3() && client.subscriptions() > 0 && !allowed_subscribed(spec.cmd) {
         out.error(&format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
@@ -179,6 +185,10 @@ fn execute_cluster(
     let no_auth_ok = spec.is_some_and(|s| s.has(CommandFlags::NO_AUTH));
     if !client.authed && !no_auth_ok {
         out.error("NOAUTH Authentication required.");
+        return Flow::Continue;
+    }
+    if state.repl.loading() && spec.is_some_and(|s| !s.has(CommandFlags::LOADING)) {
+        out.error(crate::repl::LOADING_ERR);
         return Flow::Continue;
     }
     if !out.resp3() && client.subscriptions() > 0 && spec.is_none_or(|s| !allowed_subscribed(s.cmd))

@@ -152,6 +152,72 @@ pub struct Config {
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
+    /// The replication options (`repl-*`, `primaryauth` / `primaryuser`), start-up only: the
+    /// engine takes them when the server starts ([`Config::replication`]).
+    pub repl: ReplOptions,
+}
+
+/// The replication directives, Valkey 9's names, units and defaults, except
+/// `repl-diskless-sync`, which is `no` here: our snapshot is an in-memory RDB of known length
+/// made at once (`crate::repl`), sent with the `$<len>` framing, so waiting
+/// `repl-diskless-sync-delay` for more replicas to share it gains nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplOptions {
+    /// `repl-backlog-size`, bytes (default 10 MiB).
+    pub backlog_size: u64,
+    /// `repl-backlog-ttl`, seconds (default 3600; 0: never freed).
+    pub backlog_ttl_s: u64,
+    /// `repl-timeout`, seconds (default 60).
+    pub timeout_s: u64,
+    /// `repl-ping-replica-period` (alias `repl-ping-slave-period`), seconds (default 10).
+    pub ping_period_s: u64,
+    /// `repl-diskless-sync` (default no here, see above).
+    pub diskless_sync: bool,
+    /// `repl-diskless-sync-delay`, seconds (default 5).
+    pub diskless_sync_delay_s: u64,
+    /// `primaryauth` (alias `masterauth`): the password our replica sends its primary.
+    pub primary_auth: Option<String>,
+    /// `primaryuser` (alias `masteruser`): the user our replica authenticates as.
+    pub primary_user: Option<String>,
+}
+
+impl Default for ReplOptions {
+    fn default() -> Self {
+        ReplOptions {
+            backlog_size: 10 * 1024 * 1024,
+            backlog_ttl_s: 3600,
+            timeout_s: 60,
+            ping_period_s: 10,
+            diskless_sync: false,
+            diskless_sync_delay_s: 5,
+            primary_auth: None,
+            primary_user: None,
+        }
+    }
+}
+
+impl Config {
+    /// The replication engine's configuration for a keyspace of `databases` databases.
+    /// Without `primaryauth`, our replica authenticates with `requirepass` (the shard's
+    /// nodes share it).
+    pub fn replication(&self, databases: u32) -> ferrocluster_dataplane::ReplicationConfig {
+        let r = &self.repl;
+        let auth = r.primary_auth.clone().or_else(|| self.requirepass.clone());
+        ferrocluster_dataplane::ReplicationConfig {
+            backlog_size: r.backlog_size,
+            backlog_ttl_ms: r.backlog_ttl_s.saturating_mul(1000),
+            ping_period_ms: r.ping_period_s.saturating_mul(1000),
+            timeout_ms: r.timeout_s.saturating_mul(1000),
+            diskless_sync: r.diskless_sync,
+            diskless_sync_delay_ms: r.diskless_sync_delay_s.saturating_mul(1000),
+            databases,
+            listening_port: self.port,
+            primary_user: r.primary_user.clone().filter(|_| auth.is_some()),
+            primary_auth: auth.map(String::into_bytes),
+            replica_version: Some(crate::repl::REPLICA_VERSION.to_owned()),
+            ..ferrocluster_dataplane::ReplicationConfig::default()
+        }
+    }
 }
 
 impl Default for Config {
@@ -187,6 +253,7 @@ impl Default for Config {
             save: crate::persist::default_save_points(),
             dbfilename: "dump.rdb".into(),
             limits: crate::types::Limits::default(),
+            repl: ReplOptions::default(),
         }
     }
 }
@@ -570,6 +637,23 @@ pub static OPTIONS: &[Opt] = &[
     }),
     opt!("client-query-buffer-limit", None, mutable: false, get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| {
         c.client_query_buffer_limit = parse_memory(v)?.max(1024);
+        Ok(())
+    }),
+    opt!("repl-backlog-size", None, mutable: false, get: |c| c.repl.backlog_size.to_string(), set: |c, v| {
+        c.repl.backlog_size = (parse_memory(v)? as u64).max(1);
+        Ok(())
+    }),
+    int_opt!("repl-backlog-ttl", None, mutable: false, 0, LLONG_MAX, repl.backlog_ttl_s),
+    int_opt!("repl-timeout", None, mutable: false, 1, INT_MAX, repl.timeout_s),
+    int_opt!("repl-ping-replica-period", Some("repl-ping-slave-period"), mutable: false, 1, INT_MAX, repl.ping_period_s),
+    bool_opt!("repl-diskless-sync", None, mutable: false, repl.diskless_sync),
+    int_opt!("repl-diskless-sync-delay", None, mutable: false, 0, INT_MAX, repl.diskless_sync_delay_s),
+    opt!("primaryauth", Some("masterauth"), mutable: false, get: |c| c.repl.primary_auth.clone().unwrap_or_default(), set: |c, v| {
+        c.repl.primary_auth = non_empty(v);
+        Ok(())
+    }),
+    opt!("primaryuser", Some("masteruser"), mutable: false, get: |c| c.repl.primary_user.clone().unwrap_or_default(), set: |c, v| {
+        c.repl.primary_user = non_empty(v);
         Ok(())
     }),
     opt!("hz", None, mutable: false, get: |c| c.hz.to_string(), set: |c, v| {

@@ -197,11 +197,10 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 std::thread::sleep(std::time::Duration::from_millis(10));
                 let now = server::unix_ms();
                 let mut st = shared.state.lock();
-                repl::check_waiters(&shared, &mut st, now);
+                repl::tick(&shared, &mut st, now);
                 cluster::check_setslot_waits(&shared, &mut st, now);
                 blocking::expire(&shared, &mut st, now);
                 blocking::check_cluster(&shared, &mut st);
-                repl::ping_replicas(&shared, &mut st, now);
                 if now.saturating_sub(last_sample) >= 100 {
                     last_sample = now;
                     let (_, _, net_in, net_out) = shared.stats.snapshot();

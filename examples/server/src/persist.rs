@@ -112,10 +112,11 @@ impl Persistence {
         self.dirty += 1;
     }
 
-    /// INFO `persistence` lines.
-    pub fn info_section(&self, now_ms: u64) -> String {
+    /// INFO `persistence` lines; `loading`: a replica is loading its primary's RDB.
+    pub fn info_section(&self, loading: bool, now_ms: u64) -> String {
         format!(
-            "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\n",
+            "# Persistence\r\nloading:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\n",
+            u8::from(loading),
             self.dirty,
             u8::from(self.bgsave_started_ms.is_some()),
             self.last_save_s,
@@ -318,12 +319,16 @@ pub fn load_at_start(shared: &Shared) -> Result<u64, String> {
     let started = std::time::Instant::now();
     let now = unix_ms();
     let mut st = shared.state.lock();
-    let keys = crate::snapshot::load_rdb(&mut st.kv, &bytes, now).map_err(|e| {
+    let refused = |e: String| {
         format!(
             "Short read or OOM loading DB. Unrecoverable error, aborting now. ({}: {e})",
             path.display()
         )
-    })?;
+    };
+    let mut loader = crate::snapshot::RdbLoader::new(st.kv.databases()).map_err(refused)?;
+    loader.feed(&bytes, now).map_err(refused)?;
+    let (kv, keys) = loader.finish(now).map_err(refused)?;
+    st.kv = kv;
     st.persist.loaded_keys = keys;
     tracing::info!("Done loading RDB, keys loaded: {keys}.");
     tracing::info!(

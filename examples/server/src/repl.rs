@@ -1,82 +1,59 @@
-//! Replication inside a shard: primary -> replica, full copy then a write stream.
+//! Replication inside a shard, both roles, on `ferrocluster_dataplane::Replication` (the one
+//! copy of the protocol: handshake, `+FULLRESYNC` / `+CONTINUE` from the backlog, the replid
+//! pair shifted on promotion, `REPLCONF ACK/GETACK`, WAIT, pings, `repl-timeout`). This module
+//! is the host of that engine: it keeps it inside [`State`] (under the state lock, so a write
+//! and its place in the stream are one step) and acts on its outputs ([`flush`]):
 //!
-//! The wire is Redis's (a Redis 7.0 or Valkey 9.1 replica of ours gets the data), with full
-//! syncs only (no backlog, no partial resync yet):
-//! 1. the replica connects to the primary's data port and sends (AUTH,)
-//!    `REPLCONF listening-port <port>`, `REPLCONF version <v>` and `PSYNC ? -1`;
-//! 2. the primary answers `+FULLRESYNC <replid> <offset>` and then `$<len>\r\n` and an RDB
-//!    file of the whole keyspace (src/snapshot.rs), made under the state lock so nothing
-//!    written after it is missed or doubled;
-//! 3. from then on every write is sent as its *effect* (`SET key value [PXAT t]` or `DEL key`,
-//!    `FLUSHDB`/`FLUSHALL`/`SWAPDB` as is), so relative expiry times and INCR results are the
-//!    same on both sides; the replication offset counts the stream's bytes;
-//! 4. the replica acknowledges with `REPLCONF ACK <offset>` after each applied chunk and every
-//!    second; WAIT counts replicas whose acknowledged offset reached the primary's offset;
-//! 5. like Redis and Valkey (`replicationCron`, `repl-ping-replica-period` 10 s), a primary
-//!    with replicas appends `PING` to the stream every [`REPL_PING_PERIOD_MS`] ([`ping_replicas`],
-//!    from the timer thread). It counts in the offset like any write, so an idle replica's
-//!    offset still moves (its ACKs and the offset it reports to the cluster show it synced).
+//! * **primary side**: a replica is a client connection that sent `REPLCONF` / `PSYNC`
+//!   ([`replconf`], [`psync`]); the engine's bytes for it go to its I/O thread as
+//!   `Delivery::Raw`. Every write the node executes is fed as its *effect*
+//!   ([`propagate`]: `SET key value PXAT t`, `DEL key`, ...), so relative expiry times and
+//!   INCR results are the same on both sides.
+//! * **full sync snapshot**: the RDB of the whole keyspace (`crate::snapshot::write_rdb`, with
+//!   the `repl-id` / `repl-offset` / `repl-stream-db` aux fields) is made under the state lock
+//!   the moment the engine asks for it, so it is exactly the keyspace at the snapshot's offset.
+//!   It is sent with the `$<len>` framing at once (`repl-diskless-sync no`, our default: the
+//!   snapshot is an in-memory buffer of known length, no fork and no file, so there is nothing
+//!   to wait for); `repl-diskless-sync yes` sends it with the `$EOF:` framing after
+//!   `repl-diskless-sync-delay`, as Valkey.
+//! * **replica side**: our link to the primary is an outbound connection with one reader
+//!   thread ([`start_links`]); its bytes go to the engine under the lock and what comes out is
+//!   acted on in order: the RDB is decoded chunk by chunk into a staging keyspace
+//!   (`ferrocluster_rdb::RdbDecoder`), swapped in at its end (Valkey `repl-diskless-load
+//!   swapdb`: the old data set is kept until the new one is complete, and dropped data from a
+//!   broken transfer never shows); while it loads, clients get `-LOADING` except for the
+//!   commands flagged `loading` (Valkey's rule for a replica that loads a new history). The
+//!   stream's commands are applied without routing or replies (`run_replicated`); the engine
+//!   proxies the stream to our own replicas.
+//! * **role changes** come from the cluster node ([`set_primary`]): `BecamePrimary` shifts
+//!   the replid (the old one becomes replid2) so the other replicas of the old primary resync
+//!   partially with us; `ReplicateFrom` keeps our history cached so a sibling promoted by a
+//!   failover accepts a partial resync.
+//!
+//! The replid and offset are not saved across a restart (no persistence of the data set
+//! yet): a restarted node starts a new history and its replicas resync fully.
 
 use crate::client::{Args, ClientCtx, Delivery};
-use crate::commands::parse_i64;
-use crate::resp::{parse_request, Limits, Out, Parsed};
+use crate::resp::Out;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
+use ferrocluster_dataplane::{
+    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Role, SaveInfo,
+    SnapshotId, SnapshotTarget, UpstreamId,
+};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Period of the primary's replication `PING`, ms (Redis/Valkey `repl-ping-replica-period`
-/// default, 10 s).
-pub const REPL_PING_PERIOD_MS: u64 = 10_000;
 
 /// The version our replica announces in `REPLCONF version`: Valkey 8.0, the first whose
 /// replicas apply a replicated `CLUSTER SETSLOT` (the replica behaviour we follow; a primary
 /// waits only for replicas above 7.2.255).
 pub const REPLICA_VERSION: &str = "8.0.0";
 
-/// One connected replica, as the primary sees it.
-#[derive(Debug, Clone)]
-pub struct ReplicaLink {
-    /// Client id of its connection.
-    pub client_id: u64,
-    /// I/O thread of the connection.
-    pub io_thread: usize,
-    /// Connection slot.
-    pub token: usize,
-    /// Its IP.
-    pub ip: String,
-    /// Its data port (REPLCONF listening-port).
-    pub port: u16,
-    /// Last acknowledged offset.
-    pub ack_offset: u64,
-    /// When it last acknowledged (unix ms).
-    pub last_ack_ms: u64,
-    /// Its `REPLCONF version` (`None`: sent none, as Redis 7.0).
-    pub version: Option<(u8, u8, u8)>,
-}
-
-impl ReplicaLink {
-    /// Whether it applies a replicated `CLUSTER SETSLOT`, so a primary waits for its ACK
-    /// (Valkey `clusterCommandSetSlot`: online replicas above 7.2.255).
-    pub fn applies_setslot(&self) -> bool {
-        self.version
-            .is_some_and(|v| v > ferrocluster_dataplane::SETSLOT_REPLICA_MIN_VERSION)
-    }
-}
-
-/// A client blocked in WAIT.
-#[derive(Debug, Clone)]
-struct Waiter {
-    client_id: u64,
-    io_thread: usize,
-    token: usize,
-    target: u64,
-    replicas: usize,
-    deadline_ms: Option<u64>,
-}
+/// `-LOADING`, Valkey 9's text (`shared.loadingerr`).
+pub const LOADING_ERR: &str = "LOADING Valkey is loading the dataset in memory";
 
 /// Where this node replicates from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,154 +64,123 @@ pub struct PrimaryAddr {
     pub port: u16,
 }
 
-/// Replication bookkeeping, inside [`State`].
-#[derive(Debug)]
+/// Full and partial sync counters of the primary side (INFO stats `sync_full`,
+/// `sync_partial_ok`, `sync_partial_err`, Valkey's meanings: every full sync served; every
+/// `+CONTINUE`; every PSYNC that asked for a partial resync and got a full one).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SyncStats {
+    /// `sync_full`.
+    pub full: u64,
+    /// `sync_partial_ok`.
+    pub partial_ok: u64,
+    /// `sync_partial_err`.
+    pub partial_err: u64,
+}
+
+/// Replication, inside [`State`]: the engine and what its host keeps beside it.
 pub struct ReplState {
-    /// Replication id (40 hex).
-    pub replid: String,
-    /// Primary: bytes of stream produced. Replica: bytes of stream applied.
-    pub offset: u64,
-    /// `Some` while this node is a replica.
-    pub primary: Option<PrimaryAddr>,
-    /// Replica: the link to the primary is up (full sync done).
-    pub link_up: bool,
-    /// Replica: last time data came from the primary (unix ms).
-    pub last_io_ms: u64,
-    /// Replica: since when the link is down after having been up (`None`: up, or never
-    /// synced since this node became a replica).
-    pub down_since: Option<u64>,
-    /// Primary: connected replicas.
-    pub replicas: Vec<ReplicaLink>,
-    waiters: Vec<Waiter>,
-    pending: Vec<u8>,
-    stream_db: usize,
-    /// Primary: when the last replication PING was appended (unix ms).
-    last_ping_ms: u64,
-    /// Bumped on every role change; replica threads stop when it moves on.
-    pub generation: Arc<AtomicU64>,
+    /// The protocol engine (both roles).
+    pub engine: Replication,
+    /// Client connections the engine knows (replicas, WAIT clients): id → (I/O thread, slot).
+    conns: HashMap<u64, (usize, usize)>,
+    /// Clients blocked in WAIT.
+    waiting: HashSet<u64>,
+    /// Replicas whose PSYNC asked for a partial resync (for `sync_partial_err`).
+    asked_partial: HashSet<ConnId>,
+    /// Write halves of the links to our primary.
+    links: HashMap<UpstreamId, TcpStream>,
+    /// Links to open ([`start_links`]).
+    connects: Vec<(UpstreamId, String, u16)>,
+    /// The RDB being loaded.
+    loader: Option<crate::snapshot::RdbLoader>,
+    /// A load failed: outputs of that transfer are dropped until the next `RdbBegin`.
+    discard: bool,
+    /// The session the stream's commands run in, and the database it is in.
+    applier: Option<(ClientCtx, u32)>,
+    /// Where we replicate from (`None`: a primary).
+    primary: Option<PrimaryAddr>,
+    /// INFO stats counters.
+    pub stats: SyncStats,
 }
 
 impl ReplState {
     /// A primary with no replicas.
-    pub fn new(replid: String) -> ReplState {
-        ReplState {
-            replid,
-            offset: 0,
+    ///
+    /// # Errors
+    /// A configuration the engine refuses.
+    pub fn new(cfg: ReplicationConfig, seed: u64) -> Result<ReplState, String> {
+        let engine = Replication::new(cfg, seed, Role::Primary, None, Millis(unix_ms()))
+            .map_err(|e| e.to_string())?;
+        Ok(ReplState {
+            engine,
+            conns: HashMap::new(),
+            waiting: HashSet::new(),
+            asked_partial: HashSet::new(),
+            links: HashMap::new(),
+            connects: Vec::new(),
+            loader: None,
+            discard: false,
+            applier: None,
             primary: None,
-            link_up: false,
-            last_io_ms: 0,
-            down_since: None,
-            replicas: Vec::new(),
-            waiters: Vec::new(),
-            pending: Vec::new(),
-            stream_db: 0,
-            last_ping_ms: 0,
-            generation: Arc::new(AtomicU64::new(0)),
-        }
+            stats: SyncStats::default(),
+        })
     }
 
     /// Whether this node replicates from a primary.
     pub fn is_replica(&self) -> bool {
-        self.primary.is_some()
+        self.engine.is_replica()
     }
 
-    /// The facts the cluster node needs for elections and its headers' `offset`: a primary's
-    /// produced offset, a replica's processed offset and the state of its link
-    /// (`ClusterNode::handle_replication`).
+    /// Whether an RDB from the primary is being loaded (clients get `-LOADING`).
+    pub fn loading(&self) -> bool {
+        self.loader.is_some()
+    }
+
+    /// The replication offset (bytes of stream produced or processed).
+    pub fn offset(&self) -> u64 {
+        self.engine.offset()
+    }
+
+    /// The facts the cluster node needs (`ClusterNode::handle_replication`).
     pub fn facts(&self) -> ferrocluster_node::ReplicationState {
-        use ferrocluster_node::ReplLink;
-        use ferrocluster_topology::Millis;
-        let link = if self.primary.is_none() {
-            ReplLink::Down
-        } else if self.link_up {
-            ReplLink::Up {
-                last_interaction: Millis(self.last_io_ms),
-            }
-        } else {
-            match self.down_since {
-                Some(t) => ReplLink::DownSince(Millis(t)),
-                None => ReplLink::Down,
-            }
-        };
-        ferrocluster_node::ReplicationState {
-            offset: self.offset,
-            link,
-        }
+        self.engine.replication_state()
     }
 
     /// Clients blocked in WAIT.
     pub fn waiting_clients(&self) -> usize {
-        self.waiters.len()
+        self.waiting.len()
     }
 
-    /// The `# Replication` INFO section.
+    /// Online replicas that apply a replicated `CLUSTER SETSLOT` and their acknowledged
+    /// offsets (Valkey `clusterCommandSetSlot`: replicas above 7.2.255).
+    pub fn setslot_replicas(&self) -> Vec<u64> {
+        self.engine
+            .replicas()
+            .into_iter()
+            .filter(|r| r.state == "online")
+            .filter(|r| {
+                r.version
+                    .is_some_and(|v| v > ferrocluster_dataplane::SETSLOT_REPLICA_MIN_VERSION)
+            })
+            .map(|r| r.offset)
+            .collect()
+    }
+
+    /// The `# Replication` INFO section (the engine's figures, Valkey 9's fields).
     pub fn info_section(&self, now: u64) -> String {
         let mut s = String::from("# Replication\r\n");
-        match &self.primary {
-            Some(p) => {
-                s.push_str(&format!(
-                    "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\nslave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n",
-                    p.host,
-                    p.port,
-                    if self.link_up { "up" } else { "down" },
-                    if self.link_up { (now.saturating_sub(self.last_io_ms) / 1000) as i64 } else { -1 },
-                    u8::from(!self.link_up),
-                    self.offset,
-                    self.offset,
-                ));
-            }
-            None => s.push_str("role:master\r\n"),
-        }
-        s.push_str(&format!("connected_slaves:{}\r\n", self.replicas.len()));
-        for (i, r) in self.replicas.iter().enumerate() {
-            s.push_str(&format!(
-                "slave{i}:ip={},port={},state=online,offset={},lag={}\r\n",
-                r.ip,
-                r.port,
-                r.ack_offset,
-                now.saturating_sub(r.last_ack_ms) / 1000
-            ));
-        }
-        s.push_str(&format!(
-            "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n",
-            self.replid, self.offset
-        ));
+        s.push_str(&self.engine.info(Millis(now)).render());
         s
     }
 
-    fn append_command(&mut self, parts: &[&[u8]]) {
-        let start = self.pending.len();
-        let mut o = Out {
-            buf: std::mem::take(&mut self.pending),
-            proto: 2,
-        };
-        o.array(parts.len());
-        for p in parts {
-            o.bulk(p);
+    /// Appends a command to the stream as a primary (no-op on a replica: the engine proxies
+    /// its primary's stream).
+    fn feed(&mut self, db: usize, parts: &[&[u8]], now: u64) {
+        if self.engine.is_replica() {
+            return;
         }
-        self.pending = o.buf;
-        self.offset += (self.pending.len() - start) as u64;
-    }
-
-    /// Appends `PING` to the stream when this node is a primary with replicas and
-    /// [`REPL_PING_PERIOD_MS`] passed since the last one; whether it did.
-    fn ping_if_due(&mut self, now: u64) -> bool {
-        if self.is_replica() || self.replicas.is_empty() {
-            return false;
-        }
-        if now.saturating_sub(self.last_ping_ms) < REPL_PING_PERIOD_MS {
-            return false;
-        }
-        self.last_ping_ms = now;
-        self.append_command(&[b"PING"]);
-        true
-    }
-
-    fn select(&mut self, db: usize) {
-        if db != self.stream_db {
-            self.stream_db = db;
-            let d = db.to_string();
-            self.append_command(&[b"SELECT", d.as_bytes()]);
+        if let Err(e) = self.engine.feed(db as u32, parts, Millis(now)) {
+            tracing::warn!("replication: write not propagated: {e}");
         }
     }
 }
@@ -242,7 +188,7 @@ impl ReplState {
 /// Appends the effect of a write command to the replication stream (primary only) and offers
 /// it to the slot migration export links of its slot (`crate::migrate::forward`).
 pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now: u64) {
-    let to_repl = !state.repl.replicas.is_empty() && !state.repl.is_replica();
+    let to_repl = !state.repl.is_replica();
     let to_asm = state.migr.forwarding();
     if !to_repl && !to_asm {
         return;
@@ -250,9 +196,8 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
     match spec.cmd {
         Cmd::Flushdb | Cmd::Flushall | Cmd::Swapdb | Cmd::Debug => {
             if to_repl {
-                state.repl.select(db);
                 let parts: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
-                state.repl.append_command(&parts);
+                state.repl.feed(db, &parts, now);
             }
         }
         // MIGRATE sends the DELs of the keys it moved itself (`propagate_dels`).
@@ -264,10 +209,7 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
 
 /// One key's effect to the replicas and the export links.
 fn emit(state: &mut State, db: usize, key: &[u8], parts: &[&[u8]]) {
-    if !state.repl.replicas.is_empty() && !state.repl.is_replica() {
-        state.repl.select(db);
-        state.repl.append_command(parts);
-    }
+    state.repl.feed(db, parts, unix_ms());
     if state.migr.forwarding() {
         crate::migrate::forward(state, db, key, parts);
     }
@@ -280,12 +222,11 @@ pub fn propagate_dels(state: &mut State, db: usize, keys: &[&[u8]]) {
     }
 }
 
-/// Appends a command as is (a slot migration's `CLUSTER SYNCSLOTS ESTABLISH/FINISH`, which
-/// replicas apply as coming from their primary).
+/// Appends a command as is (a slot migration's `CLUSTER SYNCSLOTS ESTABLISH/FINISH`, a
+/// `CLUSTER SETSLOT`, which replicas apply as coming from their primary). It touches no
+/// database; the engine may put a `SELECT` before it, which changes nothing.
 pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
-    if !state.repl.replicas.is_empty() && !state.repl.is_replica() {
-        state.repl.append_command(parts);
-    }
+    state.repl.feed(0, parts, unix_ms());
 }
 
 /// Deletes every key of `slots` (all databases), sending the DELs to the replicas: myself
@@ -293,20 +234,20 @@ pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
 pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -> u64 {
     let mut deleted = 0;
     let mut detached = Vec::new();
+    let now = unix_ms();
     for slot in slots.iter() {
         if state.kv.count_keys_in_slot_all_dbs(slot) == 0 {
             continue;
         }
-        if !state.repl.replicas.is_empty() && !state.repl.is_replica() {
+        if !state.repl.is_replica() {
             for db in 0..state.kv.databases() {
                 let n = state.kv.count_keys_in_slot(db, slot).unwrap_or(0) as usize;
                 if n == 0 {
                     continue;
                 }
                 let keys = state.kv.keys_in_slot(db, slot, n).unwrap_or_default();
-                state.repl.select(db);
                 for k in keys {
-                    state.repl.append_command(&[b"DEL", &k]);
+                    state.repl.feed(db, &[b"DEL", &k], now);
                 }
             }
         }
@@ -328,54 +269,235 @@ pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -
 /// `LAZYFREE_THRESHOLD`, 64 allocations).
 const LAZYFREE_THRESHOLD: u64 = 64;
 
-/// Sends what was appended to the stream since the last flush to every replica.
+fn write_reply(reply: &ferrocluster_dataplane::Reply, out: &mut Out) {
+    crate::cluster::write_reply(reply, out);
+}
+
+/// Acts on every output of the engine, in order (the host loop of
+/// `ferrocluster_dataplane::Replication`). Called after every input to the engine, under the
+/// state lock; links to open wait for [`start_links`].
 pub fn flush(shared: &Shared, state: &mut State) {
     crate::migrate::flush(state);
-    if state.repl.pending.is_empty() {
-        return;
+    let now = unix_ms();
+    while let Some(o) = state.repl.engine.poll_output() {
+        act(shared, state, o, now);
     }
-    let bytes: Arc<[u8]> = std::mem::take(&mut state.repl.pending).into();
-    for r in &state.repl.replicas {
-        shared.deliver(
-            r.io_thread,
-            r.token,
-            r.client_id,
-            Delivery::Raw(Arc::clone(&bytes)),
+}
+
+fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
+    let r = &mut state.repl;
+    match o {
+        Output::ToReplica { conn, bytes } => {
+            if let Some(&(io, token)) = r.conns.get(&conn.0) {
+                shared.deliver(io, token, conn.0, Delivery::Raw(bytes.into()));
+            }
+        }
+        Output::CloseReplica { conn, reason } => {
+            tracing::info!(client = conn.0, ?reason, "replica disconnected");
+            if let Some((io, token)) = r.conns.remove(&conn.0) {
+                shared.deliver(io, token, conn.0, Delivery::Close);
+            }
+        }
+        Output::StartSnapshot { id, target, info } => snapshot(state, id, target, info, now),
+        Output::Connect { link, host, port } => r.connects.push((link, host, port)),
+        Output::ToPrimary { link, bytes } => {
+            if let Some(s) = r.links.get_mut(&link) {
+                if let Err(e) = s.write_all(&bytes) {
+                    tracing::debug!("replication link: write failed: {e}");
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+            }
+        }
+        Output::CloseUpstream { link } => {
+            if let Some(s) = r.links.remove(&link) {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+        Output::RdbBegin { offset, size, .. } => {
+            tracing::info!(
+                offset,
+                ?size,
+                "replication: full sync from the primary, loading"
+            );
+            r.discard = false;
+            match crate::snapshot::RdbLoader::new(state.kv.databases()) {
+                Ok(l) => state.repl.loader = Some(l),
+                Err(e) => load_failed(state, &e, now),
+            }
+        }
+        Output::RdbChunk(bytes) => {
+            let res = match r.loader.as_mut() {
+                Some(l) => l.feed(&bytes, now),
+                None => Ok(()),
+            };
+            if let Err(e) = res {
+                load_failed(state, &e, now);
+            }
+        }
+        Output::RdbEnd => {
+            let Some(l) = r.loader.take() else {
+                return;
+            };
+            let (kv, keys) = match l.finish(now) {
+                Ok(done) => done,
+                Err(e) => return load_failed(state, &e, now),
+            };
+            let old = std::mem::replace(&mut state.kv, kv);
+            // The old data set is freed on a background thread (Valkey's lazyfree of the
+            // replaced databases).
+            std::thread::spawn(move || drop(old));
+            if let Some(side) = state.cluster.as_mut() {
+                side.node.handle_migration(
+                    ferrocluster_node::MigrationInput::FullSync,
+                    ferrocluster_node::Millis(now),
+                );
+                side.wake();
+            }
+            tracing::info!(
+                keys,
+                "replication: full copy (RDB) from the primary loaded, streaming"
+            );
+        }
+        Output::RdbAbort => {
+            r.loader = None;
+        }
+        Output::Apply(_) | Output::ApplyTransaction(_) if r.discard => {}
+        Output::Apply(c) => apply(shared, state, c.db, &c.argv),
+        Output::ApplyTransaction(cmds) => {
+            for c in cmds {
+                apply(shared, state, c.db, &c.argv);
+            }
+        }
+        Output::WaitDone { client, reply } => {
+            r.waiting.remove(&client.0);
+            if let Some(&(io, token)) = r.conns.get(&client.0) {
+                let mut o = Out::new();
+                write_reply(&reply, &mut o);
+                shared.deliver(io, token, client.0, Delivery::Unblock(o.buf.into()));
+            }
+        }
+        Output::Event(e) => event(r, e),
+        // `Output` is not exhaustive to the engine's future; nothing else is asked of us.
+        #[allow(unreachable_patterns)]
+        _ => {}
+    }
+}
+
+fn event(r: &mut ReplState, e: Event) {
+    match e {
+        Event::FullSyncNeeded { conn } => {
+            r.stats.full += 1;
+            if r.asked_partial.remove(&conn) {
+                r.stats.partial_err += 1;
+            }
+            tracing::info!(client = conn.0, "replica: full sync");
+        }
+        Event::PartialResyncAccepted { conn, bytes } => {
+            r.stats.partial_ok += 1;
+            r.asked_partial.remove(&conn);
+            tracing::info!(client = conn.0, bytes, "replica: partial resync accepted");
+        }
+        Event::ReplicaOnline { conn } => tracing::info!(client = conn.0, "replica online"),
+        Event::LinkUp { partial } => {
+            tracing::info!(partial, "replication: link to the primary up")
+        }
+        Event::LinkDown(why) => tracing::info!(?why, "replication: link to the primary down"),
+        other => tracing::debug!(?other, "replication"),
+    }
+}
+
+fn load_failed(state: &mut State, why: &str, now: u64) {
+    tracing::warn!("replication: the primary's RDB does not load: {why}");
+    state.repl.loader = None;
+    state.repl.discard = true;
+    state.repl.engine.handle_load_failed(Millis(now));
+}
+
+/// Runs one command of the primary's stream in database `db`, without routing or reply.
+fn apply(shared: &Shared, state: &mut State, db: u32, argv: &[Vec<u8>]) {
+    let (mut ctx, mut at) = match state.repl.applier.take() {
+        Some(a) => a,
+        None => {
+            let mut ctx = ClientCtx::internal(shared);
+            if shared.config.cluster_enabled {
+                // CLUSTER SYNCSLOTS in the stream come from our primary (Origin::Primary).
+                ctx.cluster = Some(ferrocluster_command::ClientState::primary_link());
+            }
+            (ctx, u32::MAX)
+        }
+    };
+    let mut sink = Out::new();
+    if at != db {
+        let d = db.to_string();
+        run_argv(
+            shared,
+            state,
+            &mut ctx,
+            &[b"SELECT", d.as_bytes()],
+            &mut sink,
         );
+        at = db;
+    }
+    let parts: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    run_argv(shared, state, &mut ctx, &parts, &mut sink);
+    state.repl.applier = Some((ctx, at));
+}
+
+fn run_argv(
+    shared: &Shared,
+    state: &mut State,
+    ctx: &mut ClientCtx,
+    parts: &[&[u8]],
+    sink: &mut Out,
+) {
+    let mut flat = Vec::new();
+    let mut ranges = Vec::with_capacity(parts.len());
+    for p in parts {
+        let start = flat.len();
+        flat.extend_from_slice(p);
+        ranges.push(start..flat.len());
+    }
+    crate::commands::run_replicated(shared, state, ctx, &Args::new(&flat, &ranges), sink);
+}
+
+/// The RDB of the keyspace as of now (the engine asked under this same lock hold, so it is
+/// the keyspace at `info.offset`), handed to the engine in one piece.
+fn snapshot(state: &mut State, id: SnapshotId, target: SnapshotTarget, info: SaveInfo, now: u64) {
+    let aux = [
+        ("redis-ver", crate::admin::COMPAT_VERSION.to_string()),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (now / 1000).to_string()),
+        ("repl-stream-db", info.stream_db.to_string()),
+        ("repl-id", info.replid.to_string()),
+        ("repl-offset", info.offset.to_string()),
+    ];
+    let e = &mut state.repl.engine;
+    let t = Millis(now);
+    let res = match crate::snapshot::write_rdb(&state.kv, &aux, now) {
+        Ok(rdb) => {
+            let ready = match target {
+                SnapshotTarget::Disk => e.handle_snapshot_ready(id, rdb.len() as u64, t),
+                _ => Ok(()),
+            };
+            ready
+                .and_then(|()| e.handle_snapshot_chunk(id, &rdb, t))
+                .and_then(|()| e.handle_snapshot_end(id, t))
+                .map_err(|e| e.to_string())
+        }
+        Err(why) => Err(why),
+    };
+    if let Err(why) = res {
+        tracing::warn!("full sync: the snapshot failed: {why}");
+        let _ = e.handle_snapshot_failed(id, t);
     }
 }
 
 /// `ROLE`
 pub fn role_reply(state: &State, out: &mut Out) {
-    match &state.repl.primary {
-        None => {
-            out.array(3);
-            out.bulk(b"master");
-            out.int(state.repl.offset as i64);
-            out.array(state.repl.replicas.len());
-            for r in &state.repl.replicas {
-                out.array(3);
-                out.bulk(r.ip.as_bytes());
-                out.bulk(r.port.to_string().as_bytes());
-                out.bulk(r.ack_offset.to_string().as_bytes());
-            }
-        }
-        Some(p) => {
-            out.array(5);
-            out.bulk(b"slave");
-            out.bulk(p.host.as_bytes());
-            out.int(i64::from(p.port));
-            out.bulk(if state.repl.link_up {
-                b"connected"
-            } else {
-                b"connect"
-            });
-            out.int(state.repl.offset as i64);
-        }
-    }
+    write_reply(&state.repl.engine.role_reply(), out);
 }
 
-/// `REPLCONF listening-port N | ACK offset | capa ...`
+/// `REPLCONF ...` from a client connection (a replica's options and ACKs).
 pub fn replconf(
     shared: &Shared,
     state: &mut State,
@@ -383,89 +505,53 @@ pub fn replconf(
     args: &Args<'_>,
     out: &mut Out,
 ) {
-    let mut i = 1;
-    while i + 1 < args.len() {
-        let (k, v) = (args.get(i), args.get(i + 1));
-        if k.eq_ignore_ascii_case(b"ack") {
-            let off = parse_i64(v).unwrap_or(0).max(0) as u64;
-            let now = unix_ms();
-            if let Some(r) = state
-                .repl
-                .replicas
-                .iter_mut()
-                .find(|r| r.client_id == client.id)
-            {
-                r.ack_offset = r.ack_offset.max(off);
-                r.last_ack_ms = now;
-            }
-            check_waiters(shared, state, now);
-            crate::cluster::check_setslot_waits(shared, state, now);
-            // ACKs get no reply.
-            return;
-        } else if k.eq_ignore_ascii_case(b"listening-port") {
-            client.listening_port = parse_i64(v).and_then(|p| u16::try_from(p).ok());
-        } else if k.eq_ignore_ascii_case(b"version") {
-            client.replica_version = ferrocluster_dataplane::parse_version(v);
-        }
-        i += 2;
+    let now = unix_ms();
+    let argv = args.to_owned_vec();
+    let peer = client.addr.map(|a| a.ip());
+    let ack = argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"ack"));
+    match state
+        .repl
+        .engine
+        .handle_command(ConnId(client.id), peer, &argv, Millis(now))
+    {
+        Ok(CommandOutcome::Reply(r)) => write_reply(&r, out),
+        Ok(CommandOutcome::NoReply) => {}
+        Err(e) => write_reply(&e.to_reply(), out),
     }
-    out.ok();
+    if ack {
+        crate::cluster::check_setslot_waits(shared, state, now);
+    }
+    flush(shared, state);
 }
 
-/// `PSYNC replid offset`: always a full resync (no backlog).
+/// `PSYNC replid offset`: a partial resync from the backlog or a full sync (the engine
+/// decides); the answer comes as the engine's bytes for this connection.
 pub fn psync(
-    _shared: &Shared,
+    shared: &Shared,
     state: &mut State,
     client: &mut ClientCtx,
-    _args: &Args<'_>,
+    args: &Args<'_>,
     out: &mut Out,
     now: u64,
 ) {
-    if state.repl.is_replica() {
-        out.error("NOMASTERLINK Can't SYNC while not connected with my master");
-        return;
+    let argv = args.to_owned_vec();
+    let conn = ConnId(client.id);
+    let peer = client.addr.map(|a| a.ip());
+    let r = &mut state.repl;
+    r.conns.insert(client.id, (client.io_thread, client.token));
+    if argv.get(1).is_some_and(|id| id.as_slice() != b"?") {
+        r.asked_partial.insert(conn);
     }
-    client.is_replica_link = true;
-    out.simple(&format!(
-        "FULLRESYNC {} {}",
-        state.repl.replid, state.repl.offset
-    ));
-    // The keyspace as of now, under the state lock (nothing written after it is missed or
-    // doubled): an RDB file every peer kind loads (src/snapshot.rs).
-    let aux = [
-        ("redis-ver", crate::admin::COMPAT_VERSION.to_string()),
-        ("redis-bits", "64".to_string()),
-        ("ctime", (now / 1000).to_string()),
-    ];
-    match crate::snapshot::write_rdb(&state.kv, &aux, now) {
-        // `$<len>\r\n<rdb>`, no CRLF after it (Valkey `sendBulkToReplica`): the stream's
-        // offsets start right after the file's last byte.
-        Ok(rdb) => {
-            out.buf
-                .extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-            out.buf.extend_from_slice(&rdb);
-        }
+    match r.engine.handle_command(conn, peer, &argv, Millis(now)) {
+        Ok(CommandOutcome::Reply(reply)) => write_reply(&reply, out),
+        Ok(CommandOutcome::NoReply) => client.is_replica_link = true,
         Err(e) => {
-            tracing::warn!("full sync: the snapshot failed: {e}");
-            out.error(&format!("ERR full sync snapshot failed: {e}"));
-            return;
+            r.asked_partial.remove(&conn);
+            write_reply(&e.to_reply(), out);
         }
     }
-    // The stream continues in db 0 terms: force a SELECT before the next write.
-    state.repl.stream_db = usize::MAX;
-    let ip = client.addr.map(|a| a.ip().to_string()).unwrap_or_default();
-    state.repl.replicas.retain(|r| r.client_id != client.id);
-    state.repl.replicas.push(ReplicaLink {
-        client_id: client.id,
-        io_thread: client.io_thread,
-        token: client.token,
-        ip,
-        port: client.listening_port.unwrap_or(0),
-        ack_offset: 0,
-        last_ack_ms: now,
-        version: client.replica_version,
-    });
-    tracing::info!(replica = %client.addr.map(|a| a.to_string()).unwrap_or_default(), "replica attached: full copy sent");
+    // The snapshot, if one starts, is taken now, under this lock hold.
+    flush(shared, state);
 }
 
 /// `WAIT numreplicas timeout`
@@ -477,386 +563,164 @@ pub fn wait(
     out: &mut Out,
     now: u64,
 ) {
-    if state.repl.is_replica() {
-        out.error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.");
-        return;
-    }
-    let (Some(n), Some(timeout)) = (parse_i64(args.get(1)), parse_i64(args.get(2))) else {
-        out.error(crate::commands::NOT_INT);
-        return;
-    };
-    if timeout < 0 {
-        out.error("ERR timeout is negative");
-        return;
+    let argv = args.to_owned_vec();
+    let r = &mut state.repl;
+    let target = r.engine.offset();
+    match r
+        .engine
+        .handle_wait(ConnId(client.id), &argv, target, Millis(now))
+    {
+        Ok(Some(reply)) => write_reply(&reply, out),
+        Ok(None) if client.multi.is_some() || client.in_exec || client.io_thread == usize::MAX => {
+            // Cannot block here: the count now (the engine forgets the wait at the close).
+            r.engine.handle_conn_closed(ConnId(client.id), Millis(now));
+            out.int(r.engine.acked_replicas(target) as i64);
+        }
+        Ok(None) => {
+            client.blocked = true;
+            r.conns.insert(client.id, (client.io_thread, client.token));
+            r.waiting.insert(client.id);
+        }
+        Err(e) => write_reply(&e.to_reply(), out),
     }
     flush(shared, state);
-    let target = state.repl.offset;
-    let acked = state
-        .repl
-        .replicas
-        .iter()
-        .filter(|r| r.ack_offset >= target)
-        .count();
-    if n <= 0 || acked >= n as usize || client.multi.is_some() {
-        out.int(acked as i64);
-        return;
-    }
-    client.blocked = true;
-    state.repl.waiters.push(Waiter {
-        client_id: client.id,
-        io_thread: client.io_thread,
-        token: client.token,
-        target,
-        replicas: n as usize,
-        deadline_ms: if timeout == 0 {
-            None
-        } else {
-            Some(now + timeout as u64)
-        },
-    });
 }
 
-/// The primary's periodic replication PING ([`REPL_PING_PERIOD_MS`]), sent at once.
-/// Not while client writes are paused for a manual failover: like Redis, the offset then
-/// stays put so the replica can match it exactly.
-pub fn ping_replicas(shared: &Shared, state: &mut State, now: u64) {
-    if state.writes_paused(now) {
-        return;
+/// The engine's timers (WAIT deadlines, the 1 s cron: pings, ACKs, timeouts, reconnects).
+pub fn tick(shared: &Arc<Shared>, state: &mut State, now: u64) {
+    let due = state.repl.engine.poll_timeout().is_some_and(|t| t.0 <= now);
+    if due {
+        state.repl.engine.handle_timeout(Millis(now));
     }
-    if state.repl.ping_if_due(now) {
-        flush(shared, state);
-    }
+    flush(shared, state);
+    start_links(shared, state);
 }
 
-/// Answers WAITs that are satisfied or timed out.
-pub fn check_waiters(shared: &Shared, state: &mut State, now: u64) {
-    if state.repl.waiters.is_empty() {
-        return;
-    }
-    let replicas = &state.repl.replicas;
-    state.repl.waiters.retain(|w| {
-        let acked = replicas.iter().filter(|r| r.ack_offset >= w.target).count();
-        if acked >= w.replicas || w.deadline_ms.is_some_and(|d| now >= d) {
-            shared.deliver(
-                w.io_thread,
-                w.token,
-                w.client_id,
-                Delivery::WaitDone(acked as i64),
-            );
-            false
-        } else {
-            true
-        }
-    });
-}
-
-/// A connection closed: forget it as a replica and drop its pending WAIT, if any.
+/// A connection closed: the engine forgets it as a replica and drops its WAIT.
 pub fn replica_link_closed(state: &mut State, client_id: u64) {
-    state.repl.replicas.retain(|r| r.client_id != client_id);
-    state.repl.waiters.retain(|w| w.client_id != client_id);
+    let r = &mut state.repl;
+    r.conns.remove(&client_id);
+    r.waiting.remove(&client_id);
+    r.asked_partial.remove(&ConnId(client_id));
+    r.engine
+        .handle_conn_closed(ConnId(client_id), Millis(unix_ms()));
 }
 
-/// Makes this node a replica of `primary` (or a primary with `None`). Starts the replica
-/// thread when needed. Called when the cluster node reports a role change.
-pub fn set_primary(shared: &Arc<Shared>, state: &mut State, primary: Option<PrimaryAddr>) {
+/// Client writes paused (a manual failover): no ping and no GETACK enter the stream, so the
+/// offsets compared stay put.
+pub fn set_paused(state: &mut State, paused: bool) {
+    state.repl.engine.handle_pause(paused, Millis(unix_ms()));
+}
+
+/// Makes this node a replica of `primary` (or a primary with `None`). `full_sync`: the node
+/// said the new primary shares no history with us (another shard). Called when the cluster
+/// node reports a role change.
+pub fn set_primary(
+    shared: &Arc<Shared>,
+    state: &mut State,
+    primary: Option<PrimaryAddr>,
+    full_sync: bool,
+) {
     if state.repl.primary == primary {
         return;
     }
-    let gen = state.repl.generation.fetch_add(1, Ordering::SeqCst) + 1;
-    state.repl.link_up = false;
-    state.repl.down_since = None;
+    let now = Millis(unix_ms());
     match &primary {
         Some(p) => {
             tracing::info!(host = %p.host, port = p.port, "role change: now a replica, syncing from the primary");
-            state.repl.replicas.clear();
             crate::blocking::unblock_all_for_role_change(shared, state);
-            let shared = Arc::clone(shared);
-            let p = p.clone();
-            let _ = std::thread::Builder::new()
-                .name("replica".into())
-                .spawn(move || replica_main(shared, p, gen));
+            state
+                .repl
+                .engine
+                .replicate_from(p.host.clone(), p.port, full_sync, now);
         }
         None => {
             tracing::info!("role change: now a primary");
-            // Keep the data and the offset; a new replication id starts a new history.
-            let mut rng =
-                <rand_chacha::ChaCha8Rng as rand_core::SeedableRng>::seed_from_u64(unix_ms());
-            state.repl.replid = crate::server::random_hex(&mut rng);
-            state.repl.stream_db = usize::MAX;
+            state.repl.engine.become_primary(now);
+            state.repl.loader = None;
         }
     }
     state.repl.primary = primary;
+    state.repl.applier = None;
+    flush(shared, state);
+    start_links(shared, state);
 }
 
-fn replica_main(shared: Arc<Shared>, primary: PrimaryAddr, gen: u64) {
-    let generation = Arc::clone(&shared.state.lock().repl.generation);
-    while generation.load(Ordering::SeqCst) == gen {
-        if let Err(e) = replica_session(&shared, &primary, gen, &generation) {
-            tracing::debug!(error = %e, "replication link to {}:{} down", primary.host, primary.port);
+/// Opens the links to our primary the engine asked for: one thread each, which connects,
+/// then feeds what it reads to the engine.
+pub fn start_links(shared: &Arc<Shared>, state: &mut State) {
+    for (link, host, port) in std::mem::take(&mut state.repl.connects) {
+        let shared = Arc::clone(shared);
+        let spawned = std::thread::Builder::new()
+            .name("replica-link".into())
+            .spawn(move || link_main(&shared, link, &host, port));
+        if spawned.is_err() {
+            state
+                .repl
+                .engine
+                .handle_upstream_connect_failed(link, Millis(unix_ms()));
         }
-        {
-            let mut st = shared.state.lock();
-            if generation.load(Ordering::SeqCst) == gen && st.repl.link_up {
-                st.repl.link_up = false;
-                st.repl.down_since = Some(unix_ms());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-fn replica_session(
-    shared: &Arc<Shared>,
-    primary: &PrimaryAddr,
-    gen: u64,
-    generation: &AtomicU64,
-) -> std::io::Result<()> {
+fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    let mut last = std::io::Error::other("no address");
     // A (host, port) pair: an IPv6 host (`::1`) cannot be written as `host:port` text.
-    let stream = TcpStream::connect((primary.host.as_str(), primary.port))?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(Duration::from_millis(500)))?;
-    let mut w = stream.try_clone()?;
-    let mut r = BufReader::with_capacity(256 * 1024, stream);
-    let mut line = String::new();
-    let send = |w: &mut TcpStream, parts: &[&[u8]]| -> std::io::Result<()> {
-        let mut o = Out::new();
-        o.array(parts.len());
-        for p in parts {
-            o.bulk(p);
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
         }
-        w.write_all(&o.buf)
-    };
-    if let Some(p) = &shared.config.requirepass {
-        send(&mut w, &[b"AUTH", p.as_bytes()])?;
-        read_line(&mut r, &mut line)?;
     }
-    let port = shared.config.port.to_string();
-    send(&mut w, &[b"REPLCONF", b"listening-port", port.as_bytes()])?;
-    read_line(&mut r, &mut line)?;
-    // We apply a replicated CLUSTER SETSLOT (from our primary, `CommandRequest::from_primary`)
-    // as a Valkey 8 replica does, so a Valkey 8+ primary, and ours, wait for our ACK of it.
-    send(
-        &mut w,
-        &[b"REPLCONF", b"version", REPLICA_VERSION.as_bytes()],
-    )?;
-    read_line(&mut r, &mut line)?;
-    send(&mut w, &[b"PSYNC", b"?", b"-1"])?;
-    read_line(&mut r, &mut line)?;
-    let mut words = line.trim_end().split(' ');
-    if words.next() != Some("+FULLRESYNC") {
-        return Err(std::io::Error::other(format!(
-            "unexpected PSYNC reply {line:?}"
-        )));
-    }
-    let replid = words.next().unwrap_or_default().to_string();
-    let start_offset: u64 = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
-    // A primary preparing its snapshot sends bare newlines to keep the link alive.
-    read_line(&mut r, &mut line)?;
-    while line.trim_end().is_empty() {
-        read_line(&mut r, &mut line)?;
-    }
-    let len: usize = line
-        .trim_end()
-        .strip_prefix('$')
-        .and_then(|l| l.parse().ok())
-        .ok_or_else(|| std::io::Error::other("bad full-sync header"))?;
-    let mut payload = vec![0u8; len];
-    read_exact_patient(&mut r, &mut payload)?;
-    let mut ctx = ClientCtx::internal(shared);
-    if shared.config.cluster_enabled {
-        // CLUSTER SYNCSLOTS in the stream come from our primary (Origin::Primary).
-        ctx.cluster = Some(ferrocluster_command::ClientState::primary_link());
-    }
-    let mut sink = Out::new();
-    let limits = Limits {
-        max_bulk_len: usize::MAX / 2,
-        unauthenticated: false,
-    };
-    let keys;
-    {
+    Err(last)
+}
+
+fn link_main(shared: &Arc<Shared>, link: UpstreamId, host: &str, port: u16) {
+    let stream = connect(host, port).and_then(|s| {
+        s.set_nodelay(true)?;
+        s.set_write_timeout(Some(Duration::from_secs(5)))?;
+        let w = s.try_clone()?;
+        Ok((s, w))
+    });
+    let mut reader = {
         let mut st = shared.state.lock();
-        if generation.load(Ordering::SeqCst) != gen {
-            return Ok(());
-        }
-        st.kv.flush_all();
-        keys = match crate::snapshot::load_rdb(&mut st.kv, &payload, unix_ms()) {
-            Ok(n) => n,
+        let now = Millis(unix_ms());
+        match stream {
+            Ok((r, w)) => {
+                st.repl.links.insert(link, w);
+                st.repl.engine.handle_upstream_connected(link, now);
+                flush(shared, &mut st);
+                start_links(shared, &mut st);
+                r
+            }
             Err(e) => {
-                st.kv.flush_all();
-                return Err(std::io::Error::other(format!(
-                    "the primary's RDB does not load: {e}"
-                )));
+                tracing::debug!("replication link to {host}:{port}: {e}");
+                st.repl.engine.handle_upstream_connect_failed(link, now);
+                flush(shared, &mut st);
+                start_links(shared, &mut st);
+                return;
             }
-        };
-        st.repl.replid = replid;
-        st.repl.offset = start_offset;
-        st.repl.link_up = true;
-        st.repl.down_since = None;
-        st.repl.last_io_ms = unix_ms();
-        if let Some(side) = st.cluster.as_mut() {
-            side.node.handle_migration(
-                ferrocluster_node::MigrationInput::FullSync,
-                ferrocluster_node::Millis(unix_ms()),
-            );
-            side.wake();
         }
-    }
-    tracing::info!(
-        keys,
-        bytes = len,
-        "replication: full copy (RDB) from the primary loaded, streaming"
-    );
-    let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
-    let mut last_ack = 0u64;
-    let mut chunk = vec![0u8; 256 * 1024];
+    };
+    let mut buf = vec![0u8; 256 * 1024];
     loop {
-        if generation.load(Ordering::SeqCst) != gen {
-            return Ok(());
+        let n = reader.read(&mut buf).unwrap_or(0);
+        let mut st = shared.state.lock();
+        if !st.repl.links.contains_key(&link) {
+            // The engine closed it.
+            return;
         }
-        let n = match r.read(&mut chunk) {
-            Ok(0) => return Err(std::io::Error::other("primary closed the link")),
-            Ok(n) => n,
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                0
-            }
-            Err(e) => return Err(e),
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let offset = {
-            let mut st = shared.state.lock();
-            if generation.load(Ordering::SeqCst) != gen {
-                return Ok(());
-            }
-            let used = apply(shared, &mut st, &mut ctx, &buf, limits, &mut sink);
-            buf.drain(..used);
-            st.repl.offset += used as u64;
-            if n > 0 {
-                st.repl.last_io_ms = unix_ms();
-            }
-            st.repl.offset
-        };
-        let now = unix_ms();
-        if n > 0 || now.saturating_sub(last_ack) >= 1000 {
-            let o = offset.to_string();
-            send(&mut w, &[b"REPLCONF", b"ACK", o.as_bytes()])?;
-            last_ack = now;
+        let now = Millis(unix_ms());
+        if n == 0 {
+            st.repl.links.remove(&link);
+            st.repl.engine.handle_upstream_closed(link, now);
+        } else if let Err(e) = st.repl.engine.handle_upstream_bytes(link, &buf[..n], now) {
+            tracing::warn!("replication stream from {host}:{port} is broken: {e}");
         }
-    }
-}
-
-fn read_line(r: &mut BufReader<TcpStream>, line: &mut String) -> std::io::Result<()> {
-    line.clear();
-    let deadline = unix_ms() + 10_000;
-    loop {
-        match r.read_line(line) {
-            Ok(0) => return Err(std::io::Error::other("primary closed the link")),
-            Ok(_) if line.ends_with('\n') => {
-                if line.starts_with('-') {
-                    return Err(std::io::Error::other(line.trim_end().to_string()));
-                }
-                return Ok(());
-            }
-            Ok(_) => {}
-            Err(e)
-                if (e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut)
-                    && unix_ms() < deadline => {}
-            Err(e) => return Err(e),
+        flush(shared, &mut st);
+        start_links(shared, &mut st);
+        if n == 0 {
+            return;
         }
-    }
-}
-
-fn read_exact_patient(r: &mut BufReader<TcpStream>, buf: &mut [u8]) -> std::io::Result<()> {
-    let mut got = 0;
-    let deadline = unix_ms() + 120_000;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => return Err(std::io::Error::other("primary closed the link")),
-            Ok(n) => got += n,
-            Err(e)
-                if (e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut)
-                    && unix_ms() < deadline => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Applies every complete command in `buf`; returns the bytes used.
-fn apply(
-    shared: &Shared,
-    st: &mut State,
-    ctx: &mut ClientCtx,
-    buf: &[u8],
-    limits: Limits,
-    sink: &mut Out,
-) -> usize {
-    let mut pos = 0;
-    let mut ranges = Vec::new();
-    let mut words = Vec::new();
-    loop {
-        match parse_request(&buf[pos..], &mut ranges, &mut words, limits) {
-            Parsed::Command { consumed, inline } => {
-                if !ranges.is_empty() {
-                    let from = if inline { &words[..] } else { &buf[pos..] };
-                    let args = Args::new(from, &ranges);
-                    crate::commands::run_replicated(shared, st, ctx, &args, sink);
-                }
-                pos += consumed;
-            }
-            Parsed::Incomplete { .. } => return pos,
-            Parsed::Error(e) => {
-                tracing::warn!("replication stream is broken: {e:?}");
-                return buf.len();
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn replica() -> ReplicaLink {
-        ReplicaLink {
-            client_id: 1,
-            io_thread: 0,
-            token: 0,
-            ip: "127.0.0.1".into(),
-            port: 7001,
-            ack_offset: 0,
-            last_ack_ms: 0,
-            version: None,
-        }
-    }
-
-    #[test]
-    fn primary_pings_replicas_every_period_and_the_offset_moves() {
-        let mut r = ReplState::new("0".repeat(40));
-        assert!(!r.ping_if_due(50_000), "no replicas: no PING");
-        r.replicas.push(replica());
-        assert!(r.ping_if_due(50_000));
-        // `*1\r\n$4\r\nPING\r\n` is 14 bytes; it counts in the offset like a write.
-        assert_eq!(r.offset, 14);
-        assert_eq!(r.pending, b"*1\r\n$4\r\nPING\r\n");
-        assert!(!r.ping_if_due(50_000 + REPL_PING_PERIOD_MS - 1));
-        assert!(r.ping_if_due(50_000 + REPL_PING_PERIOD_MS));
-        assert_eq!(r.offset, 28);
-    }
-
-    #[test]
-    fn replica_never_pings() {
-        let mut r = ReplState::new("0".repeat(40));
-        r.replicas.push(replica());
-        r.primary = Some(PrimaryAddr {
-            host: "127.0.0.1".into(),
-            port: 7000,
-        });
-        assert!(!r.ping_if_due(50_000));
-        assert_eq!(r.offset, 0);
     }
 }

@@ -265,6 +265,7 @@ impl Shared {
             16
         };
         let kv = KvStore::new(databases).map_err(|e| e.to_string())?;
+        let repl_cfg = config.replication(databases as u32);
         let now = unix_ms();
         let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
         let run_id = random_hex(&mut seed_rng);
@@ -274,7 +275,10 @@ impl Shared {
                 kv,
                 rng: ChaCha8Rng::seed_from_u64(now),
                 cluster,
-                repl: crate::repl::ReplState::new(random_hex(&mut seed_rng)),
+                repl: crate::repl::ReplState::new(
+                    repl_cfg,
+                    rand_core::RngCore::next_u64(&mut seed_rng),
+                )?,
                 commands_processed: 0,
                 expired_keys: 0,
                 keyspace_hits: 0,

@@ -1,7 +1,7 @@
 //! The keyspace as an RDB file and back, for a full sync: the primary writes every database
 //! with `ferrocluster_rdb::RdbWriter` (RDB 10, which Redis 7.0, Valkey 8 and Valkey 9 all
 //! load), the replica decodes what it receives with `ferrocluster_rdb::RdbDecoder` into an
-//! emptied keyspace. The values go through the server's `RdbValue` (src/value.rs).
+//! keyspace of its own ([`RdbLoader`]). The values go through the server's `RdbValue` (src/value.rs).
 
 use crate::server::Value;
 use ferrocluster_kvstore::{KeyExpiry, KvStore, ScanOptions};
@@ -58,29 +58,63 @@ pub fn write_rdb(kv: &KvStore<Value>, aux: &[(&str, String)], now: u64) -> Resul
     Ok(w.take())
 }
 
-/// Loads the RDB file `bytes` into `kv` (emptied by the caller first): every entry with its
-/// expiry; aux fields, functions and size hints are skipped. Returns the number of keys.
-///
-/// # Errors
-/// The decoder's error (with the file offset), a value type the server does not hold, a
-/// database past `kv`'s count, or a file cut short (no checksum).
-pub fn load_rdb(kv: &mut KvStore<Value>, bytes: &[u8], now: u64) -> Result<u64, String> {
-    let mut d = RdbDecoder::new();
-    d.feed(bytes);
-    let mut keys = 0;
-    while let Some(item) = d.poll().map_err(|e| e.to_string())? {
-        let Item::Entry(e) = item else {
-            continue;
-        };
-        let value = Value::from_rdb(e.object)
-            .map_err(|u| format!("key {:?}: {u}", String::from_utf8_lossy(&e.key)))?;
-        let expire = e.expire_ms.map(|t| t.max(0) as u64);
-        kv.insert_with_expiry(e.db as usize, &e.key, value, expire, now)
-            .map_err(|err| format!("key {:?}: {err}", String::from_utf8_lossy(&e.key)))?;
-        keys += 1;
+/// An RDB being loaded piece by piece into a keyspace of its own (a replica's full sync: the
+/// old data set stays in use until [`RdbLoader::finish`]). Every entry goes in with its
+/// expiry; aux fields, functions and size hints are skipped.
+pub struct RdbLoader {
+    decoder: RdbDecoder,
+    kv: KvStore<Value>,
+    keys: u64,
+}
+
+impl RdbLoader {
+    /// An empty keyspace of `databases` databases to load into.
+    ///
+    /// # Errors
+    /// A database count the keyspace refuses.
+    pub fn new(databases: usize) -> Result<RdbLoader, String> {
+        Ok(RdbLoader {
+            decoder: RdbDecoder::new(),
+            kv: KvStore::new(databases).map_err(|e| e.to_string())?,
+            keys: 0,
+        })
     }
-    d.finish().map_err(|e| e.to_string())?;
-    Ok(keys)
+
+    /// The next bytes of the file: every entry they complete is inserted.
+    ///
+    /// # Errors
+    /// The decoder's error (with the file offset), a value type the server does not hold, or
+    /// a database past the keyspace's count.
+    pub fn feed(&mut self, bytes: &[u8], now: u64) -> Result<(), String> {
+        self.decoder.feed(bytes);
+        self.drain(now)
+    }
+
+    fn drain(&mut self, now: u64) -> Result<(), String> {
+        while let Some(item) = self.decoder.poll().map_err(|e| e.to_string())? {
+            let Item::Entry(e) = item else {
+                continue;
+            };
+            let value = Value::from_rdb(e.object)
+                .map_err(|u| format!("key {:?}: {u}", String::from_utf8_lossy(&e.key)))?;
+            let expire = e.expire_ms.map(|t| t.max(0) as u64);
+            self.kv
+                .insert_with_expiry(e.db as usize, &e.key, value, expire, now)
+                .map_err(|err| format!("key {:?}: {err}", String::from_utf8_lossy(&e.key)))?;
+            self.keys += 1;
+        }
+        Ok(())
+    }
+
+    /// The file is complete: the loaded keyspace and its number of keys.
+    ///
+    /// # Errors
+    /// As [`RdbLoader::feed`], or a file cut short (no checksum).
+    pub fn finish(mut self, now: u64) -> Result<(KvStore<Value>, u64), String> {
+        self.drain(now)?;
+        self.decoder.finish().map_err(|e| e.to_string())?;
+        Ok((self.kv, self.keys))
+    }
 }
 
 #[cfg(test)]
@@ -103,12 +137,17 @@ mod tests {
         .unwrap();
         let rdb = write_rdb(&kv, &[("redis-ver", "7.2.4".into())], now).unwrap();
         assert!(rdb.starts_with(b"REDIS0010"));
-        let mut back: KvStore<Value> = KvStore::new(4).unwrap();
-        assert_eq!(load_rdb(&mut back, &rdb, now).unwrap(), 2);
+        let mut loader = RdbLoader::new(4).unwrap();
+        // In two pieces, as a replica gets it.
+        loader.feed(&rdb[..7], now).unwrap();
+        loader.feed(&rdb[7..], now).unwrap();
+        let (back, keys) = loader.finish(now).unwrap();
+        assert_eq!(keys, 2);
         assert!(back.get(0, b"a", now).unwrap().is_some());
         assert_eq!(back.expiry(3, b"b", now).unwrap(), KeyExpiry::At(9_000));
         // Cut short: refused, naming the reason.
-        let mut cut: KvStore<Value> = KvStore::new(4).unwrap();
-        assert!(load_rdb(&mut cut, &rdb[..rdb.len() - 3], now).is_err());
+        let mut cut = RdbLoader::new(4).unwrap();
+        cut.feed(&rdb[..rdb.len() - 3], now).unwrap();
+        assert!(cut.finish(now).is_err());
     }
 }

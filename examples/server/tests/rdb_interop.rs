@@ -16,7 +16,7 @@
 mod mixed;
 
 use ferrocluster_rdb::{dump, EntryMeta, ObjectKind, RdbObject, RdbWriter, WriterConfig};
-use mixed::{run_bounded, wait_for, Client, Kind, Mixed, Reply, Role};
+use mixed::{reshard, wait_for, Client, Kind, Mixed, Reply, Role};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -519,25 +519,6 @@ fn server_dump_and_restore_cross_with_redis_and_valkey() {
         assert!(pttl > 0 && pttl <= 500_000, "{pttl}");
         assert_eq!(r.cmd(&["EXISTS", "mig"]), Reply::Int(0));
     }
-}
-
-fn reshard(entry: u16, from: &str, to: &str, slots: usize) {
-    let args = strings(&[
-        "--cluster",
-        "reshard",
-        &format!("127.0.0.1:{entry}"),
-        "--cluster-from",
-        from,
-        "--cluster-to",
-        to,
-        "--cluster-slots",
-        &slots.to_string(),
-        "--cluster-yes",
-    ]);
-    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(120));
-    assert!(ok && out.contains("Moving slot"), "reshard failed:\n{out}");
-    assert!(!out.contains("ERR"), "reshard reported an error:\n{out}");
 }
 
 #[test]

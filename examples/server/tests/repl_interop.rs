@@ -1,15 +1,18 @@
-//! Real replicas of our primary and ours of a real primary. Ports 24500-24502 for the first
-//! test; 22505-22506 for the cluster-mode one, whose bus ports (+10000) lie below Linux's
-//! ephemeral range, so no outgoing connection of a test holds them.
+//! Real replicas of our primary and ours of a real primary, and a failover among ours. Ports
+//! 24500-24502 for the first test; 22505-22506 for the cluster-mode one, whose bus ports
+//! (+10000) lie below Linux's ephemeral range, so no outgoing connection of a test holds them;
+//! 24510-24512 with bus ports 22510-22512 for the failover one.
 //!
 //! A `valkey-server` 9.1 and a `redis-server` 7.0 started with `--replicaof` our non-cluster
 //! primary get its data by a full sync (an RDB file: every value type, a TTL, a second
 //! database), then its streamed writes (acknowledged: WAIT counts them), then again after
-//! their link is killed (`CLIENT KILL TYPE master` on the replica: it reconnects; our primary
-//! has no backlog yet, so this resync is a full one, as the replicas' logs say). And ours as
-//! a replica of a `valkey-server` 9.1 primary (cluster mode: `CLUSTER REPLICATE` on ours):
-//! its RDB (version 11, with `slot-info` aux fields) loads, then its stream applies,
-//! acknowledged to its WAIT. Both servers must be installed (`.ci/run` installs them); a
+//! their link is killed (`CLIENT KILL TYPE master` on the replica: it reconnects with
+//! `PSYNC <replid> <offset>` and resyncs *partially* from our backlog: our `INFO stats`
+//! `sync_partial_ok` counts both, and their logs show no second full sync). And ours as a
+//! replica of a `valkey-server` 9.1 primary (cluster mode: `CLUSTER REPLICATE` on ours): its
+//! RDB (version 11, with `slot-info` aux fields) loads, then its stream applies,
+//! acknowledged to its WAIT, and after its link is killed (`CLIENT KILL TYPE replica` on
+//! valkey) ours resyncs partially (valkey's `sync_partial_ok`). Both servers must be installed (`.ci/run` installs them); a
 //! missing one fails the test.
 #![allow(clippy::disallowed_methods)]
 
@@ -27,6 +30,18 @@ fn start_real(bin: &str, port: u16, dir: &std::path::Path, primary: u16) -> Real
 
 fn info(port: u16) -> String {
     bulk_text(&Client::connect(port).cmd(&["INFO", "replication"]))
+}
+
+/// A counter of `INFO stats` (`sync_full`, `sync_partial_ok`, ...).
+fn stat(port: u16, name: &str) -> u64 {
+    let text = bulk_text(&Client::connect(port).cmd(&["INFO", "stats"]));
+    let prefix = format!("{name}:");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("{port}: no {name} in {text}"))
+        .trim()
+        .parse()
+        .expect("a counter")
 }
 
 /// How many full syncs the real replica logged (Valkey "Full resync from primary", Redis
@@ -114,7 +129,9 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
         assert_eq!(c.cmd_s(&["EXISTS", "st"]), ":0\r\n", "{port}");
     }
 
-    // The replica's link killed: it reconnects and resyncs (fully: we keep no backlog).
+    assert_eq!(stat(P, "sync_full"), 2);
+    assert_eq!(stat(P, "sync_partial_ok"), 0);
+    // The replica's link killed: it reconnects and resyncs partially from our backlog.
     for port in [VALKEY, REDIS] {
         let killed = Client::connect(port).cmd_s(&["CLIENT", "KILL", "TYPE", "master"]);
         assert_eq!(killed, ":1\r\n", "{port}");
@@ -129,10 +146,13 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
     for name in ["valkey", "redis"] {
         assert_eq!(
             full_resyncs(&base.join(name)),
-            2,
-            "{name}: the sync, then the resync"
+            1,
+            "{name}: the first sync only (the resync is partial)"
         );
     }
+    assert_eq!(stat(P, "sync_full"), 2, "no full sync after the kill");
+    assert_eq!(stat(P, "sync_partial_ok"), 2);
+    assert_eq!(stat(P, "sync_partial_err"), 0);
     assert_eq!(p.cmd_s(&["SET", "last", "3"]), "+OK\r\n");
     assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
     for port in [VALKEY, REDIS] {
@@ -219,4 +239,131 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     assert_eq!(v.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
     assert_eq!(bulk_text(&r.cmd(&["GET", "after"])), "1");
     assert_eq!(r.cmd_s(&["EXISTS", "s"]), ":0\r\n");
+
+    // Our link killed on valkey's side: ours reconnects and resyncs partially.
+    assert_eq!(stat(V, "sync_partial_ok"), 0);
+    assert_eq!(v.cmd_s(&["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
+    assert_eq!(v.cmd_s(&["SET", "during", "2"]), "+OK\r\n");
+    wait_until(Duration::from_secs(20), "ours resynced", || {
+        stat(V, "sync_partial_ok") == 1 && info(OURS).contains("master_link_status:up")
+    });
+    assert_eq!(stat(V, "sync_full"), 1, "no second full sync");
+    assert_eq!(v.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    let mut r = Client::connect(OURS);
+    assert_eq!(r.cmd_s(&["READONLY"]), "+OK\r\n");
+    assert_eq!(bulk_text(&r.cmd(&["GET", "during"])), "2");
+    assert_eq!(r.cmd_s(&["DBSIZE"]), ":6\r\n");
+}
+
+/// `role:` and `master_port:` of INFO replication.
+fn role_and_primary(port: u16) -> (String, Option<u16>) {
+    let text = info(port);
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::to_string)
+    };
+    (
+        field("role:").unwrap_or_default(),
+        field("master_port:").and_then(|p| p.parse().ok()),
+    )
+}
+
+/// A shard of ours: a primary and two replicas (data ports 24510-24512, bus ports
+/// 22510-22512, below the ephemeral range). After `CLUSTER FAILOVER` on one replica, the
+/// other one and the old primary follow it and resync *partially*: the promoted node shifted
+/// its replid (the old primary's became its replid2, Valkey `shiftReplicationId`), so both
+/// `PSYNC <old replid> <offset>` are answered `+CONTINUE` (its `sync_partial_ok` counts two,
+/// `sync_full` none), and the stream flows on (WAIT 2).
+#[test]
+fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
+    const P: u16 = 24510;
+    const A: u16 = 24511;
+    const B: u16 = 24512;
+    let base = test_dir("repl-failover-replid2");
+    let mut procs = Procs::default();
+    for port in [P, A, B] {
+        let bus = (port - 2000).to_string();
+        procs.start(
+            &base,
+            port,
+            &["--cluster-node-timeout", "2000", "--cluster-port", &bus],
+        );
+    }
+    let mut p = Client::connect(P);
+    assert_eq!(
+        p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    for port in [A, B] {
+        let bus = (port - 2000).to_string();
+        assert_eq!(
+            p.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &port.to_string(), &bus]),
+            "+OK\r\n"
+        );
+    }
+    let pid = bulk_text(&p.cmd(&["CLUSTER", "MYID"]));
+    for port in [A, B] {
+        wait_until(
+            Duration::from_secs(15),
+            "the replica knows the primary",
+            || bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])).contains(&pid),
+        );
+        assert_eq!(
+            Client::connect(port).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
+            "+OK\r\n"
+        );
+    }
+    for port in [A, B] {
+        wait_until(Duration::from_secs(20), "the replica synced", || {
+            info(port).contains("master_link_status:up")
+        });
+    }
+    wait_until(Duration::from_secs(15), "cluster_state:ok", || {
+        [P, A, B].iter().all(|&port| {
+            bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        })
+    });
+    for i in 0..50 {
+        let k = format!("k{i}");
+        assert_eq!(p.cmd_s(&["SET", &k, "v"]), "+OK\r\n");
+    }
+    assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
+    assert_eq!(stat(P, "sync_full"), 2);
+
+    assert_eq!(
+        Client::connect(A).cmd_s(&["CLUSTER", "FAILOVER"]),
+        "+OK\r\n"
+    );
+    wait_until(
+        Duration::from_secs(15),
+        "both follow the promoted node",
+        || {
+            role_and_primary(A).0 == "master"
+                && [P, B].iter().all(|&port| {
+                    role_and_primary(port) == ("slave".to_string(), Some(A))
+                        && info(port).contains("master_link_status:up")
+                })
+        },
+    );
+    assert_eq!(stat(A, "sync_full"), 0, "no full sync after the failover");
+    assert_eq!(stat(A, "sync_partial_ok"), 2, "{}", info(A));
+    let a_info = info(A);
+    let pinfo_replid = info(B)
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:").map(str::to_string))
+        .expect("master_replid");
+    assert!(
+        a_info.contains(&format!("master_replid:{pinfo_replid}")),
+        "the replica took the promoted node's new replid: {a_info}"
+    );
+    let mut a = Client::connect(A);
+    assert_eq!(a.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
+    assert_eq!(a.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
+    for port in [P, B] {
+        let mut c = Client::connect(port);
+        assert_eq!(c.cmd_s(&["READONLY"]), "+OK\r\n");
+        assert_eq!(bulk_text(&c.cmd(&["GET", "after"])), "1", "{port}");
+        assert_eq!(c.cmd_s(&["DBSIZE"]), ":51\r\n", "{port}");
+    }
 }

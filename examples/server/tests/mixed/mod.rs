@@ -48,6 +48,8 @@ pub enum Kind {
     Real,
     /// `ferrocluster-server`.
     Ours,
+    /// `valkey-server` 9.1 (started with the same flags as `redis-server`).
+    Valkey,
 }
 
 /// One started process.
@@ -116,6 +118,7 @@ impl Procs {
         let tag = match kind {
             Kind::Real => "real",
             Kind::Ours => "ours",
+            Kind::Valkey => "valkey",
         };
         let dir = self.base.join(format!("{tag}-{port}-{n}"));
         std::fs::create_dir_all(&dir).expect("create node dir");
@@ -125,11 +128,24 @@ impl Procs {
     /// Starts `redis-server` on `port` in cluster mode with a debug-level log (debug is needed
     /// for the `*** NODE ... possibly failing` PFAIL line). Does not wait for the port.
     pub fn spawn_real(&mut self, port: u16) -> PathBuf {
-        let dir = self.node_dir(port, Kind::Real);
-        let log = dir.join("redis.log");
+        self.spawn_server(port, Kind::Real)
+    }
+
+    /// Starts `valkey-server` on `port` as [`Procs::spawn_real`] starts `redis-server`.
+    pub fn spawn_valkey(&mut self, port: u16) -> PathBuf {
+        self.spawn_server(port, Kind::Valkey)
+    }
+
+    fn spawn_server(&mut self, port: u16, kind: Kind) -> PathBuf {
+        let dir = self.node_dir(port, kind);
+        let log = dir.join(if kind == Kind::Valkey {
+            "valkey.log"
+        } else {
+            "redis.log"
+        });
         self.launch(Proc {
             port,
-            kind: Kind::Real,
+            kind,
             dir: dir.clone(),
             log,
             child: None,
@@ -252,7 +268,7 @@ impl Drop for Procs {
 /// Starts the process described by `p` (its directory exists).
 fn start(p: &Proc) -> Child {
     match p.kind {
-        Kind::Real => {
+        Kind::Real | Kind::Valkey => {
             let args: Vec<String> = [
                 "--port",
                 &p.port.to_string(),
@@ -282,14 +298,19 @@ fn start(p: &Proc) -> Child {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            Command::new("redis-server")
+            let bin = if p.kind == Kind::Valkey {
+                "valkey-server"
+            } else {
+                "redis-server"
+            };
+            Command::new(bin)
                 .args(&args)
                 .args(hostname_args(p))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .expect("spawn redis-server")
+                .unwrap_or_else(|e| panic!("spawn {bin} (.ci/run installs it): {e}"))
         }
         Kind::Ours => {
             if let Some(conf) = &p.nodes_conf {
@@ -347,6 +368,29 @@ fn tail_filtered(path: &Path, n: usize) -> String {
         })
         .collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// `redis-cli --cluster reshard <entry> --cluster-from <from> --cluster-to <to>
+/// --cluster-slots <slots> --cluster-yes`: moves the `slots` lowest slots of `from` (by
+/// `CLUSTER SETSLOT` and `MIGRATE`), asserting it ran and reported no error.
+pub fn reshard(entry: u16, from: &str, to: &str, slots: usize) {
+    let addr = format!("127.0.0.1:{entry}");
+    let n = slots.to_string();
+    let args = [
+        "--cluster",
+        "reshard",
+        &addr,
+        "--cluster-from",
+        from,
+        "--cluster-to",
+        to,
+        "--cluster-slots",
+        &n,
+        "--cluster-yes",
+    ];
+    let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(120));
+    assert!(ok && out.contains("Moving slot"), "reshard failed:\n{out}");
+    assert!(!out.contains("ERR"), "reshard reported an error:\n{out}");
 }
 
 /// Runs a command with a deadline; returns (success, stdout + stderr).
@@ -730,6 +774,7 @@ impl Mixed {
         for (&(kind, _), &port) in layout.iter().zip(&ports) {
             match kind {
                 Kind::Real => procs.spawn_real(port),
+                Kind::Valkey => procs.spawn_valkey(port),
                 Kind::Ours => procs.spawn_ours(port, None),
             };
         }
@@ -973,7 +1018,7 @@ impl Mixed {
                 for r in self
                     .members
                     .iter()
-                    .filter(|m| m.alive && m.kind == Kind::Real)
+                    .filter(|m| m.alive && m.kind != Kind::Ours)
                 {
                     for peer in self.members.iter().filter(|m| m.alive && m.port != r.port) {
                         for dir in ["to", "from"] {
@@ -996,7 +1041,7 @@ impl Mixed {
         for m in self
             .members
             .iter()
-            .filter(|m| m.alive && m.kind == Kind::Real)
+            .filter(|m| m.alive && m.kind != Kind::Ours)
         {
             let r = cmd(m.port, &["CLUSTER", "LINKS"]);
             for link in r.items() {
@@ -1026,7 +1071,7 @@ impl Mixed {
         for p in &self.procs.procs {
             let text = std::fs::read_to_string(&p.log).unwrap_or_default();
             let bad: &[&str] = match p.kind {
-                Kind::Real => REAL_COMPLAINTS,
+                Kind::Real | Kind::Valkey => REAL_COMPLAINTS,
                 Kind::Ours => OUR_COMPLAINTS,
             };
             let found: Vec<&str> = text

@@ -271,7 +271,8 @@ pub fn preset_cluster_sim_with_replicas(
 }
 
 /// Host `me`'s nodes.conf for the cluster `nodes` (see [`preset_cluster_sim_with_replicas`]):
-/// the primaries share the slots in table order.
+/// the primaries share the slots in table order, in the ranges
+/// [`ClusterSimExt::assign_slots_evenly`] gives.
 fn preset_nodes_conf(nodes: &[Node], me: usize) -> Vec<u8> {
     let mut myself = nodes[me].clone();
     myself.link = ferrocluster_topology::LinkState::Connected;
@@ -287,14 +288,15 @@ fn preset_nodes_conf(nodes: &[Node], me: usize) -> Vec<u8> {
         .filter(|n| n.is_primary())
         .map(|n| *n.id())
         .collect();
+    // The ranges of `ClusterSimExt::assign_slots_evenly` (and `Layout::first_slot`).
     let n = primaries.len().max(1);
-    for s in 0..ferrocluster_slot::SLOT_COUNT {
-        if let (Ok(slot), Some(owner)) = (
-            Slot::new(s as u16),
-            primaries.get(s * n / ferrocluster_slot::SLOT_COUNT),
-        ) {
-            // The owner is one of the nodes just added.
-            let _ = topo.set_slot_owner(slot, Some(*owner));
+    let total = ferrocluster_slot::SLOT_COUNT;
+    for (i, owner) in primaries.iter().enumerate() {
+        for s in total * i / n..total * (i + 1) / n {
+            if let Ok(slot) = Slot::new(s as u16) {
+                // The owner is one of the nodes just added.
+                let _ = topo.set_slot_owner(slot, Some(*owner));
+            }
         }
     }
     topo.current_epoch = ferrocluster_topology::CurrentEpoch(nodes.len() as u64);

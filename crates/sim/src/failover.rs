@@ -155,7 +155,7 @@ pub fn build_world_blocked(
 /// `layout.primaries` MUST be the hosts without a primary, in host order (as
 /// [`Layout::uniform`] makes them). Returns once every node's cluster_state is ok and every
 /// replica's data link is up. The cluster invariants `invariants` and [`OneVotePerEpoch`]
-/// are registered.
+/// are registered once every host has started (`stagger_ms` + 1 ms into the run).
 ///
 /// # Errors
 /// A broken invariant, or a setup that did not complete within 30 × NODE_TIMEOUT.
@@ -168,7 +168,7 @@ pub fn build_preset_world(
     stagger_ms: u64,
 ) -> Result<World, Violation> {
     let nt = config.node_timeout_ms;
-    let mut sim = preset_cluster_sim_with_replicas(
+    let sim = preset_cluster_sim_with_replicas(
         seed,
         layout.hosts,
         &layout.replicas,
@@ -176,9 +176,13 @@ pub fn build_preset_world(
         net,
         stagger_ms,
     )?;
-    sim.add_invariant(Box::new(invariants));
-    sim.add_invariant(Box::new(OneVotePerEpoch::default()));
     let mut w = World::new(sim)?;
+    // The invariants start once every host runs: the identity check learns the hosts' IDs
+    // on its first step, and the late starters' IDs are already in the early ones' views.
+    w.run_for(stagger_ms + 1)?;
+    w.sim_mut().add_invariant(Box::new(invariants));
+    w.sim_mut()
+        .add_invariant(Box::new(OneVotePerEpoch::default()));
     let all: Vec<usize> = (0..layout.hosts).collect();
     let replicas: Vec<usize> = layout.replicas.iter().map(|&(r, _)| r).collect();
     let ok = w.run_until_cond(30 * nt, |w| {

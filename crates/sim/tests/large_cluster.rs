@@ -16,15 +16,20 @@
 //!
 //! `FERROCLUSTER_SIM_SEED=<seed>` replays one seed of any of them.
 
-use ferrocluster_node::gossip::CRON_PERIOD_MS;
+use ferrocluster_bus::{decode, Body};
+use ferrocluster_node::gossip::{gossip_wanted, CRON_PERIOD_MS};
 use ferrocluster_node::{ClusterConfig, ClusterNode};
+use ferrocluster_sim::failover::agreed_owner;
 use ferrocluster_sim::seed::{check_seeds, seeds_or};
 use ferrocluster_sim::{
-    preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt, NetConfig,
+    build_preset_world, preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt,
+    Layout, NetConfig, World,
 };
-use ferrocluster_topology::Millis;
+use ferrocluster_topology::{Millis, NodeFlags, NodeId};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::error::Error;
+use std::rc::Rc;
 
 type Res<T = ()> = Result<T, Box<dyn Error>>;
 
@@ -255,5 +260,442 @@ fn gossip_never_keeps_a_node_we_cannot_reach_alive_100_seeds() {
          median {m1} ms (bound {NT1} + {CRON_PERIOD_MS} ms); PFAIL after the partition worst \
          {w2} ms, median {m2} ms",
         f.len()
+    );
+}
+
+// ----- 2. PFAIL must become FAIL at 48 primaries -----
+
+/// NODE_TIMEOUT of scenarios 2 and 3 (ms), as the issue gives it.
+const NT: u64 = 5_000;
+/// Hosts start spread over this many ms (bounds the PINGs in flight at start-up).
+const STAGGER_MS: u64 = 1_000;
+
+/// Checks every PING/PONG/MEET a host sends (through the simulator's transmit tap) against
+/// Valkey's `clusterSendPing`: beside at most `wanted` random entries (§7.1,
+/// [`gossip_wanted`]) it carries the sender's PFAIL nodes ("pfail_wanted", the PFAIL count
+/// of the sender's last cron run), and nothing else. A node the sender has held PFAIL for
+/// two cron periods (so at least one cron run counted it) MUST be in the message.
+#[derive(Debug, Default)]
+struct PfailEntries {
+    /// (sender host, node) → when the tap first saw the sender hold the node PFAIL.
+    held: BTreeMap<(usize, NodeId), Millis>,
+    /// (sender host, node) → when the tap last saw the sender hold the node PFAIL.
+    last_held: BTreeMap<(usize, NodeId), Millis>,
+    /// Messages whose sender held at least one PFAIL node long enough.
+    checked: u64,
+    /// Largest gossip section seen while the sender held PFAIL nodes (entries).
+    max_entries: usize,
+    /// The first message that broke the rule.
+    broken: Option<String>,
+}
+
+impl PfailEntries {
+    fn see(&mut self, host: usize, node: &ClusterNode, now: Millis, mut bytes: &[u8]) {
+        let topo = node.topology();
+        let pfail: Vec<NodeId> = topo
+            .nodes()
+            .filter(|n| {
+                n.is_pfail()
+                    && !n.is_myself()
+                    && !n.flags.intersects(NodeFlags::HANDSHAKE | NodeFlags::NOADDR)
+            })
+            .map(|n| *n.id())
+            .collect();
+        self.held
+            .retain(|(h, id), _| *h != host || pfail.contains(id));
+        for id in &pfail {
+            self.held.entry((host, *id)).or_insert(now);
+            self.last_held.insert((host, *id), now);
+        }
+        let recent = self
+            .last_held
+            .iter()
+            .any(|((h, _), &t)| *h == host && now.since(t) <= 2 * CRON_PERIOD_MS);
+        if !recent {
+            // Nothing to check: no PFAIL entry is due or allowed (decoding every PING of 96
+            // nodes would dominate a debug run).
+            return;
+        }
+        while bytes.len() >= 8 {
+            let len = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+            if len < 8 || len > bytes.len() {
+                break;
+            }
+            let (frame, rest) = bytes.split_at(len);
+            bytes = rest;
+            let Ok(msg) = decode(frame) else { continue };
+            let (Body::Ping(g) | Body::Pong(g) | Body::Meet(g)) = &msg.body else {
+                continue;
+            };
+            let names: Vec<&[u8]> = g
+                .entries
+                .iter()
+                .map(|e| e.name.as_bytes().as_slice())
+                .collect();
+            let required: Vec<&NodeId> = pfail
+                .iter()
+                .filter(|id| {
+                    self.held
+                        .get(&(host, **id))
+                        .is_some_and(|&t| now.since(t) >= 2 * CRON_PERIOD_MS)
+                })
+                .collect();
+            if !required.is_empty() {
+                self.checked += 1;
+                self.max_entries = self.max_entries.max(names.len());
+            }
+            if self.broken.is_some() {
+                continue;
+            }
+            // The random part: at most `wanted`, never a PFAIL node; the PFAIL part: nodes the
+            // sender held PFAIL (at this transmit or within two cron periods: a PONG in the
+            // same engine call may have cleared one after the message was built).
+            let wanted = gossip_wanted(topo.len());
+            let random = g
+                .entries
+                .iter()
+                .filter(|e| e.flags & NodeFlags::PFAIL.bits() == 0)
+                .count();
+            let stray = g.entries.iter().find(|e| {
+                e.flags & NodeFlags::PFAIL.bits() != 0
+                    && !NodeId::from_bytes(e.name.as_bytes()).is_ok_and(|id| {
+                        self.last_held
+                            .get(&(host, id))
+                            .is_some_and(|&t| now.since(t) <= 2 * CRON_PERIOD_MS)
+                    })
+            });
+            if let Some(missing) = required
+                .iter()
+                .find(|id| !names.contains(&id.as_bytes().as_slice()))
+            {
+                self.broken = Some(format!(
+                    "at {now}: host {host} sent a gossip section without {missing}, PFAIL in its \
+                     view since {:?} ({} entries, {} PFAIL nodes)",
+                    self.held.get(&(host, **missing)),
+                    names.len(),
+                    pfail.len()
+                ));
+            } else if random > wanted {
+                self.broken = Some(format!(
+                    "at {now}: host {host} sent {random} random gossip entries, wanted {wanted}"
+                ));
+            } else if let Some(e) = stray {
+                self.broken = Some(format!(
+                    "at {now}: host {host} gossiped {} as PFAIL without holding it PFAIL",
+                    String::from_utf8_lossy(e.name.as_bytes())
+                ));
+            }
+        }
+    }
+}
+
+/// Installs a [`PfailEntries`] check on `w`'s transmits.
+fn tap_pfail_entries(w: &mut World) -> Rc<RefCell<PfailEntries>> {
+    let check = Rc::new(RefCell::new(PfailEntries::default()));
+    let c = Rc::clone(&check);
+    w.sim_mut()
+        .set_transmit_tap(Some(Box::new(move |host, node, now, bytes| {
+            c.borrow_mut().see(host, node, now, bytes)
+        })));
+    check
+}
+
+/// What scenario 2 measured (ms after the kill).
+#[derive(Debug, Clone, Copy)]
+struct FailFigures {
+    /// The first node flags the dead primary FAIL (bound: 2 × NODE_TIMEOUT).
+    first_fail_ms: u64,
+    /// Every running node has it FAIL (bound: first + 1000 ms).
+    all_fail_ms: u64,
+    /// Every running node names its replica as the owner of its slots, cluster_state ok.
+    promoted_ms: u64,
+    /// Gossip sections checked while their sender held a PFAIL node.
+    checked: u64,
+}
+
+/// 48 primaries (hosts 0..48) with one replica each (host 48 + i replicates i), NODE_TIMEOUT
+/// 5 s, every node started from a complete nodes.conf; once the cluster is ok and every
+/// replica synced, primary 0 is killed. Some node must flag it FAIL before t0 + 2 × NODE_TIMEOUT,
+/// every node within one more second, and its replica (host 48) must take its slots. The
+/// cluster invariants (PFAIL and FAIL soundness, §9) run after every step, and every
+/// PING/PONG is checked to carry its sender's PFAIL nodes ([`PfailEntries`]).
+fn fail_scenario(seed: u64) -> Res<FailFigures> {
+    let layout = Layout::uniform(48, 1);
+    let mut w = build_preset_world(
+        seed,
+        config(NT),
+        NetConfig::default(),
+        &layout,
+        ClusterInvariants::new(),
+        STAGGER_MS,
+    )?;
+    let check = tap_pfail_entries(&mut w);
+    let (dead, replica) = (0usize, 48usize);
+    let dead_id = w.sim().id(dead).ok_or("host 0 down")?;
+    let slot = layout.first_slot(0);
+    let t0 = w.now();
+    w.crash(dead);
+    let up: Vec<usize> = (1..layout.hosts).collect();
+    let fail_at = |w: &World, h: usize| {
+        w.node(h)
+            .and_then(|n| n.topology().node(&dead_id))
+            .is_some_and(|n| n.is_fail())
+    };
+    let mut first = None;
+    let mut all = None;
+    let done = w.run_until_cond(6 * NT, |w| {
+        if first.is_none() && up.iter().any(|&h| fail_at(w, h)) {
+            first = Some(w.now().since(t0));
+        }
+        if all.is_none() && up.iter().all(|&h| fail_at(w, h)) {
+            all = Some(w.now().since(t0));
+        }
+        all.is_some()
+            && agreed_owner(w.sim(), slot) == Some(replica)
+            && up
+                .iter()
+                .all(|&h| w.node(h).is_some_and(ClusterNode::cluster_state_ok))
+    })?;
+    if let Some(m) = check.borrow_mut().broken.take() {
+        return Err(m.into());
+    }
+    let (Some(first), Some(all)) = (first, all) else {
+        return Err(format!("FAIL not everywhere within {} ms: first {first:?}", 6 * NT).into());
+    };
+    ensure(done, || {
+        format!(
+            "the replica did not take over within {} ms (owner {:?})",
+            6 * NT,
+            agreed_owner(w.sim(), slot)
+        )
+    })?;
+    ensure(first < 2 * NT, || {
+        format!("first FAIL {first} ms after the kill (bound {} ms)", 2 * NT)
+    })?;
+    ensure(all <= first + 1_000, || {
+        format!("FAIL everywhere {all} ms after the kill, first at {first} ms (bound +1000 ms)")
+    })?;
+    let checked = check.borrow().checked;
+    ensure(checked > 0, || {
+        "no gossip section was sent while a node was PFAIL".into()
+    })?;
+    Ok(FailFigures {
+        first_fail_ms: first,
+        all_fail_ms: all,
+        promoted_ms: w.now().since(t0),
+        checked,
+    })
+}
+
+#[test]
+fn pfail_becomes_fail_at_48_primaries() {
+    let f = sweep("pfail_becomes_fail_at_48_primaries", [1], fail_scenario);
+    println!("{f:?}");
+}
+
+#[test]
+#[ignore = "100 seeds: run in release by hand (module docs)"]
+fn pfail_becomes_fail_at_48_primaries_100_seeds() {
+    let f = sweep(
+        "pfail_becomes_fail_at_48_primaries_100_seeds",
+        0..100,
+        fail_scenario,
+    );
+    let (w1, m1) = worst_median(f.iter().map(|x| x.first_fail_ms).collect());
+    let (w2, m2) = worst_median(f.iter().map(|x| x.all_fail_ms - x.first_fail_ms).collect());
+    let (w3, m3) = worst_median(f.iter().map(|x| x.promoted_ms).collect());
+    let checked: u64 = f.iter().map(|x| x.checked).sum();
+    println!(
+        "scenario 2, {} seeds, 48 x 1, NODE_TIMEOUT {NT} ms: first FAIL worst {w1} ms, median \
+         {m1} ms (bound {} ms); FAIL everywhere after the first: worst {w2} ms, median {m2} ms \
+         (bound 1000 ms); replica promoted worst {w3} ms, median {m3} ms; {checked} gossip \
+         sections checked for PFAIL entries",
+        f.len(),
+        2 * NT
+    );
+}
+
+// ----- 3. simultaneous failovers must not split votes for minutes -----
+
+/// What scenario 3 measured.
+#[derive(Debug, Clone)]
+struct FailoverFigures {
+    /// Per killed shard, ms from the kill until every running node names its replica as the
+    /// owner of the shard's slots (bound: NODE_TIMEOUT + 10 s).
+    shard_ms: Vec<u64>,
+    /// Ms from the kill until, besides, every running node's cluster_state is ok.
+    all_ok_ms: u64,
+    /// Elections started (FAILOVER_AUTH_REQUEST broadcasts) by the killed shards' replicas.
+    elections: usize,
+    /// Elections lost to another node's claim and retried at once.
+    lost: usize,
+}
+
+/// 30 primaries (hosts 0..30) with one replica each (host 30 + i replicates i), NODE_TIMEOUT
+/// 5 s; 10 primaries, drawn from the seed, are killed in the same tick. Every killed shard
+/// must have its replica as primary within NODE_TIMEOUT + 10 s, with the cluster invariants
+/// and one vote per voter and epoch checked after every step, and:
+///
+/// * no replica waits a retry period after losing: every `ElectionLost` (another primary
+///   claimed the epoch it asked for) is followed by a new `ElectionScheduled` of that
+///   replica within two cron ticks, and no election ever expires (`CantFailover::Expired`,
+///   which starts the 4 × NODE_TIMEOUT retry wait);
+/// * elections are staggered by shard rank: a replica's election is scheduled with a shard
+///   rank no larger than the number of killed shards whose shard ID sorts before its own
+///   (Valkey 8.1 `clusterGetFailedPrimaryRank`), and at least one is scheduled with a
+///   non-zero rank.
+fn failover_scenario(seed: u64) -> Res<FailoverFigures> {
+    use ferrocluster_node::epoch::{CantFailover, EpochEvent};
+    use ferrocluster_node::{Notice, Output};
+    let layout = Layout::uniform(30, 1);
+    let mut w = build_preset_world(
+        seed,
+        config(NT),
+        NetConfig::default(),
+        &layout,
+        ClusterInvariants::new(),
+        STAGGER_MS,
+    )?;
+    // Ten distinct primaries from the seed.
+    let mut pool: Vec<usize> = (0..30).collect();
+    let mut killed = Vec::new();
+    while killed.len() < 10 {
+        let i = w.sim_mut().random_range(0, pool.len() as u64 - 1) as usize;
+        killed.push(pool.swap_remove(i));
+    }
+    killed.sort_unstable();
+    let replica_of = |p: usize| 30 + p;
+    let shard_of = |w: &World, h: usize| w.node(h).map(|n| n.topology().myself().shard_id);
+    let mut killed_shards = Vec::new();
+    for &p in &killed {
+        killed_shards.push(shard_of(&w, p).ok_or("primary down before the kill")?);
+    }
+    let events_before = w.events().len();
+    let t0 = w.now();
+    for &p in &killed {
+        w.crash(p);
+    }
+    let bound = NT + 10_000;
+    let mut done_at: BTreeMap<usize, u64> = BTreeMap::new();
+    let up: Vec<usize> = (0..layout.hosts).filter(|h| !killed.contains(h)).collect();
+    let mut all_ok = None;
+    w.run_until_cond(bound + NT, |w| {
+        for &p in &killed {
+            if !done_at.contains_key(&p)
+                && agreed_owner(w.sim(), layout.first_slot(p)) == Some(replica_of(p))
+            {
+                done_at.insert(p, w.now().since(t0));
+            }
+        }
+        if done_at.len() == killed.len() && all_ok.is_none() {
+            let ok = up
+                .iter()
+                .all(|&h| w.node(h).is_some_and(ClusterNode::cluster_state_ok));
+            if ok {
+                all_ok = Some(w.now().since(t0));
+            }
+        }
+        all_ok.is_some()
+    })?;
+    for &p in &killed {
+        match done_at.get(&p) {
+            Some(&ms) if ms <= bound => {}
+            other => {
+                return Err(format!(
+                    "shard of primary {p}: replica {} primary after {other:?} ms (bound {bound} \
+                     ms; killed {killed:?})",
+                    replica_of(p)
+                )
+                .into())
+            }
+        }
+    }
+
+    // The elections, from the replicas' events.
+    let mut elections = 0;
+    let mut lost = 0;
+    let mut pending_retry: BTreeMap<usize, Millis> = BTreeMap::new();
+    let mut staggered = false;
+    for (at, h, ev) in &w.events()[events_before..] {
+        let Output::Notice(Notice::Epoch(ev)) = ev else {
+            continue;
+        };
+        match ev {
+            EpochEvent::ElectionStarted(_) => elections += 1,
+            EpochEvent::ElectionLost { .. } => {
+                lost += 1;
+                pending_retry.insert(*h, *at);
+            }
+            EpochEvent::ElectionScheduled { shard_rank, .. } => {
+                if let Some(t) = pending_retry.remove(h) {
+                    ensure(at.since(t) <= 2 * CRON_PERIOD_MS, || {
+                        format!("host {h} lost at {t} and rescheduled only at {at}")
+                    })?;
+                }
+                let mine = shard_of(&w, *h).ok_or("replica down")?;
+                let before = killed_shards
+                    .iter()
+                    .filter(|s| s.as_bytes() < mine.as_bytes())
+                    .count() as u32;
+                ensure(*shard_rank <= before, || {
+                    format!("host {h} scheduled with shard rank {shard_rank}, {before} failed shards sort before it")
+                })?;
+                staggered |= *shard_rank > 0;
+            }
+            EpochEvent::CantFailover(CantFailover::Expired) => {
+                return Err(format!(
+                    "host {h}: an election expired at {at} (a retry period of {} ms follows)",
+                    4 * NT
+                )
+                .into())
+            }
+            _ => {}
+        }
+    }
+    ensure(all_ok.is_some_and(|ms| ms <= bound), || {
+        format!("cluster_state ok everywhere only after {all_ok:?} ms (bound {bound} ms)")
+    })?;
+    ensure(pending_retry.is_empty(), || {
+        format!("lost elections never rescheduled: {pending_retry:?}")
+    })?;
+    ensure(staggered, || {
+        "no election was delayed by its shard rank".into()
+    })?;
+    Ok(FailoverFigures {
+        shard_ms: killed.iter().map(|p| done_at[p]).collect(),
+        all_ok_ms: all_ok.unwrap_or(0),
+        elections,
+        lost,
+    })
+}
+
+#[test]
+fn ten_simultaneous_failovers_at_30_primaries() {
+    let f = sweep(
+        "ten_simultaneous_failovers_at_30_primaries",
+        [1],
+        failover_scenario,
+    );
+    println!("{f:?}");
+}
+
+#[test]
+#[ignore = "100 seeds: run in release by hand (module docs)"]
+fn ten_simultaneous_failovers_at_30_primaries_100_seeds() {
+    let f = sweep(
+        "ten_simultaneous_failovers_at_30_primaries_100_seeds",
+        0..100,
+        failover_scenario,
+    );
+    let (w1, m1) = worst_median(f.iter().flat_map(|x| x.shard_ms.iter().copied()).collect());
+    let (w2, m2) = worst_median(f.iter().map(|x| x.all_ok_ms).collect());
+    let elections: usize = f.iter().map(|x| x.elections).sum();
+    let lost: usize = f.iter().map(|x| x.lost).sum();
+    println!(
+        "scenario 3, {} seeds, 30 x 1, 10 primaries killed, NODE_TIMEOUT {NT} ms: a shard's new \
+         primary worst {w1} ms, median {m1} ms (bound {} ms); cluster_state ok everywhere worst \
+         {w2} ms, median {m2} ms; {elections} elections started, {lost} lost and retried at once",
+        f.len(),
+        NT + 10_000
     );
 }

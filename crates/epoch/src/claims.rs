@@ -100,6 +100,11 @@ impl Epoch {
         if s == *topo.myself_id() || !topo.contains(&s) {
             return;
         }
+        // A primary claiming a configEpoch my running election asked for has won it (or a
+        // later one): retry with a fresh epoch (`Election::lost_to_claim`, Valkey 8.1).
+        if msg.role == ClaimedRole::Primary {
+            self.election.lost_to_claim(&s, msg.config_epoch, out);
+        }
         if let Some(p) = self.handle_role(topo, &s, msg.role, msg.config_epoch, prior, out) {
             // A failover occurred in the sender's shard: the header is now a replica's, its
             // myslots and configEpoch are P's (§3), so they are applied as P's own claim —

@@ -14,6 +14,9 @@ pub const ELECTION_FIXED_DELAY_MS: u64 = 500;
 pub const ELECTION_RANDOM_DELAY_MS: u64 = 500;
 /// Delay added per rank step, ms (§12.2).
 pub const ELECTION_RANK_DELAY_MS: u64 = 1000;
+/// Delay added per step of the failed-primary rank, ms (Valkey 8.1
+/// `clusterHandleReplicaFailover`: "0.5 second * rank"; see [`crate::failed_primary_rank`]).
+pub const ELECTION_SHARD_RANK_DELAY_MS: u64 = 500;
 
 /// The options the epoch engine reads. `Default` gives Valkey 8's defaults (facts sheet §1).
 ///

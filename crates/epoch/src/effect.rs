@@ -128,19 +128,35 @@ pub enum EpochEvent {
         /// The rule that refused it.
         reason: VoteDenied,
     },
-    /// An election was scheduled at `at` with this rank (§12.2).
+    /// An election was scheduled at `at` with these ranks (§12.2).
     ElectionScheduled {
         /// When the auth request may be sent.
         at: Millis,
         /// My rank among my primary's replicas.
         rank: u32,
+        /// My primary's rank among the failed primaries ([`crate::failed_primary_rank`]).
+        shard_rank: u32,
     },
-    /// The rank changed before votes were asked; the start moved to `at`.
+    /// A rank changed before votes were asked; the start moved to `at`.
     ElectionRankChanged {
         /// The new start.
         at: Millis,
-        /// The new rank.
+        /// The new rank among my primary's replicas.
         rank: u32,
+        /// The new rank of my primary among the failed primaries.
+        shard_rank: u32,
+    },
+    /// Another primary claimed a configEpoch at least the epoch my election asked votes for
+    /// (it won that epoch, or a later one): my election cannot win and was reset, so a new
+    /// one, with a fresh epoch, is scheduled on the next failover step (Valkey 8.1,
+    /// `clusterProcessPacket`, PR #1009).
+    ElectionLost {
+        /// The epoch my election asked for.
+        epoch: CurrentEpoch,
+        /// The primary that claimed it.
+        winner: NodeId,
+        /// The configEpoch it claimed.
+        claimed: ConfigEpoch,
     },
     /// Votes were requested for this epoch.
     ElectionStarted(CurrentEpoch),

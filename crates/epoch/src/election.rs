@@ -1,8 +1,11 @@
 //! The replica side of elections (§12.1, §12.2, §12.4, V8 `clusterHandleReplicaFailover`).
 
-use crate::config::{ELECTION_FIXED_DELAY_MS, ELECTION_RANDOM_DELAY_MS, ELECTION_RANK_DELAY_MS};
+use crate::config::{
+    ELECTION_FIXED_DELAY_MS, ELECTION_RANDOM_DELAY_MS, ELECTION_RANK_DELAY_MS,
+    ELECTION_SHARD_RANK_DELAY_MS,
+};
 use crate::{CantFailover, Epoch, EpochConfig, EpochEffect, EpochEvent, EpochMessage, Target};
-use ferrocluster_topology::{CurrentEpoch, Millis, NodeFlags, NodeId, Topology};
+use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeFlags, NodeId, Topology};
 use rand_core::RngCore;
 
 /// Replication facts about myself that only the host knows.
@@ -71,11 +74,45 @@ pub fn replica_rank(topo: &Topology, my_offset: u64) -> u32 {
     u32::try_from(better).unwrap_or(u32::MAX)
 }
 
+/// My primary's rank among the failed primaries (Valkey 8.1 `clusterGetFailedPrimaryRank`):
+/// the number of nodes that are FAIL, voting primaries (owning slots), have at least one
+/// replica, and whose shard ID sorts before myself's (bytewise); when
+/// `cluster-replica-validity-factor` is not 0, a primary FAIL for longer than
+/// NODE_TIMEOUT × factor no longer counts. 0 for a primary.
+///
+/// The election start is delayed by this rank × [`ELECTION_SHARD_RANK_DELAY_MS`], so when
+/// several primaries fail at once their replicas ask for votes one shard after another, in
+/// an order every node computes alike, instead of splitting the voters' one vote per epoch
+/// between simultaneous candidates. This follows Valkey 8.1+ (kept in 9.x); Redis 7.0 has
+/// no such delay (only `500 + random(0..499) + rank × 1000` ms), and with ten primaries
+/// lost in one tick its replicas collide epoch after epoch, each collision costing a retry
+/// period of 4 × NODE_TIMEOUT.
+pub fn failed_primary_rank(topo: &Topology, cfg: &EpochConfig, now: Millis) -> u32 {
+    let me = topo.myself();
+    if me.is_primary() {
+        return 0;
+    }
+    let mine = me.shard_id;
+    let window = (cfg.replica_validity_factor > 0).then(|| {
+        cfg.node_timeout_ms
+            .saturating_mul(u64::from(cfg.replica_validity_factor))
+    });
+    let before = topo
+        .nodes()
+        .filter(|n| n.is_fail() && n.is_voting_primary())
+        .filter(|n| window.is_none_or(|w| n.fail_time.is_none_or(|t| now.since(t) <= w)))
+        .filter(|n| n.shard_id.as_bytes() < mine.as_bytes())
+        .filter(|n| topo.replicas_of(n.id()).next().is_some())
+        .count();
+    u32::try_from(before).unwrap_or(u32::MAX)
+}
+
 /// The election a replica runs (Valkey's `failover_auth_*` fields).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Election {
     auth_time: Option<Millis>,
     rank: u32,
+    shard_rank: u32,
     sent: bool,
     count: usize,
     epoch: CurrentEpoch,
@@ -91,6 +128,10 @@ impl Election {
     /// The rank the delay was computed with.
     pub fn rank(&self) -> u32 {
         self.rank
+    }
+    /// The failed-primary rank the delay was computed with ([`failed_primary_rank`]).
+    pub fn shard_rank(&self) -> u32 {
+        self.shard_rank
     }
     /// Whether the auth request of this attempt was sent.
     pub fn sent(&self) -> bool {
@@ -109,6 +150,31 @@ impl Election {
     /// scheduled at once.
     pub(crate) fn forget(&mut self) {
         self.auth_time = None;
+    }
+
+    /// A primary `claimer` claimed `claimed` as its configEpoch (a PING/PONG/MEET header):
+    /// if my election asked for votes in an epoch ≤ `claimed`, another node has won that
+    /// epoch (or a later one), so mine cannot win; it is forgotten, and the next
+    /// [`Epoch::handle_failover`] schedules a new attempt at once (the usual delays, a fresh
+    /// epoch) instead of waiting for the attempt to expire and the retry time (4 ×
+    /// NODE_TIMEOUT) to pass. Valkey 8.1 (`clusterProcessPacket`, PRs #1009 and #1339; not
+    /// in Redis 7.0). Returns whether it reset.
+    pub(crate) fn lost_to_claim(
+        &mut self,
+        claimer: &NodeId,
+        claimed: ConfigEpoch,
+        out: &mut Vec<EpochEffect>,
+    ) -> bool {
+        if self.auth_time.is_none() || !self.sent || claimed < self.epoch.as_config() {
+            return false;
+        }
+        self.auth_time = None;
+        out.push(EpochEffect::Event(EpochEvent::ElectionLost {
+            epoch: self.epoch,
+            winner: *claimer,
+            claimed,
+        }));
+        true
     }
 
     /// §8 step 10 / §12.4: a FAILOVER_AUTH_ACK from a known `sender` whose header carried
@@ -151,10 +217,14 @@ impl Epoch {
     /// `repl-ping-replica-period × 1000 + NODE_TIMEOUT × factor` (factor 0 disables it).
     ///
     /// Scheduling: when no attempt exists or the last one is older than the retry time
-    /// (4 × NODE_TIMEOUT, at least 4000 ms), a new one is set at
-    /// `now + 500 + random(0..=499) + rank × 1000` ms (manual failover: `now`, rank 0), votes
-    /// reset, and a PONG goes to my primary's other replicas. Until votes are requested the
-    /// rank is recomputed and the start shifted by the rank change × 1000 ms (automatic only).
+    /// (4 × NODE_TIMEOUT, at least 4000 ms), or was lost to another node's claim
+    /// ([`EpochEvent::ElectionLost`]), a new one is set at
+    /// `now + 500 + random(0..=499) + rank × 1000 + shard rank × 500` ms ([`replica_rank`],
+    /// [`failed_primary_rank`]; manual failover: `now`, rank 0), votes reset, and a PONG goes
+    /// to my primary's other replicas. Until votes are requested both ranks are recomputed
+    /// and the start shifted by the rank change × 1000 ms and the shard rank change × 500 ms
+    /// (automatic only). The shard rank and the reset on a lost epoch are Valkey 8.1's
+    /// (`clusterHandleReplicaFailover`, `clusterGetFailedPrimaryRank`), not Redis 7.0's.
     /// At the start time, unless the attempt expired (older than the auth timeout,
     /// 2 × NODE_TIMEOUT, at least 2000 ms): `currentEpoch += 1`, persist, then broadcast
     /// FAILOVER_AUTH_REQUEST (FORCEACK for a manual failover) after the persist. With
@@ -192,10 +262,12 @@ impl Epoch {
         let auth_age = |e: &Election| e.auth_time.map_or(u64::MAX, |t| now.since(t));
         if auth_age(&self.election) > cfg.auth_retry_ms() {
             let rank = replica_rank(topo, repl.offset);
+            let shard_rank = failed_primary_rank(topo, cfg, now);
             let mut at = now
                 .saturating_add_ms(ELECTION_FIXED_DELAY_MS)
                 .saturating_add_ms(rng.next_u64() % ELECTION_RANDOM_DELAY_MS)
-                .saturating_add_ms(u64::from(rank) * ELECTION_RANK_DELAY_MS);
+                .saturating_add_ms(u64::from(rank) * ELECTION_RANK_DELAY_MS)
+                .saturating_add_ms(u64::from(shard_rank) * ELECTION_SHARD_RANK_DELAY_MS);
             let mut rank = rank;
             if self.manual.end.is_some() {
                 at = now;
@@ -204,11 +276,13 @@ impl Epoch {
             let e = &mut self.election;
             e.auth_time = Some(at);
             e.rank = rank;
+            e.shard_rank = shard_rank;
             e.count = 0;
             e.sent = false;
             out.push(EpochEffect::Event(EpochEvent::ElectionScheduled {
                 at,
                 rank,
+                shard_rank,
             }));
             out.push(EpochEffect::Send {
                 to: Target::LocalReplicas,
@@ -220,22 +294,30 @@ impl Epoch {
             }
         }
         if !self.election.sent && self.manual.end.is_none() {
+            // Both ranks may have changed since the schedule (better offsets heard from the
+            // other replicas; a failed shard elected its new primary): the start moves by
+            // the difference (Valkey 8.1).
             let new = replica_rank(topo, repl.offset);
+            let new_shard = failed_primary_rank(topo, cfg, now);
             let e = &mut self.election;
-            if new != e.rank {
-                if let Some(t) = e.auth_time {
-                    let t = if new > e.rank {
-                        t.saturating_add_ms(u64::from(new - e.rank) * ELECTION_RANK_DELAY_MS)
+            if let (Some(t), true) = (e.auth_time, new != e.rank || new_shard != e.shard_rank) {
+                let shift = |t: Millis, old: u32, new: u32, step: u64| {
+                    if new >= old {
+                        t.saturating_add_ms(u64::from(new - old) * step)
                     } else {
-                        t.saturating_sub_ms(u64::from(e.rank - new) * ELECTION_RANK_DELAY_MS)
-                    };
-                    e.auth_time = Some(t);
-                    e.rank = new;
-                    out.push(EpochEffect::Event(EpochEvent::ElectionRankChanged {
-                        at: t,
-                        rank: new,
-                    }));
-                }
+                        t.saturating_sub_ms(u64::from(old - new) * step)
+                    }
+                };
+                let t = shift(t, e.rank, new, ELECTION_RANK_DELAY_MS);
+                let t = shift(t, e.shard_rank, new_shard, ELECTION_SHARD_RANK_DELAY_MS);
+                e.auth_time = Some(t);
+                e.rank = new;
+                e.shard_rank = new_shard;
+                out.push(EpochEffect::Event(EpochEvent::ElectionRankChanged {
+                    at: t,
+                    rank: new,
+                    shard_rank: new_shard,
+                }));
             }
         }
         let Some(at) = self.election.auth_time else {
@@ -277,6 +359,9 @@ impl Epoch {
             out.push(EpochEffect::Event(EpochEvent::ElectionWon(epoch)));
             self.replace_my_primary(topo, out);
             self.election.cant = None;
+            // The attempt is over (Valkey 8.1, PR #1711): a later claim of the epoch is not
+            // a loss, and a new failure of the shard schedules a fresh election at once.
+            self.election.forget();
         } else {
             self.cant_failover(Some(CantFailover::WaitingVotes), out);
         }

@@ -88,12 +88,13 @@ mod vote;
 pub use claims::{ClaimedRole, PingClaims, PriorRole};
 pub use config::{
     EpochConfig, CLUSTER_OPERATION_TIMEOUT_MS, ELECTION_FIXED_DELAY_MS, ELECTION_RANDOM_DELAY_MS,
-    ELECTION_RANK_DELAY_MS, MF_PAUSE_MULT, REPLICA_MIGRATION_DELAY_MS,
+    ELECTION_RANK_DELAY_MS, ELECTION_SHARD_RANK_DELAY_MS, MF_PAUSE_MULT,
+    REPLICA_MIGRATION_DELAY_MS,
 };
 pub use effect::{
     CantFailover, EpochEffect, EpochEvent, EpochMessage, FailoverMode, Target, VoteDenied,
 };
-pub use election::{replica_rank, Election, ReplLink, ReplicationState};
+pub use election::{failed_primary_rank, replica_rank, Election, ReplLink, ReplicationState};
 pub use engine::Epoch;
 pub use epochs::{
     bump_config_epoch_without_consensus, bump_epoch, handle_config_epoch_collision, max_epoch,

@@ -525,8 +525,8 @@ impl Gossip {
                     });
                 }
                 let healthy = !flags.intersects(NodeFlags::PFAIL | NodeFlags::FAIL);
-                // Adopt a newer pong time (at most 500 ms in the future).
-                if healthy && n.ping_sent.is_none() && n.failure_reports.is_empty() {
+                if healthy && adopts_gossiped_pong(n) {
+                    // A newer pong time, at most 500 ms in the future.
                     let t = Millis(u64::from(e.pong_received_secs) * 1000);
                     if n.pong_received.is_none_or(|p| t > p) && t <= now.saturating_add_ms(500) {
                         n.pong_received = Some(t);
@@ -644,6 +644,21 @@ impl Gossip {
             self.delete_node(topo, &id, out);
         }
     }
+}
+
+/// Whether a healthy gossip entry's pong time may replace ours for `n` (§7.4; Valkey's
+/// `clusterProcessGossipSection`): only while `n` is healthy in our own view — neither PFAIL
+/// nor FAIL, no ping of ours pending, no failure report about it — and then only a newer
+/// time at most 500 ms ahead of our clock (the caller checks the time).
+///
+/// Valkey 9.0 narrowed the rule to our own view (valkey-io/valkey PR #2512, "Update
+/// pong_received time via gossip only if the node is healthy from our view"); Redis 7.0 and
+/// Valkey 8 check only the entry's flags, the pending ping and the reports. We follow
+/// Valkey 9: a node we hold PFAIL or FAIL must be heard from directly, so a neighbour's
+/// fresh pong times for a node we cannot reach never make it look alive in our view (CLUSTER
+/// NODES `pong-recv`, the pong time we gossip on) nor delay our own ping to it.
+fn adopts_gossiped_pong(n: &Node) -> bool {
+    !n.is_pfail() && !n.is_fail() && n.ping_sent.is_none() && n.failure_reports.is_empty()
 }
 
 /// The [`ExtensionSet`] a PING/PONG/MEET shows its sender understands (the rule is on

@@ -400,3 +400,96 @@ fn a_replicas_shard_id_moves_its_primary_but_never_myself_as_primary() {
     assert_eq!(o.node(&x_id).unwrap().shard_id, x_shard);
     assert_eq!(o.node(&r_id).unwrap().shard_id, x_shard);
 }
+
+/// §7.4 with Valkey 9.0's narrowing (PR #2512, `clusterProcessGossipSection`): a healthy
+/// gossip entry's fresh pong time is adopted only while the node is healthy in the
+/// receiver's own view — not PFAIL/FAIL, no ping pending, no failure report.
+#[test]
+fn a_gossiped_pong_time_is_adopted_only_for_a_node_healthy_in_our_view() {
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let t0 = Millis(1_000_000);
+    let now = Millis(1_010_000);
+    // B (the sender) heard from C just now; A (the receiver) last heard from C at t0.
+    let mut b = Topology::fresh(&mut rng, now);
+    let b_id = *b.myself_id();
+    let a_id = NodeId::random(&mut rng);
+    let c_id = NodeId::random(&mut rng);
+    let c_shard = ShardId::random(&mut rng);
+    know(
+        &mut b,
+        a_id,
+        NodeFlags::PRIMARY,
+        ShardId::random(&mut rng),
+        now,
+    );
+    know(&mut b, c_id, NodeFlags::PRIMARY, c_shard, now);
+    b.node_mut(&c_id).unwrap().pong_received = Some(now);
+    // C owns slots, so B's gossip may describe it without a link (§7.1).
+    b.set_slot_owner(ferrocluster_slot::Slot::new(0).unwrap(), Some(c_id))
+        .unwrap();
+    let g = Gossip::new();
+    let ping = build_ping(
+        &b,
+        &g.links,
+        &g.blacklist,
+        &cfg(),
+        0,
+        PingKind::Ping,
+        Some(&a_id),
+        false,
+        0,
+        now,
+        &mut rng,
+    );
+    let entries = &ping.body.gossip().unwrap().entries;
+    assert_eq!(entries.len(), 1, "three nodes: one entry, about C");
+    assert_eq!(entries[0].name.as_bytes(), c_id.as_bytes());
+    assert_eq!(entries[0].flags & NodeFlags::PFAIL.bits(), 0);
+
+    let receive = |setup: &dyn Fn(&mut Node)| -> Option<Millis> {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut a = Topology::fresh(&mut rng, t0);
+        know(
+            &mut a,
+            b_id,
+            NodeFlags::PRIMARY,
+            ShardId::random(&mut rng),
+            t0,
+        );
+        know(&mut a, c_id, NodeFlags::PRIMARY, c_shard, t0);
+        let c = a.node_mut(&c_id).unwrap();
+        c.pong_received = Some(t0);
+        setup(c);
+        let mut ga = Gossip::new();
+        let mut out = Vec::new();
+        ga.handle_message_gossip(&mut a, &cfg(), &b_id, &ping, now, &mut out);
+        a.node(&c_id).unwrap().pong_received
+    };
+    // Healthy in our view: B's fresh time is taken (whole seconds, as the entry carries it).
+    assert_eq!(receive(&|_| {}), Some(now));
+    // PFAIL or FAIL in our view (a FAIL message, a nodes.conf loaded with `fail`), no ping
+    // pending: not taken (Valkey 9.0; Valkey 8 would take it).
+    assert_eq!(
+        receive(&|c| c.flags.insert(NodeFlags::PFAIL)),
+        Some(t0),
+        "PFAIL"
+    );
+    assert_eq!(
+        receive(&|c| c.flags.insert(NodeFlags::FAIL)),
+        Some(t0),
+        "FAIL"
+    );
+    // A ping of ours pending, or a failure report: not taken (every version).
+    assert_eq!(
+        receive(&|c| c.ping_sent = Some(t0)),
+        Some(t0),
+        "ping pending"
+    );
+    assert_eq!(
+        receive(&|c| {
+            c.failure_reports.insert(b_id, t0);
+        }),
+        Some(t0),
+        "failure report"
+    );
+}

@@ -195,10 +195,31 @@ pub fn preset_cluster_sim_staggered(
     net: NetConfig,
     stagger_ms: u64,
 ) -> Result<ClusterSim, Violation> {
+    preset_cluster_sim_with_replicas(seed, hosts, &[], config, net, stagger_ms)
+}
+
+/// [`preset_cluster_sim_staggered`] with replicas: every `(replica, primary)` pair of
+/// `replicas` makes host `replica` a replica of host `primary` in every nodes.conf (flag
+/// `slave`, the primary's ID, the primary's shard ID, configEpoch 0, no slots); the other
+/// hosts are primaries with configEpoch *i* + 1 sharing the 16384 slots in equal contiguous
+/// ranges, in host order. The IDs are drawn as without replicas (same seed, same IDs). A
+/// replica's data link is the host's to bring up ([`crate::World`] points it at its primary
+/// on its first data cron).
+///
+/// # Errors
+/// A [`Violation`] of `engine start` if a node started at once refuses its configuration.
+pub fn preset_cluster_sim_with_replicas(
+    seed: u64,
+    hosts: usize,
+    replicas: &[(usize, usize)],
+    config: ClusterConfig,
+    net: NetConfig,
+    stagger_ms: u64,
+) -> Result<ClusterSim, Violation> {
     use rand_chacha::rand_core::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let start = crate::sim::START_TIME;
-    let records: Vec<Node> = (0..hosts)
+    let mut records: Vec<Node> = (0..hosts)
         .map(|i| {
             let id = NodeId::random(&mut rng);
             let shard = ferrocluster_topology::ShardId::random(&mut rng);
@@ -212,6 +233,20 @@ pub fn preset_cluster_sim_staggered(
             node
         })
         .collect();
+    for &(r, p) in replicas {
+        let (Some(pid), Some(pshard)) = (
+            records.get(p).map(|n| *n.id()),
+            records.get(p).map(|n| n.shard_id),
+        ) else {
+            continue;
+        };
+        if let Some(n) = records.get_mut(r) {
+            n.flags = NodeFlags::REPLICA;
+            n.primary = Some(pid);
+            n.shard_id = pshard;
+            n.config_epoch = ferrocluster_topology::ConfigEpoch(0);
+        }
+    }
     let n = hosts.max(1) as u64;
     Sim::new_staggered(
         seed,
@@ -235,7 +270,9 @@ pub fn preset_cluster_sim_staggered(
     )
 }
 
-/// Host `me`'s nodes.conf for the cluster `nodes` (see [`preset_cluster_sim`]).
+/// Host `me`'s nodes.conf for the cluster `nodes` (see [`preset_cluster_sim_with_replicas`]):
+/// the primaries share the slots in table order, in the ranges
+/// [`ClusterSimExt::assign_slots_evenly`] gives.
 fn preset_nodes_conf(nodes: &[Node], me: usize) -> Vec<u8> {
     let mut myself = nodes[me].clone();
     myself.link = ferrocluster_topology::LinkState::Connected;
@@ -246,17 +283,23 @@ fn preset_nodes_conf(nodes: &[Node], me: usize) -> Vec<u8> {
             let _ = topo.add_node(node.clone());
         }
     }
-    let n = nodes.len();
-    for s in 0..ferrocluster_slot::SLOT_COUNT {
-        if let Ok(slot) = Slot::new(s as u16) {
-            // The owner is one of the nodes just added.
-            let _ = topo.set_slot_owner(
-                slot,
-                Some(*nodes[s * n / ferrocluster_slot::SLOT_COUNT].id()),
-            );
+    let primaries: Vec<NodeId> = nodes
+        .iter()
+        .filter(|n| n.is_primary())
+        .map(|n| *n.id())
+        .collect();
+    // The ranges of `ClusterSimExt::assign_slots_evenly` (and `Layout::first_slot`).
+    let n = primaries.len().max(1);
+    let total = ferrocluster_slot::SLOT_COUNT;
+    for (i, owner) in primaries.iter().enumerate() {
+        for s in total * i / n..total * (i + 1) / n {
+            if let Ok(slot) = Slot::new(s as u16) {
+                // The owner is one of the nodes just added.
+                let _ = topo.set_slot_owner(slot, Some(*owner));
+            }
         }
     }
-    topo.current_epoch = ferrocluster_topology::CurrentEpoch(n as u64);
+    topo.current_epoch = ferrocluster_topology::CurrentEpoch(nodes.len() as u64);
     ferrocluster_topology::save_nodes_conf(&topo).into_bytes()
 }
 

@@ -3,7 +3,8 @@
 //! primaries, and the failover-time measurement the benchmark reports.
 
 use crate::cluster::{
-    check_converged, cluster_sim_with, ClusterInvariants, ClusterSim, ClusterSimExt, SimError,
+    check_converged, cluster_sim_with, preset_cluster_sim_with_replicas, ClusterInvariants,
+    ClusterSim, ClusterSimExt, SimError,
 };
 use crate::net::{NetConfig, PartitionedConnect};
 use crate::sim::{AuthFrame, Invariant, StepInfo, Violation};
@@ -137,6 +138,57 @@ pub fn build_world_blocked(
             w.node(h).is_some_and(ClusterNode::cluster_state_ok)
                 && w.sim().disk(h).pending_len() == 0
         }) && replicas.iter().all(|&r| w.synced(r))
+    })?;
+    if !ok {
+        return Err(setup_violation(
+            w.sim(),
+            "setup",
+            "cluster_state never ok with every replica synced".into(),
+        ));
+    }
+    Ok(w)
+}
+
+/// [`build_world`] for large clusters: the nodes start from a nodes.conf that already lists
+/// `layout` ([`preset_cluster_sim_with_replicas`], the hosts spread over the first
+/// `stagger_ms` ms) instead of meeting one by one, so no handshake or slot assignment runs.
+/// `layout.primaries` MUST be the hosts without a primary, in host order (as
+/// [`Layout::uniform`] makes them). Returns once every node's cluster_state is ok and every
+/// replica's data link is up. The cluster invariants `invariants` and [`OneVotePerEpoch`]
+/// are registered once every host has started (`stagger_ms` + 1 ms into the run).
+///
+/// # Errors
+/// A broken invariant, or a setup that did not complete within 30 × NODE_TIMEOUT.
+pub fn build_preset_world(
+    seed: u64,
+    config: ClusterConfig,
+    net: NetConfig,
+    layout: &Layout,
+    invariants: ClusterInvariants,
+    stagger_ms: u64,
+) -> Result<World, Violation> {
+    let nt = config.node_timeout_ms;
+    let sim = preset_cluster_sim_with_replicas(
+        seed,
+        layout.hosts,
+        &layout.replicas,
+        config,
+        net,
+        stagger_ms,
+    )?;
+    let mut w = World::new(sim)?;
+    // The invariants start once every host runs: the identity check learns the hosts' IDs
+    // on its first step, and the late starters' IDs are already in the early ones' views.
+    w.run_for(stagger_ms + 1)?;
+    w.sim_mut().add_invariant(Box::new(invariants));
+    w.sim_mut()
+        .add_invariant(Box::new(OneVotePerEpoch::default()));
+    let all: Vec<usize> = (0..layout.hosts).collect();
+    let replicas: Vec<usize> = layout.replicas.iter().map(|&(r, _)| r).collect();
+    let ok = w.run_until_cond(30 * nt, |w| {
+        all.iter()
+            .all(|&h| w.node(h).is_some_and(ClusterNode::cluster_state_ok))
+            && replicas.iter().all(|&r| w.synced(r))
     })?;
     if !ok {
         return Err(setup_violation(

@@ -93,13 +93,13 @@ pub mod world;
 
 pub use cluster::{
     check_converged, check_shards_match_slots, cluster_sim, cluster_sim_with, preset_cluster_sim,
-    preset_cluster_sim_staggered, ClusterInvariants, ClusterSim, ClusterSimExt, SimError,
-    SIM_CAPABILITIES,
+    preset_cluster_sim_staggered, preset_cluster_sim_with_replicas, ClusterInvariants, ClusterSim,
+    ClusterSimExt, SimError, SIM_CAPABILITIES,
 };
 pub use disk::Disk;
 pub use engine::{Engine, EngineOutput, LinkEvent};
 pub use failover::{
-    build_world, build_world_blocked, check_epochs_converged, measure_failover,
+    build_preset_world, build_world, build_world_blocked, check_epochs_converged, measure_failover,
     random_failover_run, FailoverPlan, FailoverReport, FailoverTiming, Layout, OneVotePerEpoch,
 };
 pub use faults::{random_fault_run, FaultPlan, RunReport};
@@ -108,8 +108,8 @@ pub use ferrocluster_node as node;
 pub use net::{NetConfig, PartitionedConnect, Partitions};
 pub use schedule::{check_acked_writes, run_schedule, SchedulePlan, ScheduleReport, ScheduleStep};
 pub use sim::{
-    host_ip, AuthFrame, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, Violation,
-    BUS_PORT, CLIENT_PORT, START_TIME,
+    host_ip, AuthFrame, Factory, Invariant, RawConn, Sim, StepInfo, StepKind, Traffic, TransmitTap,
+    Violation, BUS_PORT, CLIENT_PORT, START_TIME,
 };
 pub use trace::TraceHash;
 pub use world::{

@@ -285,7 +285,14 @@ pub struct Sim<E: Engine> {
     recorded: Vec<(Millis, usize, E::Event)>,
     event_outputs: u64,
     auth_frames: Vec<AuthFrame>,
+    transmit_tap: Option<TransmitTap<E>>,
 }
+
+/// A test's look at every transmit an engine asks for ([`Sim::set_transmit_tap`]): called
+/// with the sending host, its engine (in the state it had when the output was polled), the
+/// time and the bytes, before the network takes them. It observes only: the run is the same
+/// with or without one.
+pub type TransmitTap<E> = Box<dyn FnMut(usize, &E, Millis, &[u8])>;
 
 impl<E: Engine> Drop for Sim<E> {
     fn drop(&mut self) {
@@ -388,6 +395,7 @@ impl<E: Engine> Sim<E> {
             recorded: Vec::new(),
             event_outputs: 0,
             auth_frames: Vec::new(),
+            transmit_tap: None,
         };
         for i in 0..hosts {
             sim.after_engine_call(i);
@@ -460,6 +468,12 @@ impl<E: Engine> Sim<E> {
     /// Every FAILOVER_AUTH_REQUEST and FAILOVER_AUTH_ACK frame transmitted so far, in order.
     pub fn auth_frames(&self) -> &[AuthFrame] {
         &self.auth_frames
+    }
+    /// Sets (or, with `None`, removes) the [`TransmitTap`] that sees every transmit from now
+    /// on: for checks on what engines send (say, the gossip entries of every PING), which the
+    /// sniffer's frame boundaries and types do not show.
+    pub fn set_transmit_tap(&mut self, tap: Option<TransmitTap<E>>) {
+        self.transmit_tap = tap;
     }
     /// The virtual time of the next queued event, if any.
     pub fn next_event_time(&self) -> Option<Millis> {
@@ -1196,6 +1210,11 @@ impl<E: Engine> Sim<E> {
             match out {
                 EngineOutput::Connect { link, ip, port } => self.connect(host, link, ip, port),
                 EngineOutput::Transmit { link, bytes } => {
+                    if let (Some(tap), Some(engine)) =
+                        (self.transmit_tap.as_mut(), self.hosts[host].engine.as_ref())
+                    {
+                        tap(host, engine, now, &bytes);
+                    }
                     if let Some(&(conn, side)) = self.hosts[host].links.get(&link) {
                         self.transmit(conn, side, bytes);
                     }

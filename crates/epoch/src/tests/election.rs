@@ -233,7 +233,8 @@ fn rank_change_before_the_request_shifts_the_start() {
         &out,
         &EpochEffect::Event(EpochEvent::ElectionRankChanged {
             at: at.saturating_add_ms(1000),
-            rank: 1
+            rank: 1,
+            shard_rank: 0,
         })
     ));
 }
@@ -334,4 +335,139 @@ fn empty_shard_can_elect() {
         .handle_auth_ack(&t, &id('y'), CurrentEpoch(5));
     let out = run(&mut e, &mut t, &cfg, &synced(T0), at.saturating_add_ms(1));
     assert!(has(&out, &EpochEffect::BecomePrimary));
+}
+
+/// Valkey 8.1 `clusterGetFailedPrimaryRank`: FAIL voting primaries with replicas whose shard
+/// ID sorts before mine, FAIL for at most NODE_TIMEOUT × validity factor.
+#[test]
+fn shard_rank_counts_failed_primaries_with_replicas_in_smaller_shards() {
+    let cfg = EpochConfig::default();
+    let mut t = setup(50);
+    assert_eq!(
+        failed_primary_rank(&t, &cfg, T0),
+        0,
+        "only my own primary failed"
+    );
+    // 'a' < 'p': counts once FAIL, with a replica, owning slots.
+    add_primary(&mut t, 'a', 'a', 5, &slots(300..=399));
+    t.node_mut(&id('a')).unwrap().flags.insert(NodeFlags::FAIL);
+    assert_eq!(failed_primary_rank(&t, &cfg, T0), 0, "no replica");
+    add_replica(&mut t, 'b', 'a', 0);
+    assert_eq!(failed_primary_rank(&t, &cfg, T0), 1);
+    // 'z' > 'p': never counts.
+    add_primary(&mut t, 'z', 'z', 6, &slots(400..=499));
+    add_replica(&mut t, 'w', 'z', 0);
+    t.node_mut(&id('z')).unwrap().flags.insert(NodeFlags::FAIL);
+    assert_eq!(failed_primary_rank(&t, &cfg, T0), 1);
+    // FAIL for longer than NODE_TIMEOUT × factor: no longer counts (unless factor 0).
+    t.node_mut(&id('a')).unwrap().fail_time = Some(T0);
+    let late = T0.saturating_add_ms(cfg.node_timeout_ms * 10 + 1);
+    assert_eq!(failed_primary_rank(&t, &cfg, late), 0);
+    let no_factor = EpochConfig {
+        replica_validity_factor: 0,
+        ..cfg
+    };
+    assert_eq!(failed_primary_rank(&t, &no_factor, late), 1);
+    // PFAIL is not FAIL.
+    let a = t.node_mut(&id('a')).unwrap();
+    a.flags.remove(NodeFlags::FAIL);
+    a.flags.insert(NodeFlags::PFAIL);
+    assert_eq!(failed_primary_rank(&t, &cfg, T0), 0);
+}
+
+#[test]
+fn delay_adds_half_a_second_per_shard_rank_and_moves_when_it_changes() {
+    for seed in 0..20u64 {
+        let cfg = EpochConfig::default();
+        let mut t = setup(50);
+        for (p, r, first) in [('a', 'b', 300u16), ('c', 'd', 400)] {
+            add_primary(&mut t, p, p, 5, &slots(first..=first + 99));
+            add_replica(&mut t, r, p, 0);
+            t.node_mut(&id(p)).unwrap().flags.insert(NodeFlags::FAIL);
+        }
+        let mut e = Epoch::new();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut out = Vec::new();
+        e.handle_failover(&mut t, &cfg, &synced(T0), T0, &mut rng, &mut out);
+        let at = e.election().auth_time().unwrap();
+        assert!((1500..2000).contains(&at.since(T0)), "{}", at.since(T0));
+        assert_eq!(e.election().shard_rank(), 2);
+        assert!(out.iter().any(|x| matches!(
+            x,
+            EpochEffect::Event(EpochEvent::ElectionScheduled {
+                shard_rank: 2,
+                rank: 0,
+                ..
+            })
+        )));
+        // Shard 'a' got its new primary: one failed shard less before mine, 500 ms earlier.
+        t.node_mut(&id('a')).unwrap().flags.remove(NodeFlags::FAIL);
+        let out = run(&mut e, &mut t, &cfg, &synced(T0), T0.saturating_add_ms(100));
+        assert_eq!(e.election().auth_time(), Some(at.saturating_sub_ms(500)));
+        assert!(has(
+            &out,
+            &EpochEffect::Event(EpochEvent::ElectionRankChanged {
+                at: at.saturating_sub_ms(500),
+                rank: 0,
+                shard_rank: 1,
+            })
+        ));
+    }
+}
+
+/// Valkey 8.1 (`clusterProcessPacket`, PRs #1009/#1339): a primary claiming a configEpoch ≥
+/// the epoch my election asked for won it; my election is reset and the next failover step
+/// schedules a new one at once, which asks for a fresh epoch — no auth timeout and retry
+/// period (4 × NODE_TIMEOUT) wasted.
+#[test]
+fn an_election_lost_to_a_claim_is_retried_at_once_with_a_fresh_epoch() {
+    let cfg = EpochConfig::default();
+    let mut t = setup(50);
+    let mut e = Epoch::new();
+    run(&mut e, &mut t, &cfg, &synced(T0), T0);
+    let at = e.election().auth_time().unwrap();
+    run(&mut e, &mut t, &cfg, &synced(T0), at);
+    assert_eq!(e.election().epoch(), CurrentEpoch(5));
+    let x_slots = t.node(&id('x')).unwrap().slots().clone();
+    let claim = |epoch: u64| PingClaims {
+        sender: id('x'),
+        role: ClaimedRole::Primary,
+        config_epoch: ConfigEpoch(epoch),
+        slots: &x_slots,
+    };
+    // A claim below my epoch changes nothing.
+    let mut out = Vec::new();
+    let prior = PriorRole::of(&t, &id('x'));
+    e.handle_ping_claims(&mut t, &cfg, &claim(4), prior, &mut out);
+    assert_eq!(e.election().auth_time(), Some(at));
+    // x claims configEpoch 5, the epoch I asked for: lost.
+    t.node_mut(&id('x')).unwrap().config_epoch = ConfigEpoch(5); // §8 step 4 adoption
+    let prior = PriorRole::of(&t, &id('x'));
+    let mut out = Vec::new();
+    e.handle_ping_claims(&mut t, &cfg, &claim(5), prior, &mut out);
+    assert!(has(
+        &out,
+        &EpochEffect::Event(EpochEvent::ElectionLost {
+            epoch: CurrentEpoch(5),
+            winner: id('x'),
+            claimed: ConfigEpoch(5),
+        })
+    ));
+    assert_eq!(e.election().auth_time(), None);
+    // The next step (one cron tick later) schedules again with the usual delay …
+    let now = at.saturating_add_ms(100);
+    let out = run(&mut e, &mut t, &cfg, &synced(T0), now);
+    assert!(out
+        .iter()
+        .any(|x| matches!(x, EpochEffect::Event(EpochEvent::ElectionScheduled { .. }))));
+    let again = e.election().auth_time().unwrap();
+    assert!(
+        (500..1000).contains(&again.since(now)),
+        "{}",
+        again.since(now)
+    );
+    // … and asks for a fresh epoch.
+    run(&mut e, &mut t, &cfg, &synced(T0), again);
+    assert_eq!(e.election().epoch(), CurrentEpoch(6));
+    assert!(e.election().sent());
 }

@@ -711,6 +711,9 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     (c.slowlog_log_slower_than, c.slowlog_max_len) = state.slowlog.limits();
     c.latency_monitor_threshold = state.latency.threshold();
     c.save = state.persist.points.clone();
+    c.timeout_s = shared
+        .idle_timeout_s
+        .load(std::sync::atomic::Ordering::Relaxed);
     c
 }
 
@@ -853,5 +856,8 @@ fn config_set(
         .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
     state.latency.set_threshold(next.latency_monitor_threshold);
     state.persist.points = next.save.clone();
+    shared
+        .idle_timeout_s
+        .store(next.timeout_s, std::sync::atomic::Ordering::Relaxed);
     Ok(deferred)
 }

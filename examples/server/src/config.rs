@@ -127,6 +127,14 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     /// `client-query-buffer-limit`: largest unparsed request buffer, bytes. Default 1 GiB.
     pub client_query_buffer_limit: usize,
+    /// `timeout`: seconds after which an idle client is closed (0, the default: never;
+    /// replicas, subscribers and blocked clients are never closed, as Redis's
+    /// `clientsCronHandleTimeout`).
+    pub timeout_s: u64,
+    /// `tcp-keepalive`: SO_KEEPALIVE idle time of client sockets, seconds (0: off). Default 300.
+    pub tcp_keepalive_s: u32,
+    /// `pidfile`: a file the server writes its pid to at start and removes at shutdown.
+    pub pidfile: Option<PathBuf>,
     /// `hz`: active expiry cycles per second. Default 10 (clamped to 1..=500 as Valkey does).
     pub hz: u32,
     /// `maxclients`: most client connections (in cluster mode the bus connections count too,
@@ -249,6 +257,9 @@ impl Default for Config {
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             metrics_port: 0,
+            timeout_s: 0,
+            tcp_keepalive_s: 300,
+            pidfile: None,
             latency_monitor_threshold: 0,
             save: crate::persist::default_save_points(),
             dbfilename: "dump.rdb".into(),
@@ -668,6 +679,18 @@ pub static OPTIONS: &[Opt] = &[
         c.latency_monitor_threshold = int(v, 0, i64::MAX as i128)?;
         Ok(())
     }),
+    opt!("timeout", None, mutable: true, get: |c| c.timeout_s.to_string(), set: |c, v| {
+        c.timeout_s = int(v, 0, INT_MAX)?;
+        Ok(())
+    }),
+    opt!("tcp-keepalive", None, mutable: false, get: |c| c.tcp_keepalive_s.to_string(), set: |c, v| {
+        c.tcp_keepalive_s = int(v, 0, INT_MAX)?;
+        Ok(())
+    }),
+    opt!("pidfile", None, mutable: false, get: |c| c.pidfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), set: |c, v| {
+        c.pidfile = (!v.is_empty()).then(|| PathBuf::from(v));
+        Ok(())
+    }),
     opt!("metrics-port", None, mutable: false, get: |c| c.metrics_port.to_string(), set: |c, v| {
         c.metrics_port = int(v, 0, 65535)?;
         Ok(())
@@ -746,11 +769,28 @@ impl Config {
     }
 
     /// Applies a config file's text (`name value` lines, `#` comments, blank lines, values
-    /// optionally in double quotes). `file` names the file in errors.
+    /// optionally in double quotes; `include <path>` applies another file in its place, as
+    /// Redis's `loadServerConfigFromString`, at most 16 deep). `file` names the file in
+    /// errors; `read_file` reads an included one.
     ///
     /// # Errors
-    /// The first bad line, with its number and reason.
-    pub fn apply_file(&mut self, file: &str, text: &str) -> Result<(), ConfigError> {
+    /// The first bad line, with its number and reason (an included file's own line).
+    pub fn apply_file(
+        &mut self,
+        file: &str,
+        text: &str,
+        read_file: &dyn Fn(&str) -> std::io::Result<String>,
+    ) -> Result<(), ConfigError> {
+        self.apply_file_at(file, text, read_file, 0)
+    }
+
+    fn apply_file_at(
+        &mut self,
+        file: &str,
+        text: &str,
+        read_file: &dyn Fn(&str) -> std::io::Result<String>,
+        depth: usize,
+    ) -> Result<(), ConfigError> {
         for (i, line) in text.lines().enumerate() {
             let trimmed = line.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -765,6 +805,18 @@ impl Config {
             let (name, args) = words
                 .split_first()
                 .ok_or_else(|| err("empty line".into()))?;
+            if name.eq_ignore_ascii_case("include") {
+                let [path] = args else {
+                    return Err(err("wrong number of arguments".into()));
+                };
+                if depth >= 16 {
+                    return Err(err("includes nested too deep (16)".into()));
+                }
+                let inner = read_file(path)
+                    .map_err(|e| err(format!("can't open the included file: {e}")))?;
+                self.apply_file_at(path, &inner, read_file, depth + 1)?;
+                continue;
+            }
             self.set(name, args).map_err(err)?;
         }
         Ok(())
@@ -967,7 +1019,7 @@ pub fn parse_args(
                 text: first.clone(),
                 reason: format!("can't open the config file: {e}"),
             })?;
-            config.apply_file(first, &text)?;
+            config.apply_file(first, &text, &read_file)?;
             rest = &rest[1..];
         }
     }
@@ -1170,11 +1222,11 @@ mod tests {
 
     #[test]
     fn options_without_effect_here_take_only_their_default() {
-        assert!(parse_args(&["--save".to_string(), String::new()], no_file).is_ok());
-        let e = parse_args(&args("--save 900 1"), no_file).unwrap_err();
+        assert!(parse_args(&args("--appendonly no"), no_file).is_ok());
+        let e = parse_args(&args("--appendonly yes"), no_file).unwrap_err();
         assert_eq!(
             e.reason,
-            "ferrocluster-server does not save the data set; only \"\" is accepted"
+            "ferrocluster-server has no append-only file; only no is accepted"
         );
         let e = parse_args(&args("--cluster-slot-stats-enabled yes"), no_file).unwrap_err();
         assert!(e.reason.ends_with("; only no is accepted"), "{e}");

@@ -129,6 +129,12 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     }
     let shared = Arc::new(server::Shared::new(config, cluster)?);
     let _ = shared.me.set(Arc::downgrade(&shared));
+    if let Some(p) = &shared.config.pidfile {
+        // Redis logs a pidfile it cannot write and goes on.
+        if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file {}: {e}", p.display());
+        }
+    }
     // The data set on disk first: no client sees the keyspace before it is loaded.
     persist::load_at_start(&shared)?;
     let io = net::spawn_io_threads(&shared).map_err(|e| format!("can't start I/O threads: {e}"))?;
@@ -177,7 +183,7 @@ fn spawn_signal_thread(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 tracing::warn!("User requested shutdown...");
                 let mut st = shared.state.lock();
                 if persist::save_for_shutdown(&shared, &mut st, None).is_ok() {
-                    persist::exit_now();
+                    persist::exit_now(&shared);
                 }
                 tracing::warn!("Error trying to save the DB, can't exit.");
             }

@@ -356,6 +356,8 @@ struct IoThread {
     read_again: Vec<usize>,
     /// Connections holding a write that waits for the end of a write pause.
     paused: Vec<usize>,
+    /// When `close_idle` last looked (unix ms).
+    idle_checked_ms: u64,
     limits: Limits,
     /// One read's landing buffer, zeroed once per thread: reading straight into the
     /// connection's buffer would zero `READ_CHUNK` bytes per read (`Vec::resize`), a 64 KiB
@@ -380,6 +382,7 @@ impl IoThread {
             to_write: Vec::new(),
             read_again: Vec::new(),
             paused: Vec::new(),
+            idle_checked_ms: 0,
             limits,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         }
@@ -434,6 +437,7 @@ impl IoThread {
             }
             self.drain_channel();
             self.retry_paused();
+            self.close_idle();
             let mut i = 0;
             while i < self.to_read.len() {
                 let t = self.to_read[i];
@@ -488,6 +492,39 @@ impl IoThread {
         }
     }
 
+    /// `timeout`: closes clients idle longer than it, at most once a second (Redis's
+    /// `clientsCronHandleTimeout`: replicas, subscribers and blocked clients stay).
+    fn close_idle(&mut self) {
+        let secs = self.shared.idle_timeout_s.load(Ordering::Relaxed);
+        if secs == 0 {
+            return;
+        }
+        let now = crate::server::unix_ms();
+        if now.saturating_sub(self.idle_checked_ms) < 1000 {
+            return;
+        }
+        self.idle_checked_ms = now;
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(t, c)| {
+                let c = &c.as_ref()?.client;
+                let since = c.last_io_ms.max(c.created_ms);
+                (!c.is_replica_link
+                    && !c.migration_conn
+                    && c.subscriptions() == 0
+                    && !c.blocked
+                    && now.saturating_sub(since) > secs * 1000)
+                    .then_some(t)
+            })
+            .collect();
+        for t in idle {
+            tracing::debug!("Closing idle client");
+            self.close(t);
+        }
+    }
+
     /// Runs a CLIENT LIST / KILL on this thread's connections ([`crate::clients`]).
     fn fanout(&mut self, f: &crate::clients::Fanout) {
         let now = crate::server::unix_ms();
@@ -538,6 +575,7 @@ impl IoThread {
         if s.set_nonblocking(true).is_err() {
             return;
         }
+        keepalive(&s, self.shared.config.tcp_keepalive_s);
         let peer = s.peer_addr().ok();
         let local = s.local_addr().ok();
         let mut stream = TcpStream::from_std(s);
@@ -690,6 +728,20 @@ fn output_limit(client: &crate::client::ClientCtx) -> usize {
     } else {
         usize::MAX
     }
+}
+
+/// `tcp-keepalive` on a client socket as Redis's `anetKeepAlive`: SO_KEEPALIVE, the first
+/// probe after `secs` idle seconds, then every `secs / 3`, three probes. A socket option the
+/// kernel refuses leaves the connection as it is.
+fn keepalive(s: &std::net::TcpStream, secs: u32) {
+    use rustix::net::sockopt;
+    if secs == 0 {
+        return;
+    }
+    let _ = sockopt::set_socket_keepalive(s, true);
+    let _ = sockopt::set_tcp_keepidle(s, Duration::from_secs(u64::from(secs)));
+    let _ = sockopt::set_tcp_keepintvl(s, Duration::from_secs(u64::from((secs / 3).max(1))));
+    let _ = sockopt::set_tcp_keepcnt(s, 3);
 }
 
 /// The connection's socket and buffer figures for CLIENT INFO / LIST, with `unparsed`

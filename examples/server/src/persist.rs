@@ -359,8 +359,13 @@ pub fn save_for_shutdown(
     save(shared, state, unix_ms())
 }
 
-/// Ends the process after a shutdown's save (redis-server's last line).
-pub fn exit_now() -> ! {
+/// Ends the process after a shutdown's save (redis-server's last lines: the pidfile removed,
+/// then "ready to exit").
+pub fn exit_now(shared: &Shared) -> ! {
+    if let Some(p) = &shared.config.pidfile {
+        tracing::info!("Removing the pid file.");
+        let _ = std::fs::remove_file(p);
+    }
     tracing::warn!("ferrocluster-server is now ready to exit, bye bye...");
     std::process::exit(0)
 }
@@ -392,7 +397,7 @@ pub fn shutdown(
         tracing::warn!("Error trying to save the DB, can't exit.");
         return Err("ERR Errors trying to SHUTDOWN. Check logs.".into());
     }
-    exit_now()
+    exit_now(shared)
 }
 
 #[cfg(test)]

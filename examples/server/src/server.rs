@@ -235,6 +235,8 @@ pub struct Shared {
     pub pubsub: RwLock<PubSub>,
     /// Counters.
     pub stats: Stats,
+    /// `timeout` in force, seconds (CONFIG SET changes it).
+    pub idle_timeout_s: AtomicU64,
     /// This `Shared` itself, for work a command hands to a thread (BGSAVE); set once at start.
     pub me: OnceLock<std::sync::Weak<Shared>>,
     /// MONITOR connections (`crate::monitor`).
@@ -270,6 +272,7 @@ impl Shared {
         let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
         let run_id = random_hex(&mut seed_rng);
         let clients = crate::net::ClientGate::new(config.maxclients);
+        let idle_timeout_s = config.timeout_s;
         Ok(Shared {
             state: Mutex::new(State {
                 kv,
@@ -301,6 +304,7 @@ impl Shared {
             stats: Stats::default(),
             monitors: crate::monitor::Monitors::default(),
             me: OnceLock::new(),
+            idle_timeout_s: AtomicU64::new(idle_timeout_s),
             io: OnceLock::new(),
             clients,
             start_ms: now,

@@ -250,6 +250,15 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
                 "    Assign the name <name> to the current connection.",
                 "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                 "    Unblock the specified blocked client.",
+                "TRACKING (ON|OFF) [REDIRECT <id>] [OPTIN] [OPTOUT] [NOLOOP]",
+                "    Control server assisted client side caching (default mode; BCAST and PREFIX",
+                "    are not served).",
+                "TRACKINGINFO",
+                "    Report tracking status for the current connection.",
+                "CACHING (YES|NO)",
+                "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+                "GETREDIR",
+                "    Return the client ID we are redirecting to when tracking is enabled.",
             ],
         );
     } else if eq(sub, "no-evict") || eq(sub, "no-touch") {
@@ -500,6 +509,48 @@ fn human(bytes: u64) -> String {
         format!("{:.2}K", bytes as f64 / 1024.0)
     } else {
         format!("{bytes}B")
+    }
+}
+
+/// `CLIENT TRACKING | CACHING | GETREDIR | TRACKINGINFO` ([`crate::tracking`]).
+pub fn client_tracking(
+    shared: &Shared,
+    state: &mut State,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+) {
+    let t = &mut state.tracking;
+    let sub = args.get(1);
+    if eq(sub, "tracking") {
+        if args.len() < 3 {
+            out.error("ERR wrong number of arguments for 'client|tracking' command");
+            return;
+        }
+        let before = out.buf.len();
+        crate::tracking::tracking_cmd(shared, t, client.id, args, out);
+        if out.buf.get(before) == Some(&b'+') {
+            client.tracking_redir = t
+                .tracks(client.id)
+                .then(|| crate::tracking::getredir(t, client.id));
+            client.caching = None;
+        }
+    } else if eq(sub, "caching") {
+        if args.len() != 3 {
+            out.error("ERR wrong number of arguments for 'client|caching' command");
+            return;
+        }
+        match crate::tracking::caching_cmd(t, client.id, args) {
+            Ok(yes) => {
+                client.caching = Some(yes);
+                out.ok();
+            }
+            Err(e) => out.error(e),
+        }
+    } else if eq(sub, "getredir") {
+        out.int(crate::tracking::getredir(t, client.id));
+    } else {
+        crate::tracking::trackinginfo(t, client.id, client.caching, out);
     }
 }
 

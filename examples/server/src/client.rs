@@ -90,6 +90,17 @@ pub enum Delivery {
     /// The reply of a client blocked on keys (`crate::blocking`), already encoded in its
     /// protocol; the connection reads again.
     Unblock(Arc<[u8]>),
+    /// A client-side caching invalidation (`crate::tracking`): one key, or `None` for all;
+    /// `redirected`: this connection is another client's REDIRECT target.
+    Invalidate {
+        /// The key, or `None` after a flush.
+        key: Option<Vec<u8>>,
+        /// Sent to a REDIRECT target.
+        redirected: bool,
+    },
+    /// The REDIRECT target of this tracking client is gone (RESP3 push
+    /// `tracking-redir-broken`).
+    RedirectBroken(u64),
 }
 
 impl Delivery {
@@ -123,6 +134,19 @@ impl Delivery {
                 out.buf.extend_from_slice(b);
             }
             Delivery::Close => {}
+            Delivery::Invalidate { key, redirected } => crate::tracking::encode_invalidation(
+                out,
+                key.as_deref(),
+                *redirected,
+                client.subscriptions() > 0,
+            ),
+            Delivery::RedirectBroken(id) => {
+                if out.proto >= 3 {
+                    out.buf
+                        .extend_from_slice(b">2\r\n$21\r\ntracking-redir-broken\r\n");
+                    out.int(*id as i64);
+                }
+            }
             Delivery::Reply { id, bytes } => client.fill_reply(out, *id, bytes),
         }
     }
@@ -193,6 +217,10 @@ pub struct ClientCtx {
     pub last_io_ms: u64,
     /// MONITOR was sent: the connection receives every command run (`crate::monitor`).
     pub monitor: bool,
+    /// CLIENT TRACKING is on: the redirect id, 0 without one (`crate::tracking`).
+    pub tracking_redir: Option<i64>,
+    /// CLIENT CACHING for the next command (OPTIN / OPTOUT).
+    pub caching: Option<bool>,
 }
 
 impl ClientCtx {
@@ -208,6 +236,7 @@ impl ClientCtx {
         let mut c = ClientCtx::internal(shared);
         c.io_thread = io_thread;
         c.token = token;
+        shared.directory.lock().insert(c.id, (io_thread, token));
         c.addr = addr;
         c.laddr = laddr;
         if shared.config.cluster_enabled {
@@ -250,6 +279,8 @@ impl ClientCtx {
             conn: crate::clients::ConnFacts::default(),
             last_io_ms: 0,
             monitor: false,
+            tracking_redir: None,
+            caching: None,
         }
     }
 
@@ -284,7 +315,11 @@ impl ClientCtx {
     /// Cleans up shared registries when the connection closes.
     pub fn on_close(&mut self, shared: &Shared) {
         shared.stats.client_disconnected();
+        shared.directory.lock().remove(&self.id);
         self.drop_subscriptions(shared);
+        if self.tracking_redir.is_some() {
+            shared.state.lock().tracking.client_closed(self.id);
+        }
         if self.monitor {
             shared.monitors.remove(self.id);
         }
@@ -330,6 +365,9 @@ impl ClientCtx {
         if self.blocked {
             flags.push('b');
         }
+        if self.tracking_redir.is_some() {
+            flags.push('t');
+        }
         if self.conn.closing {
             flags.push('c');
         }
@@ -349,7 +387,7 @@ impl ClientCtx {
             .unwrap_or(0);
         let tot_mem = self.conn.rbs + self.conn.omem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr.map(|a| a.to_string()).unwrap_or_default(),
             self.laddr.map(|a| a.to_string()).unwrap_or_default(),
@@ -371,6 +409,7 @@ impl ClientCtx {
             tot_mem,
             if self.conn.writing { "rw" } else { "r" },
             self.last_cmd,
+            self.tracking_redir.unwrap_or(-1),
             proto,
             self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
             self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),

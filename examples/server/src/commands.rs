@@ -374,6 +374,7 @@ pub fn run(
         now,
         prop: crate::cmd::Propagation::default(),
     };
+    ctx.state.tracking.current = Some(ctx.client.id);
     let started = std::time::Instant::now();
     let flow = dispatch(&mut ctx);
     let duration_us = started.elapsed().as_micros() as u64;
@@ -405,6 +406,25 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
     if spec.is_write() && !failed {
         ctx.state.persist.changed();
     }
+    // Client-side caching: the keys a tracking client read, then what this command
+    // invalidated (Redis `call()`: `trackingRememberKeys`, the pending invalidations).
+    if ctx.client.tracking_redir.is_some() {
+        if spec.has(CommandFlags::READONLY) && !spec.has(CommandFlags::PUBSUB) && !failed {
+            let argv: Vec<&[u8]> = (0..ctx.args.len()).map(|i| ctx.args.get(i)).collect();
+            let keys = spec.info.keys_with_flags(&argv);
+            let caching = ctx.client.caching;
+            ctx.state
+                .tracking
+                .remember(ctx.client.id, caching, keys.iter().map(|(p, _)| argv[*p]));
+        }
+        // Redis `resetClient`: CACHING lasts until a command other than CLIENT, and over a
+        // whole MULTI / EXEC.
+        if !spec.name.starts_with("client|") && ctx.client.multi.is_none() && !ctx.client.in_exec {
+            ctx.client.caching = None;
+        }
+    }
+    ctx.state.tracking.current = None;
+    ctx.state.tracking.send(shared);
     ctx.state.slowlog.record(crate::slowlog::Ran {
         name: spec.name,
         args: ctx.args,
@@ -551,6 +571,13 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         Cmd::Hello => crate::admin::hello(shared, ctx.state, ctx.client, args, ctx.out),
         Cmd::Auth => crate::admin::auth(shared, ctx.client, args, ctx.out),
         Cmd::Client if eq(args.get(1), "unblock") => crate::blocking::client_unblock(ctx),
+        Cmd::Client
+            if ["tracking", "caching", "getredir", "trackinginfo"]
+                .iter()
+                .any(|s| eq(args.get(1), s)) =>
+        {
+            crate::admin::client_tracking(shared, ctx.state, ctx.client, args, ctx.out)
+        }
         Cmd::Client if eq(args.get(1), "pause") || eq(args.get(1), "unpause") => {
             crate::admin::client_pause(shared, ctx.state, args, ctx.out, now)
         }

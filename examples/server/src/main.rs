@@ -38,6 +38,7 @@ mod server;
 mod slowlog;
 mod snapshot;
 mod table;
+mod tracking;
 mod types;
 mod value;
 

@@ -59,6 +59,8 @@ pub struct State {
     pub client_pause: Option<crate::clients::ClientPause>,
     /// SLOWLOG entries and per-command statistics (`crate::slowlog`).
     pub slowlog: crate::slowlog::SlowLog,
+    /// Client-side caching (`crate::tracking`).
+    pub tracking: crate::tracking::Tracking,
     /// RDB persistence (`crate::persist`).
     pub persist: crate::persist::Persistence,
     /// The latency monitor (`crate::latency`).
@@ -235,6 +237,8 @@ pub struct Shared {
     pub pubsub: RwLock<PubSub>,
     /// Counters.
     pub stats: Stats,
+    /// Where each client connection lives: id -> (I/O thread, token).
+    pub directory: Mutex<std::collections::HashMap<u64, (usize, usize)>>,
     /// `timeout` in force, seconds (CONFIG SET changes it).
     pub idle_timeout_s: AtomicU64,
     /// This `Shared` itself, for work a command hands to a thread (BGSAVE); set once at start.
@@ -294,6 +298,7 @@ impl Shared {
                 rates: crate::rates::Rates::default(),
                 latency: crate::latency::Latency::new(config.latency_monitor_threshold),
                 persist: crate::persist::Persistence::new(now, config.save.clone()),
+                tracking: crate::tracking::Tracking::default(),
                 slowlog: crate::slowlog::SlowLog::new(
                     config.slowlog_log_slower_than,
                     config.slowlog_max_len,
@@ -304,6 +309,7 @@ impl Shared {
             stats: Stats::default(),
             monitors: crate::monitor::Monitors::default(),
             me: OnceLock::new(),
+            directory: Mutex::new(std::collections::HashMap::new()),
             idle_timeout_s: AtomicU64::new(idle_timeout_s),
             io: OnceLock::new(),
             clients,
@@ -311,6 +317,11 @@ impl Shared {
             run_id,
             next_client_id: AtomicU64::new(1),
         })
+    }
+
+    /// The I/O thread and token of client `id`, when it is connected.
+    pub fn locate(&self, id: u64) -> Option<(usize, usize)> {
+        self.directory.lock().get(&id).copied()
     }
 
     /// This `Shared` as an `Arc` (`None` before start-up set it).

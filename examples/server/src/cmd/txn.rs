@@ -31,6 +31,7 @@ struct Watched {
 /// `key` of `db` was modified: flags its watchers.
 #[inline]
 pub fn touch(state: &mut State, db: usize, key: &[u8]) {
+    state.tracking.invalidate(key);
     let w = &mut state.watches;
     if w.by_key.is_empty() {
         return;
@@ -43,6 +44,7 @@ pub fn touch(state: &mut State, db: usize, key: &[u8]) {
 /// Every watched key of `db` (all databases for `None`) that exists now is about to be
 /// emptied or replaced (FLUSHDB, FLUSHALL, SWAPDB): flags their watchers.
 pub fn touch_db(state: &mut State, db: Option<usize>, now: u64) {
+    state.tracking.invalidate_all();
     let State { watches, kv, .. } = state;
     if watches.by_key.is_empty() {
         return;
@@ -56,6 +58,7 @@ pub fn touch_db(state: &mut State, db: Option<usize>, now: u64) {
 
 /// SWAPDB `a` `b`: every watched key of either database that exists in either is modified.
 pub fn touch_swap(state: &mut State, a: usize, b: usize, now: u64) {
+    state.tracking.invalidate_all();
     let State { watches, kv, .. } = state;
     for ((d, key), clients) in &watches.by_key {
         if (*d == a || *d == b)

@@ -1,0 +1,116 @@
+//! Client-side caching (`CLIENT TRACKING` default mode with REDIRECT, NOLOOP, OPTIN / OPTOUT,
+//! CLIENT CACHING / GETREDIR / TRACKINGINFO): the same sessions on redis-server 7.0 and on
+//! ours, every byte each client receives compared. Ports 23240-23241.
+
+mod common;
+
+use common::{start_real_server, test_dir, Client, Procs};
+use std::io::Read;
+use std::time::Duration;
+
+/// Whatever arrives on `c` within a short wait (pushes and messages that no request asked for).
+fn pending(c: &mut Client) -> String {
+    c.stream
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = c.stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+fn id_of(c: &mut Client) -> String {
+    c.cmd_s(&["CLIENT", "ID"])
+        .trim_start_matches(':')
+        .trim()
+        .to_string()
+}
+
+fn session(port: u16) -> Vec<String> {
+    let mut log = Vec::new();
+    let mut w = Client::connect(port);
+    w.cmd(&["FLUSHALL"]);
+    // RESP3, default mode.
+    let mut a = Client::connect(port);
+    a.cmd(&["HELLO", "3"]);
+    log.push(a.cmd_s(&["CLIENT", "TRACKINGINFO"]));
+    log.push(a.cmd_s(&["CLIENT", "TRACKING", "ON"]));
+    log.push(a.cmd_s(&["CLIENT", "GETREDIR"]));
+    log.push(a.cmd_s(&["CLIENT", "TRACKINGINFO"]));
+    w.cmd(&["SET", "k", "1"]);
+    log.push(a.cmd_s(&["GET", "k"]));
+    w.cmd(&["SET", "k", "2"]);
+    log.push(format!("a after set: {}", pending(&mut a)));
+    w.cmd(&["SET", "k", "3"]);
+    log.push(format!(
+        "a after second set (forgotten): {}",
+        pending(&mut a)
+    ));
+    log.push(a.cmd_s(&["MGET", "k", "other"]));
+    w.cmd(&["DEL", "other"]);
+    w.cmd(&["SET", "other", "x"]);
+    log.push(format!("a after other: {}", pending(&mut a)));
+    w.cmd(&["FLUSHALL"]);
+    log.push(format!("a after flushall: {}", pending(&mut a)));
+    // NOLOOP: its own write tells it nothing.
+    let mut n = Client::connect(port);
+    n.cmd(&["HELLO", "3"]);
+    log.push(n.cmd_s(&["CLIENT", "TRACKING", "ON", "NOLOOP"]));
+    n.cmd(&["GET", "k"]);
+    log.push(n.cmd_s(&["SET", "k", "4"]));
+    log.push(format!("noloop after own set: {}", pending(&mut n)));
+    // OPTIN: tracked only after CACHING yes.
+    let mut o = Client::connect(port);
+    o.cmd(&["HELLO", "3"]);
+    log.push(o.cmd_s(&["CLIENT", "CACHING", "yes"]));
+    log.push(o.cmd_s(&["CLIENT", "TRACKING", "ON", "OPTIN"]));
+    log.push(o.cmd_s(&["CLIENT", "CACHING", "no"]));
+    o.cmd(&["GET", "p"]);
+    w.cmd(&["SET", "p", "1"]);
+    log.push(format!("optin untracked: {}", pending(&mut o)));
+    log.push(o.cmd_s(&["CLIENT", "CACHING", "yes"]));
+    log.push(o.cmd_s(&["CLIENT", "TRACKINGINFO"]));
+    o.cmd(&["GET", "p"]);
+    w.cmd(&["SET", "p", "2"]);
+    log.push(format!("optin tracked: {}", pending(&mut o)));
+    log.push(o.cmd_s(&["CLIENT", "TRACKING", "ON", "OPTOUT"]));
+    // RESP2 with REDIRECT to a subscriber of __redis__:invalidate.
+    let mut r = Client::connect(port);
+    let rid = id_of(&mut r);
+    log.push(r.cmd_s(&["SUBSCRIBE", "__redis__:invalidate"]));
+    let mut b = Client::connect(port);
+    log.push(b.cmd_s(&["CLIENT", "TRACKING", "ON", "REDIRECT", "999999"]));
+    log.push(b.cmd_s(&["CLIENT", "TRACKING", "ON", "REDIRECT", &rid]));
+    log.push(b.cmd_s(&["CLIENT", "GETREDIR"]).replace(&rid, "<rid>"));
+    b.cmd(&["GET", "q"]);
+    w.cmd(&["SET", "q", "1"]);
+    log.push(format!("redirect target: {}", pending(&mut r)));
+    log.push(format!("redirecting client: {}", pending(&mut b)));
+    log.push(b.cmd_s(&["CLIENT", "TRACKING", "OFF"]));
+    log.push(b.cmd_s(&["CLIENT", "GETREDIR"]));
+    log
+}
+
+#[test]
+fn tracking_sessions_match_redis_7_byte_for_byte() {
+    let dir = test_dir("tracking");
+    let mut procs = Procs::default();
+    procs.start(&dir, 23240, &["--cluster-enabled", "no"]);
+    let _redis = start_real_server("redis-server", 23241, &dir.join("redis"), &[]);
+    let ours = session(23240);
+    let theirs = session(23241);
+    for (i, (o, t)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(o, t, "step {i}");
+    }
+    assert_eq!(ours.len(), theirs.len());
+    // The steps that show invalidations are not empty on either.
+    assert!(ours[5].contains("invalidate"), "{}", ours[5]);
+}

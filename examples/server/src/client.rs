@@ -93,8 +93,8 @@ pub enum Delivery {
     /// A client-side caching invalidation (`crate::tracking`): one key, or `None` for all;
     /// `redirected`: this connection is another client's REDIRECT target.
     Invalidate {
-        /// The key, or `None` after a flush.
-        key: Option<Vec<u8>>,
+        /// The keys, or `None` after a flush.
+        keys: Option<Vec<Vec<u8>>>,
         /// Sent to a REDIRECT target.
         redirected: bool,
     },
@@ -134,9 +134,9 @@ impl Delivery {
                 out.buf.extend_from_slice(b);
             }
             Delivery::Close => {}
-            Delivery::Invalidate { key, redirected } => crate::tracking::encode_invalidation(
+            Delivery::Invalidate { keys, redirected } => crate::tracking::encode_invalidation(
                 out,
-                key.as_deref(),
+                keys.as_deref(),
                 *redirected,
                 client.subscriptions() > 0,
             ),

@@ -14,18 +14,34 @@
 //! through the receiving connection's I/O thread, so a client's own invalidation arrives
 //! after its reply.
 //!
-//! Left out: BCAST mode and PREFIX (refused with an error naming them), the
-//! `tracking-table-max-keys` limit, and invalidation of keys removed by expiry or eviction.
+//! BCAST mode (`trackingRememberKeyToBroadcast`, `trackingBroadcastInvalidationMessages`):
+//! a client registers prefixes (none: every key); a modified key matching a prefix is kept
+//! for it, and once the command finished each client of the prefix gets one message with the
+//! prefix's keys in order (NOLOOP leaves out those it modified itself). Redis sends them once
+//! per event-loop turn, so a pipeline's keys may come in fewer messages there than here.
+//!
+//! Left out: the `tracking-table-max-keys` limit, and invalidation of keys removed by expiry
+//! or eviction.
 
 use crate::client::{Args, Delivery};
 use crate::resp::Out;
 use crate::server::Shared;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// One BCAST prefix: its clients and the keys modified since the last send, with who
+/// modified each last (for NOLOOP).
+#[derive(Debug, Default)]
+struct Bcast {
+    clients: BTreeSet<u64>,
+    keys: BTreeMap<Vec<u8>, Option<u64>>,
+}
 
 /// One tracking client.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Tracker {
     redirect: Option<u64>,
+    bcast: bool,
+    prefixes: Vec<Vec<u8>>,
     noloop: bool,
     optin: bool,
     optout: bool,
@@ -37,8 +53,9 @@ struct Tracker {
 pub struct Tracking {
     clients: HashMap<u64, Tracker>,
     keys: HashMap<Vec<u8>, HashSet<u64>>,
-    /// Invalidations to send once the command finished: (client, key or `None` for all).
-    outbox: Vec<(u64, Option<Vec<u8>>)>,
+    prefixes: BTreeMap<Vec<u8>, Bcast>,
+    /// Invalidations to send once the command finished: (client, keys or `None` for all).
+    outbox: Vec<(u64, Option<Vec<Vec<u8>>>)>,
     /// The client running the current command (NOLOOP).
     pub current: Option<u64>,
 }
@@ -60,6 +77,9 @@ impl Tracking {
         let Some(t) = self.clients.get(&id) else {
             return;
         };
+        if t.bcast {
+            return;
+        }
         if (t.optin && caching != Some(true)) || (t.optout && caching == Some(false)) {
             return;
         }
@@ -70,6 +90,11 @@ impl Tracking {
 
     /// `key` was modified (Redis `trackingInvalidateKey`).
     pub fn invalidate(&mut self, key: &[u8]) {
+        for (p, b) in self.prefixes.iter_mut() {
+            if key.starts_with(p) {
+                b.keys.insert(key.to_vec(), self.current);
+            }
+        }
         if self.keys.is_empty() {
             return;
         }
@@ -80,10 +105,10 @@ impl Tracking {
             let Some(t) = self.clients.get(&id) else {
                 continue;
             };
-            if t.noloop && self.current == Some(id) {
+            if t.bcast || (t.noloop && self.current == Some(id)) {
                 continue;
             }
-            self.outbox.push((id, Some(key.to_vec())));
+            self.outbox.push((id, Some(vec![key.to_vec()])));
         }
     }
 
@@ -96,11 +121,49 @@ impl Tracking {
 
     /// A connection closed: it tracks no more (its table entries go lazily, as Redis).
     pub fn client_closed(&mut self, id: u64) {
-        self.clients.remove(&id);
+        self.disable(id);
+    }
+
+    fn disable(&mut self, id: u64) {
+        if let Some(t) = self.clients.remove(&id) {
+            for p in &t.prefixes {
+                if let Some(b) = self.prefixes.get_mut(p) {
+                    b.clients.remove(&id);
+                    if b.clients.is_empty() {
+                        self.prefixes.remove(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The BCAST messages of the keys modified since the last send.
+    fn broadcast(&mut self) {
+        for b in self.prefixes.values_mut() {
+            if b.keys.is_empty() {
+                continue;
+            }
+            for &id in &b.clients {
+                let noloop = self.clients.get(&id).is_some_and(|t| t.noloop);
+                let keys: Vec<Vec<u8>> = b
+                    .keys
+                    .iter()
+                    .filter(|(_, by)| !(noloop && **by == Some(id)))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                if !keys.is_empty() {
+                    self.outbox.push((id, Some(keys)));
+                }
+            }
+            b.keys.clear();
+        }
     }
 
     /// Sends what the last command invalidated.
     pub fn send(&mut self, shared: &Shared) {
+        if !self.prefixes.is_empty() {
+            self.broadcast();
+        }
         if self.outbox.is_empty() {
             return;
         }
@@ -117,7 +180,14 @@ impl Tracking {
                 }
                 None => (id, false),
             };
-            deliver(shared, target, Delivery::Invalidate { key, redirected });
+            deliver(
+                shared,
+                target,
+                Delivery::Invalidate {
+                    keys: key,
+                    redirected,
+                },
+            );
         }
     }
 }
@@ -137,7 +207,12 @@ fn deliver(shared: &Shared, client_id: u64, what: Delivery) {
 
 /// Encodes an invalidation for a connection in protocol `proto`, `subscribed` or not
 /// (`sendTrackingMessage`); `None` when nothing can be sent to it.
-pub fn encode_invalidation(out: &mut Out, key: Option<&[u8]>, redirected: bool, subscribed: bool) {
+pub fn encode_invalidation(
+    out: &mut Out,
+    keys: Option<&[Vec<u8>]>,
+    redirected: bool,
+    subscribed: bool,
+) {
     let proto = out.proto;
     if proto >= 3 {
         out.buf.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
@@ -147,10 +222,12 @@ pub fn encode_invalidation(out: &mut Out, key: Option<&[u8]>, redirected: bool, 
     } else {
         return;
     }
-    match key {
-        Some(k) => {
-            out.array(1);
-            out.bulk(k);
+    match keys {
+        Some(keys) => {
+            out.array(keys.len());
+            for k in keys {
+                out.bulk(k);
+            }
         }
         None => out.null(),
     }
@@ -172,6 +249,8 @@ pub fn tracking_cmd(shared: &Shared, t: &mut Tracking, id: u64, args: &Args<'_>,
     };
     let mut tr = Tracker {
         redirect: None,
+        bcast: false,
+        prefixes: Vec::new(),
         noloop: false,
         optin: false,
         optout: false,
@@ -194,9 +273,12 @@ pub fn tracking_cmd(shared: &Shared, t: &mut Tracking, id: u64, args: &Args<'_>,
             }
             tr.redirect = Some(r);
             i += 2;
-        } else if eq(a, "bcast") || eq(a, "prefix") {
-            out.error("ERR CLIENT TRACKING BCAST and PREFIX are not supported by this server");
-            return;
+        } else if eq(a, "bcast") {
+            tr.bcast = true;
+            i += 1;
+        } else if eq(a, "prefix") && i + 1 < args.len() {
+            tr.prefixes.push(args.get(i + 1).to_vec());
+            i += 2;
         } else if eq(a, "optin") {
             tr.optin = true;
             i += 1;
@@ -212,9 +294,48 @@ pub fn tracking_cmd(shared: &Shared, t: &mut Tracking, id: u64, args: &Args<'_>,
         }
     }
     if !on {
-        t.clients.remove(&id);
+        t.disable(id);
         out.ok();
         return;
+    }
+    if !tr.bcast && !tr.prefixes.is_empty() {
+        out.error("ERR PREFIX option requires BCAST mode to be enabled");
+        return;
+    }
+    if tr.bcast && (tr.optin || tr.optout) {
+        out.error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+        return;
+    }
+    if let Some(old) = t.clients.get(&id) {
+        if old.bcast != tr.bcast {
+            out.error("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+            return;
+        }
+    }
+    // Redis `checkPrefixCollisionsOrReply`: against the client's prefixes, then the given ones.
+    let clash = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let text = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
+    for (i, p) in tr.prefixes.iter().enumerate() {
+        if let Some(old) = t.clients.get(&id) {
+            if let Some(q) = old
+                .prefixes
+                .iter()
+                .find(|q| q.as_slice() != p.as_slice() && clash(p, q))
+            {
+                out.error(&format!("ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.", text(p), text(q)));
+                return;
+            }
+        }
+        if let Some(q) = tr.prefixes[i + 1..].iter().find(|q| clash(p, q)) {
+            out.error(&format!("ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.", text(p), text(q)));
+            return;
+        }
+    }
+    if tr.bcast
+        && tr.prefixes.is_empty()
+        && t.clients.get(&id).is_none_or(|o| o.prefixes.is_empty())
+    {
+        tr.prefixes.push(Vec::new());
     }
     if tr.optin && tr.optout {
         out.error("ERR You can't use both OPTIN and OPTOUT");
@@ -235,6 +356,16 @@ pub fn tracking_cmd(shared: &Shared, t: &mut Tracking, id: u64, args: &Args<'_>,
             out.error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
             return;
         }
+    }
+    if let Some(old) = t.clients.get(&id) {
+        for p in &old.prefixes {
+            if !tr.prefixes.contains(p) {
+                tr.prefixes.push(p.clone());
+            }
+        }
+    }
+    for p in &tr.prefixes {
+        t.prefixes.entry(p.clone()).or_default().clients.insert(id);
     }
     t.clients.insert(id, tr);
     out.ok();
@@ -279,6 +410,9 @@ pub fn trackinginfo(t: &Tracking, id: u64, caching: Option<bool>, out: &mut Out)
         None => flags.push("off"),
         Some(tr) => {
             flags.push("on");
+            if tr.bcast {
+                flags.push("bcast");
+            }
             if tr.optin {
                 flags.push("optin");
                 if caching == Some(true) {
@@ -308,5 +442,10 @@ pub fn trackinginfo(t: &Tracking, id: u64, caching: Option<bool>, out: &mut Out)
     out.bulk(b"redirect");
     out.int(getredir(t, id));
     out.bulk(b"prefixes");
-    out.array(0);
+    let mut prefixes: Vec<&Vec<u8>> = tr.map(|t| t.prefixes.iter().collect()).unwrap_or_default();
+    prefixes.sort();
+    out.array(prefixes.len());
+    for p in prefixes {
+        out.bulk(p);
+    }
 }

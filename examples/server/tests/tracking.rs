@@ -1,5 +1,5 @@
-//! Client-side caching (`CLIENT TRACKING` default mode with REDIRECT, NOLOOP, OPTIN / OPTOUT,
-//! CLIENT CACHING / GETREDIR / TRACKINGINFO): the same sessions on redis-server 7.0 and on
+//! Client-side caching (`CLIENT TRACKING` default and BCAST modes with REDIRECT, NOLOOP, OPTIN /
+//! OPTOUT, PREFIX, CLIENT CACHING / GETREDIR / TRACKINGINFO): the same sessions on redis-server 7.0 and on
 //! ours, every byte each client receives compared. Ports 23240-23241.
 
 mod common;
@@ -82,6 +82,34 @@ fn session(port: u16) -> Vec<String> {
     w.cmd(&["SET", "p", "2"]);
     log.push(format!("optin tracked: {}", pending(&mut o)));
     log.push(o.cmd_s(&["CLIENT", "TRACKING", "ON", "OPTOUT"]));
+    // BCAST: prefixes, one message per prefix with its keys; NOLOOP leaves out its own.
+    let mut bc = Client::connect(port);
+    bc.cmd(&["HELLO", "3"]);
+    log.push(bc.cmd_s(&["CLIENT", "TRACKING", "ON", "PREFIX", "user:"]));
+    log.push(bc.cmd_s(&["CLIENT", "TRACKING", "ON", "BCAST", "OPTIN"]));
+    log.push(bc.cmd_s(&[
+        "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:", "PREFIX", "us",
+    ]));
+    log.push(bc.cmd_s(&[
+        "CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP", "PREFIX", "user:", "PREFIX", "job:",
+    ]));
+    log.push(bc.cmd_s(&["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "use"]));
+    log.push(bc.cmd_s(&["CLIENT", "TRACKINGINFO"]));
+    log.push(bc.cmd_s(&["CLIENT", "TRACKING", "ON"]));
+    w.cmd(&["MSET", "user:2", "a", "user:1", "b", "other", "c"]);
+    log.push(format!("bcast after mset: {}", pending(&mut bc)));
+    w.cmd(&["SET", "job:9", "x"]);
+    log.push(format!("bcast after job: {}", pending(&mut bc)));
+    log.push(bc.cmd_s(&["SET", "user:3", "own"]));
+    log.push(format!("bcast noloop own write: {}", pending(&mut bc)));
+    log.push(bc.cmd_s(&["CLIENT", "TRACKING", "OFF"]));
+    w.cmd(&["SET", "user:1", "z"]);
+    log.push(format!("bcast off: {}", pending(&mut bc)));
+    let mut all = Client::connect(port);
+    all.cmd(&["HELLO", "3"]);
+    log.push(all.cmd_s(&["CLIENT", "TRACKING", "ON", "BCAST"]));
+    w.cmd(&["SET", "anything", "1"]);
+    log.push(format!("bcast every key: {}", pending(&mut all)));
     // RESP2 with REDIRECT to a subscriber of __redis__:invalidate.
     let mut r = Client::connect(port);
     let rid = id_of(&mut r);
@@ -113,4 +141,7 @@ fn tracking_sessions_match_redis_7_byte_for_byte() {
     assert_eq!(ours.len(), theirs.len());
     // The steps that show invalidations are not empty on either.
     assert!(ours[5].contains("invalidate"), "{}", ours[5]);
+    for step in ["bcast after mset: >2", "bcast after job: >2", "bcast every key: >2"] {
+        assert!(ours.iter().any(|l| l.starts_with(step)), "{step} in {ours:?}");
+    }
 }

@@ -830,6 +830,16 @@ impl Replication {
         Ok(None)
     }
 
+    /// Asks the replicas for an acknowledgement now: `REPLCONF GETACK *` enters the stream
+    /// at the next [`Replication::poll_output`] (once, however often it is asked before;
+    /// not while writes are paused, not on a replica). Valkey
+    /// `replicationRequestAckFromReplicas`, which a primary calls after replicating a
+    /// `CLUSTER SETSLOT` it waits on, so the replicas' ACKs come at once rather than at their
+    /// next 1 s cron.
+    pub fn request_acks(&mut self) {
+        self.primary.getack_pending = true;
+    }
+
     /// Online replicas whose acknowledged offset is at least `offset` (Valkey
     /// `replicationCountAcksByOffset`).
     pub fn acked_replicas(&self, offset: u64) -> usize {

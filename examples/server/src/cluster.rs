@@ -343,8 +343,12 @@ pub fn cluster_command(
             let argv: Vec<Vec<u8>> = (0..args.len()).map(|i| args.get(i).to_vec()).collect();
             let parts: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
             crate::repl::propagate_command(state, &parts);
-            crate::repl::flush(shared, state);
+            // The offset right after the SETSLOT (the GETACK that follows is not waited
+            // for: a replica acknowledges it with the offset before it).
             let target = state.repl.offset();
+            // Valkey `clusterCommandSetSlot`: ask the replicas for their ACK at once.
+            state.repl.engine.request_acks();
+            crate::repl::flush(shared, state);
             let Some(side) = state.cluster.as_mut() else {
                 return;
             };

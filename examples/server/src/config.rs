@@ -1236,6 +1236,46 @@ mod tests {
     }
 
     #[test]
+    fn replication_directives_reach_the_engine_config() {
+        let c = server(parse_args(&args("--port 7000"), no_file).unwrap());
+        let r = c.replication(16);
+        // Valkey 9's defaults (repl-diskless-sync excepted, see `ReplOptions`).
+        assert_eq!(r.backlog_size, 10 * 1024 * 1024);
+        assert_eq!((r.timeout_ms, r.ping_period_ms), (60_000, 10_000));
+        assert!(!r.diskless_sync);
+        assert_eq!((r.listening_port, r.databases), (7000, 16));
+        assert_eq!(r.primary_auth, None);
+        let c = server(
+            parse_args(
+                &args(
+                    "--repl-backlog-size 1mb --repl-timeout 5 --repl-ping-slave-period 2 \
+                     --repl-diskless-sync yes --repl-diskless-sync-delay 0 --masterauth pw \
+                     --masteruser u --requirepass other",
+                ),
+                no_file,
+            )
+            .unwrap(),
+        );
+        let r = c.replication(1);
+        assert_eq!(r.backlog_size, 1024 * 1024);
+        assert_eq!((r.timeout_ms, r.ping_period_ms), (5_000, 2_000));
+        assert!(r.diskless_sync);
+        assert_eq!(r.diskless_sync_delay_ms, 0);
+        assert_eq!(r.primary_auth.as_deref(), Some(&b"pw"[..]));
+        assert_eq!(r.primary_user.as_deref(), Some("u"));
+        assert_eq!((option("masterauth").unwrap().get)(&c), "pw");
+        assert_eq!((option("primaryauth").unwrap().get)(&c), "pw");
+        // Without primaryauth, the shard's requirepass.
+        let c = server(parse_args(&args("--requirepass shared"), no_file).unwrap());
+        assert_eq!(
+            c.replication(1).primary_auth.as_deref(),
+            Some(&b"shared"[..])
+        );
+        let e = parse_args(&args("--repl-timeout 0"), no_file).unwrap_err();
+        assert!(e.reason.contains("between 1 and"), "{e}");
+    }
+
+    #[test]
     fn bind_lists_follow_redis() {
         let c = server(parse_args(&args("--bind 127.0.0.1 -::1"), no_file).unwrap());
         assert_eq!(

@@ -266,6 +266,17 @@ fn cluster(procs: &mut Procs, name: &str) -> (String, String) {
     wait_until(Duration::from_secs(20), "the replica to sync", || {
         c(PRIMARY).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
     });
+    // CLUSTER SETSLOT ... NODE <other> needs the primary to know OTHER as a primary (its
+    // handshake done), which cluster_state:ok does not say.
+    wait_until(
+        Duration::from_secs(20),
+        "the primary knows OTHER as a primary",
+        || {
+            common::bulk_text(&c(PRIMARY).cmd(&["CLUSTER", "NODES"]))
+                .lines()
+                .any(|l| l.starts_with(&oid) && l.contains("master") && !l.contains("handshake"))
+        },
+    );
     (pid, oid)
 }
 

@@ -139,10 +139,16 @@ fn setslot_reaches_the_replica_first_times_out_without_it_and_survives_kill_9() 
         Client::connect(R).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
         "+OK\r\n"
     );
+    let rid = myid(R);
     wait_until(Duration::from_secs(20), "the replica is attached", || {
         bulk_text(&p.cmd(&["INFO", "replication"])).contains("connected_slaves:1")
             && bulk_text(&Client::connect(R).cmd(&["INFO", "replication"]))
                 .contains("master_link_status:up")
+            // The primary's node must know R as its replica to replicate SETSLOT first
+            // (its gossip, which a fast sync can precede).
+            && bulk_text(&p.cmd(&["CLUSTER", "NODES"]))
+                .lines()
+                .any(|l| l.starts_with(&rid) && l.contains("slave") && l.contains(&pid))
     });
 
     // Applied and answered only after the replica has it: the replica's view shows it when

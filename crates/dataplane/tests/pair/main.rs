@@ -257,6 +257,38 @@ fn wait_and_getack() {
         .starts_with("ERR WAIT cannot be used with replica instances."));
 }
 
+/// `request_acks` (Valkey `replicationRequestAckFromReplicas`, after a replicated `CLUSTER
+/// SETSLOT`): one `REPLCONF GETACK *` enters the stream at once, and the replica's ACK of the
+/// write comes at once, not at its next 1 s cron.
+#[test]
+fn request_acks_sends_one_getack_and_the_ack_follows() {
+    let mut net = Net::new(8, 5);
+    let p = net.add(Net::cfg(7000), Role::Primary, None);
+    let _r = net.add(Net::cfg(7001), replica_of(7000), None);
+    net.settle(10);
+    net.write(p, 0, "k", "v");
+    let woff = net.hosts[p].woff;
+    let getack = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
+    let count = |net: &Net| {
+        net.hosts[p]
+            .sent
+            .windows(getack.len())
+            .filter(|w| w == getack)
+            .count()
+    };
+    let before = count(&net);
+    assert_eq!(net.hosts[p].repl.acked_replicas(woff), 0);
+    net.hosts[p].repl.request_acks();
+    net.hosts[p].repl.request_acks();
+    net.run_for(50, 1);
+    assert_eq!(count(&net), before + 1, "one GETACK for both requests");
+    assert_eq!(
+        net.hosts[p].repl.acked_replicas(woff),
+        1,
+        "acknowledged within 50 ms"
+    );
+}
+
 /// A replica ACKs every second; the primary pings every `repl-ping-replica-period`; a silent
 /// link times out on both sides after `repl-timeout`, and the replica resyncs partially once
 /// the network heals.

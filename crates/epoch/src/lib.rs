@@ -18,7 +18,8 @@
 //!   that took my shard's last slot), the UPDATE trigger ([`Epoch::check_stale_claims`],
 //!   §11.3) and a received UPDATE ([`Epoch::handle_update`]);
 //! * elections: the replica side ([`Epoch::handle_failover`], [`Election::handle_auth_ack`],
-//!   rank [`replica_rank`]) and the voter ([`Epoch::handle_auth_request`], every rule of §12.3);
+//!   rank [`replica_rank`], Valkey 8.1's shard stagger [`failed_primary_rank`] and retry after
+//!   a lost epoch, [`EpochEvent::ElectionLost`]) and the voter ([`Epoch::handle_auth_request`], every rule of §12.3);
 //! * manual failover ([`Epoch::handle_failover_command`], [`Epoch::handle_mfstart`],
 //!   [`Epoch::handle_writes_paused`], [`Epoch::handle_primary_offset`]) and replica migration
 //!   ([`Epoch::handle_replica_migration`]).

@@ -149,26 +149,29 @@ fn forget_errors_and_extension() {
     assert!(matches!(&section.extensions[1], PingExt::ShardId(_)));
 }
 
+/// A fresh myself plus `n` primaries (no links) owning the slots in turn, so every one of
+/// them may be gossiped (§7.1); their IDs in table order.
+fn with_primaries(rng: &mut ChaCha8Rng, n: usize) -> (Topology, Vec<NodeId>) {
+    let mut t = Topology::fresh(rng, Millis(0));
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let mut node = Node::new(NodeId::random(rng), ShardId::random(rng), Millis(0));
+        node.flags = NodeFlags::PRIMARY;
+        node.ip = Some(lo());
+        ids.push(*node.id());
+        t.add_node(node).unwrap();
+    }
+    for (i, s) in ferrocluster_slot::Slot::all().enumerate() {
+        t.set_slot_owner(s, Some(ids[i % n])).unwrap();
+    }
+    (t, ids)
+}
+
 #[test]
 fn gossip_section_size_follows_wanted_formula() {
     // 6 nodes known, all with outbound links absent but owning slots -> eligible.
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let mut t = Topology::fresh(&mut rng, Millis(0));
-    let mut ids = Vec::new();
-    for _ in 0..5 {
-        let mut n = Node::new(
-            NodeId::random(&mut rng),
-            ShardId::random(&mut rng),
-            Millis(0),
-        );
-        n.flags = NodeFlags::PRIMARY;
-        n.ip = Some(lo());
-        ids.push(*n.id());
-        t.add_node(n).unwrap();
-    }
-    for (i, s) in ferrocluster_slot::Slot::all().enumerate() {
-        t.set_slot_owner(s, Some(ids[i % 5])).unwrap();
-    }
+    let (mut t, ids) = with_primaries(&mut rng, 5);
     let g = Gossip::new();
     let msg = build_ping(
         &t,
@@ -492,4 +495,64 @@ fn a_gossiped_pong_time_is_adopted_only_for_a_node_healthy_in_our_view() {
         Some(t0),
         "failure report"
     );
+}
+
+/// §7.1 (Valkey `clusterSendPing`, "pfail_wanted"): beside the `wanted` random entries, a
+/// PING carries every PFAIL node its sender counted at its last cron run — bounded by that
+/// count, so a message never holds more than `wanted` + #PFAIL entries — and the property
+/// holds at 1000 nodes with 300 of them PFAIL (the random picks skip PFAIL nodes).
+#[test]
+fn a_ping_carries_every_pfail_node_beside_the_random_entries_at_1000_nodes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1000);
+    let (mut t, ids) = with_primaries(&mut rng, 999);
+    let pfail: Vec<NodeId> = ids.iter().step_by(3).copied().collect();
+    for id in &pfail {
+        t.node_mut(id).unwrap().flags.insert(NodeFlags::PFAIL);
+    }
+    assert_eq!(pfail.len(), 333);
+    let mut g = Gossip::new();
+    let mut out = Vec::new();
+    g.handle_cron(&mut t, &cfg(), Millis(0), &mut rng, &mut out);
+    assert_eq!(
+        g.pfail_count(),
+        pfail.len(),
+        "the cron counts the PFAIL nodes"
+    );
+    let wanted = gossip_wanted(t.len());
+    assert_eq!(wanted, 100);
+    let dest = ids[1];
+    for limit in [g.pfail_count(), 10] {
+        let msg = build_ping(
+            &t,
+            &g.links,
+            &g.blacklist,
+            &cfg(),
+            0,
+            PingKind::Ping,
+            Some(&dest),
+            false,
+            limit,
+            Millis(0),
+            &mut rng,
+        );
+        let entries = &msg.body.gossip().unwrap().entries;
+        let is_pfail = |e: &&ferrocluster_bus::GossipEntry| e.flags & NodeFlags::PFAIL.bits() != 0;
+        let random = entries.iter().filter(|e| !is_pfail(e)).count();
+        let flagged: Vec<_> = entries.iter().filter(is_pfail).collect();
+        assert!(random <= wanted, "{random} random entries");
+        assert_eq!(
+            flagged.len(),
+            limit.min(pfail.len()),
+            "bounded by the count"
+        );
+        if limit == pfail.len() {
+            for id in &pfail {
+                assert!(
+                    flagged.iter().any(|e| e.name.as_bytes() == id.as_bytes()),
+                    "{id} missing"
+                );
+            }
+        }
+        assert!(entries.len() <= wanted + limit);
+    }
 }

@@ -133,7 +133,15 @@ pub fn build_world_blocked(
         .map(|&(r, _)| r)
         .filter(|r| !blocked.contains(r))
         .collect();
-    let ok = w.run_until_cond(30 * nt, |w| {
+    wait_settled(&mut w, &replicas, 30 * nt)?;
+    Ok(w)
+}
+
+/// Runs `w` until every node's cluster_state is ok, every nodes.conf write is durable and
+/// every one of `replicas` is synced, at most `max_ms`.
+fn wait_settled(w: &mut World, replicas: &[usize], max_ms: u64) -> Result<(), Violation> {
+    let all: Vec<usize> = (0..w.sim().hosts()).collect();
+    let ok = w.run_until_cond(max_ms, |w| {
         all.iter().all(|&h| {
             w.node(h).is_some_and(ClusterNode::cluster_state_ok)
                 && w.sim().disk(h).pending_len() == 0
@@ -146,15 +154,15 @@ pub fn build_world_blocked(
             "cluster_state never ok with every replica synced".into(),
         ));
     }
-    Ok(w)
+    Ok(())
 }
 
 /// [`build_world`] for large clusters: the nodes start from a nodes.conf that already lists
 /// `layout` ([`preset_cluster_sim_with_replicas`], the hosts spread over the first
 /// `stagger_ms` ms) instead of meeting one by one, so no handshake or slot assignment runs.
 /// `layout.primaries` MUST be the hosts without a primary, in host order (as
-/// [`Layout::uniform`] makes them). Returns once every node's cluster_state is ok and every
-/// replica's data link is up. The cluster invariants `invariants` and [`OneVotePerEpoch`]
+/// [`Layout::uniform`] makes them). Returns once every node's cluster_state is ok, every
+/// nodes.conf write is durable and every replica's data link is up. The cluster invariants `invariants` and [`OneVotePerEpoch`]
 /// are registered once every host has started (`stagger_ms` + 1 ms into the run).
 ///
 /// # Errors
@@ -183,20 +191,8 @@ pub fn build_preset_world(
     w.sim_mut().add_invariant(Box::new(invariants));
     w.sim_mut()
         .add_invariant(Box::new(OneVotePerEpoch::default()));
-    let all: Vec<usize> = (0..layout.hosts).collect();
     let replicas: Vec<usize> = layout.replicas.iter().map(|&(r, _)| r).collect();
-    let ok = w.run_until_cond(30 * nt, |w| {
-        all.iter()
-            .all(|&h| w.node(h).is_some_and(ClusterNode::cluster_state_ok))
-            && replicas.iter().all(|&r| w.synced(r))
-    })?;
-    if !ok {
-        return Err(setup_violation(
-            w.sim(),
-            "setup",
-            "cluster_state never ok with every replica synced".into(),
-        ));
-    }
+    wait_settled(&mut w, &replicas, 30 * nt)?;
     Ok(w)
 }
 

@@ -24,6 +24,23 @@ fn ensure(cond: bool, what: impl FnOnce() -> String) -> Res {
     }
 }
 
+/// A cluster of `l` with NODE_TIMEOUT [`NT`], `blocked` hosts' replication blocked.
+fn world(seed: u64, l: &Layout, blocked: &[usize]) -> Result<World, Box<dyn Error>> {
+    let cfg = ClusterConfig {
+        node_timeout_ms: NT,
+        ..ClusterConfig::default()
+    };
+    let inv = ClusterInvariants::new();
+    Ok(build_world_blocked(
+        seed,
+        cfg,
+        NetConfig::default(),
+        l,
+        inv,
+        blocked,
+    )?)
+}
+
 fn primary_host(w: &World, h: usize) -> Option<usize> {
     let me = w.node(h)?.topology().myself();
     let p = me.primary.filter(|_| me.is_replica())?;
@@ -43,18 +60,7 @@ fn a_manual_failover_under_continuous_writes_completes_on_the_real_stream() {
                 primaries: vec![0, 1, 2],
                 replicas: vec![(3, 0), (4, 1), (5, 2), (6, 0)],
             };
-            let cfg = ClusterConfig {
-                node_timeout_ms: NT,
-                ..ClusterConfig::default()
-            };
-            let mut w = build_world_blocked(
-                seed,
-                cfg,
-                NetConfig::default(),
-                &l,
-                ClusterInvariants::new(),
-                &[6],
-            )?;
+            let mut w = world(seed, &l, &[6])?;
             let slot = l.first_slot(0);
             for _ in 0..200 {
                 w.write(slot)?
@@ -165,18 +171,7 @@ fn a_restarted_replica_resumes_with_a_partial_resync() {
         [1, 2],
         |seed| -> Res {
             let l = Layout::uniform(3, 1);
-            let cfg = ClusterConfig {
-                node_timeout_ms: NT,
-                ..ClusterConfig::default()
-            };
-            let mut w = build_world_blocked(
-                seed,
-                cfg,
-                NetConfig::default(),
-                &l,
-                ClusterInvariants::new(),
-                &[],
-            )?;
+            let mut w = world(seed, &l, &[])?;
             let slot = l.first_slot(0);
             w.start_writer(vec![slot], 5);
             w.run_for(500)?;

@@ -141,7 +141,14 @@ fn tracking_sessions_match_redis_7_byte_for_byte() {
     assert_eq!(ours.len(), theirs.len());
     // The steps that show invalidations are not empty on either.
     assert!(ours[5].contains("invalidate"), "{}", ours[5]);
-    for step in ["bcast after mset: >2", "bcast after job: >2", "bcast every key: >2"] {
-        assert!(ours.iter().any(|l| l.starts_with(step)), "{step} in {ours:?}");
+    for step in [
+        "bcast after mset: >2",
+        "bcast after job: >2",
+        "bcast every key: >2",
+    ] {
+        assert!(
+            ours.iter().any(|l| l.starts_with(step)),
+            "{step} in {ours:?}"
+        );
     }
 }

@@ -75,12 +75,6 @@ impl EpochConfig {
         self.auth_timeout_ms().saturating_mul(2)
     }
 
-    /// The window in which a voter grants no second vote for replicas of the same primary:
-    /// 2 × NODE_TIMEOUT, ms (§12.3 rule 5).
-    pub fn vote_interval_ms(&self) -> u64 {
-        self.node_timeout_ms.saturating_mul(2)
-    }
-
     /// The largest data age (ms) with which a replica may start an automatic failover:
     /// `repl-ping-replica-period × 1000 + NODE_TIMEOUT × factor`; `None` when the factor is 0
     /// (check disabled, §12.2).

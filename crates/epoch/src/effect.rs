@@ -81,8 +81,6 @@ pub enum VoteDenied {
     PrimaryUnknown,
     /// Rule 4: the requester's primary is not FAIL and FORCEACK is not set.
     PrimaryNotFailed,
-    /// Rule 5: I voted for a replica of the same primary less than 2 × NODE_TIMEOUT ago.
-    VotedRecently,
     /// Rule 6: a claimed slot is owned by a node with a greater configEpoch.
     StaleSlotClaim,
 }

@@ -1,8 +1,8 @@
 //! The voting side of replica elections (§12.3, V8 `clusterSendFailoverAuthIfNeeded`).
 
-use crate::{Epoch, EpochConfig, EpochEffect, EpochEvent, EpochMessage, Target, VoteDenied};
+use crate::{Epoch, EpochEffect, EpochEvent, EpochMessage, Target, VoteDenied};
 use ferrocluster_slot::SlotSet;
-use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeId, Topology};
+use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, NodeId, Topology};
 
 /// The fields of a FAILOVER_AUTH_REQUEST header the vote reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +38,21 @@ impl Epoch {
     /// 3. lastVoteEpoch == currentEpoch (already voted in this epoch) → deny;
     /// 4. the requester is flagged PRIMARY, or its primary is unknown, or its primary is not
     ///    FAIL and FORCEACK is not set → deny;
-    /// 5. I voted for a replica of the same primary less than 2 × NODE_TIMEOUT ago → deny,
-    ///    except for FORCEACK requests (Valkey 8.1, #1305);
+    /// 5. (the fact sheet's "voted for a replica of the same primary less than
+    ///    2 × NODE_TIMEOUT ago → deny" is not applied: Valkey 8.1 removed it, for manual
+    ///    failovers in PR #1305 and for automatic ones in PR #1356, and the Valkey 9.1.2
+    ///    binary has no such refusal; one vote per epoch, rule 3, is what keeps two replicas
+    ///    from winning the same epoch. Redis 7.0 still has it: "can't vote about this master
+    ///    before". With it, the immediate retry after a lost epoch
+    ///    ([`EpochEvent::ElectionLost`]) cannot win: after a split vote every voter that
+    ///    backed the replica refuses it again for 2 × NODE_TIMEOUT, the replica cannot reach
+    ///    a quorum, and the shard waits out the auth timeout and the retry time — seed 70 of
+    ///    the simulator's `ten_simultaneous_failovers_at_30_primaries`);
     /// 6. a claimed slot is owned (and claimed, §11.4) by a node with a configEpoch greater
     ///    than the request's → deny;
-    /// 7. grant: `lastVoteEpoch = currentEpoch`, the primary's vote time = now, then
-    ///    [`EpochEffect::Persist`] followed by the FAILOVER_AUTH_ACK to the requester with
-    ///    `after_persist` (the vote is on disk before it leaves).
+    /// 7. grant: `lastVoteEpoch = currentEpoch`, then [`EpochEffect::Persist`] followed by the
+    ///    FAILOVER_AUTH_ACK to the requester with `after_persist` (the vote is on disk before
+    ///    it leaves).
     ///
     /// A refusal sends nothing (only [`EpochEvent::VoteDenied`]), except for rule 6: the
     /// requester claims its primary's slots with a configEpoch older than the owner's in my
@@ -57,12 +65,10 @@ impl Epoch {
     pub fn handle_auth_request(
         &mut self,
         topo: &mut Topology,
-        cfg: &EpochConfig,
         req: &AuthRequest<'_>,
-        now: Millis,
         out: &mut Vec<EpochEffect>,
     ) -> VoteOutcome {
-        let outcome = self.decide_vote(topo, cfg, req, now);
+        let outcome = self.decide_vote(topo, req);
         match outcome {
             VoteOutcome::NotVoter => {}
             VoteOutcome::Denied(reason) => {
@@ -79,10 +85,6 @@ impl Epoch {
             }
             VoteOutcome::Granted(epoch) => {
                 topo.last_vote_epoch = epoch;
-                let primary = topo.node(&req.requester).and_then(|n| n.primary);
-                if let Some(p) = primary.and_then(|p| topo.node_mut(&p)) {
-                    p.voted_time = Some(now);
-                }
                 out.push(EpochEffect::Persist);
                 out.push(EpochEffect::Send {
                     to: Target::Node(req.requester),
@@ -98,13 +100,7 @@ impl Epoch {
         outcome
     }
 
-    fn decide_vote(
-        &self,
-        topo: &Topology,
-        cfg: &EpochConfig,
-        req: &AuthRequest<'_>,
-        now: Millis,
-    ) -> VoteOutcome {
+    fn decide_vote(&self, topo: &Topology, req: &AuthRequest<'_>) -> VoteOutcome {
         if !topo.myself().is_voting_primary() {
             return VoteOutcome::NotVoter;
         }
@@ -126,13 +122,6 @@ impl Epoch {
         };
         if !primary.is_fail() && !req.force_ack {
             return VoteOutcome::Denied(VoteDenied::PrimaryNotFailed);
-        }
-        if !req.force_ack
-            && primary
-                .voted_time
-                .is_some_and(|t| now.since(t) < cfg.vote_interval_ms())
-        {
-            return VoteOutcome::Denied(VoteDenied::VotedRecently);
         }
         for slot in req.slots.iter() {
             if self.is_slot_unclaimed(topo, slot) {

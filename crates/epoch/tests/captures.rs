@@ -184,7 +184,7 @@ fn captured_automatic_election_epochs() {
             force_ack: req["mflags"][0].as_u64().unwrap() & 0x02 != 0,
         };
         let mut out = Vec::new();
-        let o = Epoch::new().handle_auth_request(&mut t, &EpochConfig::default(), &a, T0, &mut out);
+        let o = Epoch::new().handle_auth_request(&mut t, &a, &mut out);
         assert_eq!(
             o,
             VoteOutcome::Granted(ferrocluster_topology::CurrentEpoch(n)),

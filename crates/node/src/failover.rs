@@ -199,13 +199,8 @@ impl ClusterNode {
                     slots: &h.myslots,
                     force_ack: h.has_mflags(msg_flags::FORCEACK),
                 };
-                self.epoch.handle_auth_request(
-                    &mut self.topo,
-                    &self.cfg.epoch,
-                    &req,
-                    now,
-                    &mut eout,
-                );
+                self.epoch
+                    .handle_auth_request(&mut self.topo, &req, &mut eout);
             }
             Body::FailoverAuthAck => {
                 let counted = self.epoch.election_mut().handle_auth_ack(

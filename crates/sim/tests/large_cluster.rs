@@ -660,9 +660,13 @@ fn failover_scenario(seed: u64) -> Res<FailoverFigures> {
 
 #[test]
 fn ten_simultaneous_failovers_at_30_primaries() {
+    // Seed 70: a split vote at epoch 63 between the replicas of primaries 1 and 14; the
+    // voters' old "no second vote for this primary's replicas within 2 × NODE_TIMEOUT" rule
+    // (Redis 7.0, removed in Valkey 8.1 PR #1356) then refused replica 31 in every retry
+    // until its election expired. It replaced seed 1 (no lost election) in CI.
     sweep(
         "ten_simultaneous_failovers_at_30_primaries",
-        [1],
+        [70],
         failover_scenario,
     );
 }

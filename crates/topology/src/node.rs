@@ -76,8 +76,6 @@ pub struct Node {
     pub data_received: Option<Millis>,
     /// When the node was marked FAIL (§9.3); `None` if never.
     pub fail_time: Option<Millis>,
-    /// For a primary: when we last voted for one of its replicas (§12.3); `None` if never.
-    pub voted_time: Option<Millis>,
     /// When `repl_offset` was last updated.
     pub repl_offset_time: Option<Millis>,
     /// For a primary: since when it has had no working replica (§14); `None` if not orphaned.
@@ -116,7 +114,6 @@ impl Node {
             pong_received: None,
             data_received: None,
             fail_time: None,
-            voted_time: None,
             repl_offset_time: None,
             orphaned_time: None,
             link: LinkState::Disconnected,

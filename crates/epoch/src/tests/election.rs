@@ -327,7 +327,7 @@ fn empty_shard_can_elect() {
         slots: &empty,
         force_ack: false,
     };
-    let o = Epoch::new().handle_auth_request(&mut vx, &cfg, &r, T0, &mut Vec::new());
+    let o = Epoch::new().handle_auth_request(&mut vx, &r, &mut Vec::new());
     assert_eq!(o, VoteOutcome::Granted(CurrentEpoch(5)));
     e.election_mut()
         .handle_auth_ack(&t, &id('x'), CurrentEpoch(5));

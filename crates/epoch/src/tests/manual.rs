@@ -178,7 +178,7 @@ fn default_manual_failover_end_to_end() {
         force_ack: true,
     };
     assert_eq!(
-        Epoch::new().handle_auth_request(&mut tx, &cfg, &r, T0, &mut Vec::new()),
+        Epoch::new().handle_auth_request(&mut tx, &r, &mut Vec::new()),
         VoteOutcome::Granted(CurrentEpoch(8))
     );
     e.election_mut()

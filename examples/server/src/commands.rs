@@ -393,7 +393,6 @@ pub fn run(
 
 /// The statistics, slow log and MONITOR feed of a command that ran (Redis `call()`).
 fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool) {
-    let addr = ctx.client.addr.map(|a| a.to_string());
     let spec = ctx.spec;
     let event = if spec.has(CommandFlags::FAST) {
         "fast-command"
@@ -431,18 +430,15 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
         duration_us,
         failed,
         loggable: !spec.has(CommandFlags::SKIP_COMMANDLOG) && !ctx.client.blocked,
-        client: (
-            addr.as_deref().unwrap_or(""),
-            ctx.client.name.as_deref().unwrap_or(b""),
-        ),
+        client: (ctx.client.addr, ctx.client.name.as_deref().unwrap_or(b"")),
         now_ms: ctx.now,
     });
     if shared.monitors.any()
         && !spec.has(CommandFlags::SKIP_MONITOR)
         && !spec.has(CommandFlags::ADMIN)
     {
-        if let Some(addr) = addr {
-            crate::monitor::feed(shared, ctx.db, &addr, ctx.args);
+        if let Some(addr) = ctx.client.addr {
+            crate::monitor::feed(shared, ctx.db, addr, ctx.args);
         }
     }
 }

@@ -81,7 +81,7 @@ pub fn line(now_us: u64, db: usize, addr: &str, args: &Args<'_>) -> Vec<u8> {
 }
 
 /// Sends one command's line to every monitor.
-pub fn feed(shared: &Shared, db: usize, addr: &str, args: &Args<'_>) {
+pub fn feed(shared: &Shared, db: usize, addr: std::net::SocketAddr, args: &Args<'_>) {
     let Some(io) = shared.io.get() else {
         return;
     };
@@ -89,7 +89,7 @@ pub fn feed(shared: &Shared, db: usize, addr: &str, args: &Args<'_>) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
-    let bytes: Arc<[u8]> = line(now_us, db, addr, args).into();
+    let bytes: Arc<[u8]> = line(now_us, db, &addr.to_string(), args).into();
     for &(thread, token, client_id) in shared.monitors.list.read().iter() {
         if let Some(h) = io.get(thread) {
             h.send(crate::net::ToIo::Deliver {

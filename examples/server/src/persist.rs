@@ -135,12 +135,8 @@ fn rdb_path(shared: &Shared) -> PathBuf {
 }
 
 fn snapshot(state: &State, now: u64) -> Result<Vec<u8>, String> {
-    let aux = [
-        ("redis-ver", crate::admin::COMPAT_VERSION.to_string()),
-        ("redis-bits", "64".to_string()),
-        ("ctime", (now / 1000).to_string()),
-        ("aof-base", "0".to_string()),
-    ];
+    let mut aux = crate::snapshot::server_aux(now);
+    aux.push(("aof-base", "0".to_string()));
     crate::snapshot::write_rdb(&state.kv, &aux, now)
 }
 

@@ -463,14 +463,12 @@ fn run_argv(
 /// The RDB of the keyspace as of now (the engine asked under this same lock hold, so it is
 /// the keyspace at `info.offset`), handed to the engine in one piece.
 fn snapshot(state: &mut State, id: SnapshotId, target: SnapshotTarget, info: SaveInfo, now: u64) {
-    let aux = [
-        ("redis-ver", crate::admin::COMPAT_VERSION.to_string()),
-        ("redis-bits", "64".to_string()),
-        ("ctime", (now / 1000).to_string()),
+    let mut aux = crate::snapshot::server_aux(now);
+    aux.extend([
         ("repl-stream-db", info.stream_db.to_string()),
         ("repl-id", info.replid.to_string()),
         ("repl-offset", info.offset.to_string()),
-    ];
+    ]);
     let e = &mut state.repl.engine;
     let t = Millis(now);
     let res = match crate::snapshot::write_rdb(&state.kv, &aux, now) {

@@ -62,8 +62,9 @@ pub struct Ran<'a> {
     pub failed: bool,
     /// It may enter the slow log (not `skip_commandlog`, not left blocked).
     pub loggable: bool,
-    /// The client's address (`ip:port`) and name.
-    pub client: (&'a str, &'a [u8]),
+    /// The client's address (none for the replication applier) and name; the address is
+    /// formatted only for an entry that is kept.
+    pub client: (Option<std::net::SocketAddr>, &'a [u8]),
     /// Unix ms now.
     pub now_ms: u64,
 }
@@ -130,7 +131,7 @@ impl SlowLog {
             time_s: ran.now_ms / 1000,
             duration_us: ran.duration_us,
             argv,
-            addr: ran.client.0.to_string(),
+            addr: ran.client.0.map(|a| a.to_string()).unwrap_or_default(),
             name: ran.client.1.to_vec(),
         });
         self.next_id += 1;
@@ -245,7 +246,7 @@ mod tests {
             duration_us: us,
             failed: false,
             loggable: true,
-            client: ("127.0.0.1:5000", b"app"),
+            client: (Some("127.0.0.1:5000".parse().unwrap()), b"app"),
             now_ms: 1_700_000_000_123,
         }
     }

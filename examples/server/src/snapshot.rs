@@ -7,6 +7,16 @@ use crate::server::Value;
 use ferrocluster_kvstore::{KeyExpiry, KvStore, ScanOptions};
 use ferrocluster_rdb::{EntryMeta, Item, RdbDecoder, RdbValue, RdbWriter, WriterConfig};
 
+/// The aux fields every RDB this server writes starts with (`redis-ver`, `redis-bits`,
+/// `ctime`, Redis's `rdbSaveInfoAuxFields`); a caller adds its own after them.
+pub fn server_aux(now: u64) -> Vec<(&'static str, String)> {
+    vec![
+        ("redis-ver", crate::admin::COMPAT_VERSION.to_string()),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (now / 1000).to_string()),
+    ]
+}
+
 /// Writes every key of `kv` (all databases, expiry as absolute ms) as one RDB file with the
 /// aux fields `aux` (name, value) after the signature. Keys that expired at `now` are left out.
 ///

@@ -11,9 +11,16 @@
 //!    `handle_timeout(now)` — on *every* turn, so timers never starve under steady input (an
 //!    early call is harmless to the node);
 //! 4. act on the node's outputs one by one, in order, until it has none, still holding the
-//!    lock: bus outputs on the bus (non-blocking); a `Persist` written by
-//!    [`NodesConfFile::persist`] and acknowledged (what waited for it, transmits and replies,
-//!    comes out next); everything else handed to [`Host::act`]. A client therefore never
+//!    lock: bus outputs on the bus (non-blocking); everything else but `Persist` handed to
+//!    [`Host::act`]. The `Persist`s met on the way are written once, when the queue is empty:
+//!    the newest contents, fsynced if any of them asked (`Output::Persist::fsync`), by
+//!    [`NodesConfFile::persist`], and acknowledged with the newest `seq` (acknowledgements
+//!    are cumulative); what waited for them, transmits and replies, comes out next and the
+//!    loop goes on until the node has nothing more. A burst of config changes (CLUSTER
+//!    commands of many clients, a gossip section naming several new nodes) costs one write
+//!    per turn, as Valkey saves once in `clusterBeforeSleep` for all the changes of an event
+//!    loop iteration. Outputs that do not wait for a persist may leave before it is written:
+//!    the node holds back every one that must not (its contract). A client therefore never
 //!    sees a configuration that is not on disk yet, nor a new state (a role change, lost
 //!    slots) before the host acted on it: Valkey, single-threaded, applies a change, acts on
 //!    it and saves nodes.conf in `clusterBeforeSleep` before it serves a client again.
@@ -131,19 +138,32 @@ impl<H: Host> DriveLoop<H> {
         bus.set_sendbuf_limit(g.config().link_sendbuf_limit_bytes);
         bus.feed(&mut g, now);
         g.handle_timeout(now);
-        while let Some(out) = g.poll_output() {
-            g = match bus.handle_output(out) {
-                None => g,
-                Some(Output::Persist { seq, contents }) => {
-                    // Under the lock; returns only once it is on disk, or the failure lost
-                    // nothing, or best-effort said go on (else the process exits).
-                    let result = conf.persist(seq, &contents, now);
-                    host.persisted(&mut g, seq, result.as_ref().map(|_| ()));
-                    g.handle_persisted(seq);
-                    g
-                }
-                Some(other) => host.act(g, other, now),
+        // The newest Persist not written yet: (seq, contents, fsync asked by any).
+        let mut pending: Option<(u64, Vec<u8>, bool)> = None;
+        loop {
+            while let Some(out) = g.poll_output() {
+                g = match bus.handle_output(out) {
+                    None => g,
+                    Some(Output::Persist {
+                        seq,
+                        contents,
+                        fsync,
+                    }) => {
+                        let fsync = fsync || pending.as_ref().is_some_and(|p| p.2);
+                        pending = Some((seq, contents, fsync));
+                        g
+                    }
+                    Some(other) => host.act(g, other, now),
+                };
+            }
+            let Some((seq, contents, fsync)) = pending.take() else {
+                break;
             };
+            // Under the lock; returns only once it is written (fsynced when asked), or the
+            // failure lost nothing, or best-effort said go on (else the process exits).
+            let result = conf.persist(seq, &contents, fsync, now);
+            host.persisted(&mut g, seq, result.as_ref().map(|_| ()));
+            g.handle_persisted(seq);
         }
         self.next = g.poll_timeout();
         Ok(())

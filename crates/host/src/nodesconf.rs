@@ -112,7 +112,10 @@ pub struct NodesConfFile {
     /// The contents found at open (`None`: no file).
     saved: Option<Vec<u8>>,
     /// Sequence number and contents of the last snapshot on disk.
-    written: Mutex<(u64, Vec<u8>)>,
+    /// The newest write: its sequence number, its contents, whether it was fsynced.
+    written: Mutex<(u64, Vec<u8>, bool)>,
+    /// Files written since open (see [`NodesConfFile::writes`]).
+    writes: std::sync::atomic::AtomicU64,
     /// `cluster-config-save-behavior best-effort` (else `sync`).
     best_effort: AtomicBool,
     /// When a best-effort failure was last logged (one line a second).
@@ -215,7 +218,8 @@ impl NodesConfFile {
         Ok(NodesConfFile {
             path: path.to_path_buf(),
             _lock: lock_file,
-            written: Mutex::new((0, saved.clone().unwrap_or_default())),
+            written: Mutex::new((0, saved.clone().unwrap_or_default(), true)),
+            writes: std::sync::atomic::AtomicU64::new(0),
             saved,
             best_effort: AtomicBool::new(false),
             last_failure_log: Mutex::new(None),
@@ -242,13 +246,21 @@ impl NodesConfFile {
         }
     }
 
+    /// How many times the file was written since [`NodesConfFile::open`] (skipped and failed
+    /// writes not counted): a figure for operators and tests (the drive loop writes once per
+    /// turn however many config changes the turn made).
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
     /// Sets `cluster-config-save-behavior` (start-up and CONFIG SET).
     pub fn set_save_behavior(&self, b: SaveBehavior) {
         self.best_effort
             .store(b == SaveBehavior::BestEffort, Ordering::Relaxed);
     }
 
-    /// Writes the node's `Output::Persist { seq, contents }` and applies Redis's rule to a
+    /// Writes the node's `Output::Persist { seq, contents, fsync }` (fsynced when `fsync`;
+    /// see [`write_atomically_with`]) and applies Redis's rule to a
     /// failure that loses a change: under [`SaveBehavior::Sync`] the process exits 1
     /// ([`fatal_save_failure`]); under [`SaveBehavior::BestEffort`] the failure is logged (at
     /// most once a second, `now` is the caller's clock read). A failed write of the bytes the
@@ -257,8 +269,14 @@ impl NodesConfFile {
     /// caller MUST acknowledge `seq` (`ClusterNode::handle_persisted`): what waited for it may
     /// go. The error, if any, is returned for the reply of a SAVECONFIG that waits for it.
     /// A crash before the next good best-effort save loses the change.
-    pub fn persist(&self, seq: u64, contents: &[u8], now: Millis) -> Result<(), std::io::Error> {
-        let Err(e) = self.write_persist(seq, contents) else {
+    pub fn persist(
+        &self,
+        seq: u64,
+        contents: &[u8],
+        fsync: bool,
+        now: Millis,
+    ) -> Result<(), std::io::Error> {
+        let Err(e) = self.write_persist(seq, contents, fsync) else {
             return Ok(());
         };
         if lock(&self.written).1 != contents {
@@ -284,20 +302,28 @@ impl NodesConfFile {
         }
     }
 
-    /// Writes the contents of the node's `Output::Persist { seq, contents }` unless the file
-    /// holds a snapshot at least as new already (then nothing is written: the caller still
-    /// acknowledges `seq`, the file covers it). No failure policy: see
+    /// Writes the contents of the node's `Output::Persist { seq, contents, fsync }` unless the
+    /// file holds a snapshot at least as new already (then nothing is written: the caller
+    /// still acknowledges `seq`, the file covers it). No failure policy: see
     /// [`NodesConfFile::persist`].
+    ///
+    /// A skipped write that asks for `fsync` while the newer write on disk was not fsynced
+    /// fsyncs that one (it holds the skipped write's change).
     ///
     /// # Errors
     /// The I/O error; the file is then unchanged.
-    pub fn write_persist(&self, seq: u64, contents: &[u8]) -> std::io::Result<()> {
+    pub fn write_persist(&self, seq: u64, contents: &[u8], fsync: bool) -> std::io::Result<()> {
         let mut w = lock(&self.written);
         if seq <= w.0 {
+            if fsync && !w.2 {
+                sync_in_place(&self.path)?;
+                w.2 = true;
+            }
             return Ok(());
         }
-        write_atomically(&self.path, contents)?;
-        *w = (seq, contents.to_vec());
+        write_atomically_with(&self.path, contents, fsync)?;
+        *w = (seq, contents.to_vec(), fsync);
+        self.writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -343,19 +369,45 @@ fn remove_stale_temporaries(path: &Path) {
 /// # Errors
 /// Any I/O error; the target is then unchanged and the temporary file removed.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with(path, bytes, true)
+}
+
+/// [`write_atomically`], with the two fsyncs (file and directory) only when `fsync`. Without
+/// them the new contents are still atomic and survive a crash of the process (the kernel has
+/// them), not a power loss: Valkey's `clusterSaveConfig(do_fsync = 0)`.
+///
+/// # Errors
+/// Any I/O error; the target is then unchanged and the temporary file removed.
+pub fn write_atomically_with(path: &Path, bytes: &[u8], fsync: bool) -> std::io::Result<()> {
     let (dir, _) = dir_and_name(path);
     let tmp = temporary_path(path);
     let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if fsync {
+            f.sync_all()?;
+        }
         close_checked(f)
     })();
     if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
+    if !fsync {
+        return Ok(());
+    }
     let d = File::open(dir)?;
+    d.sync_all()?;
+    close_checked(d)
+}
+
+/// Fsyncs the file at `path` and its directory (a write made by
+/// [`write_atomically_with`] without fsync becomes durable).
+fn sync_in_place(path: &Path) -> std::io::Result<()> {
+    let f = File::open(path)?;
+    f.sync_all()?;
+    close_checked(f)?;
+    let d = File::open(dir_and_name(path).0)?;
     d.sync_all()?;
     close_checked(d)
 }
@@ -415,6 +467,28 @@ mod tests {
     }
 
     #[test]
+    fn a_write_without_fsync_replaces_the_file_and_an_older_fsync_write_syncs_it() {
+        let d = tmpdir("nofsync");
+        let path = d.join("nodes.conf");
+        let f = NodesConfFile::open(&path).unwrap();
+        f.write_persist(2, b"two", false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(f.writes(), 1);
+        // Persist 1 asked for fsync and is covered by 2, which was not fsynced: 2 is fsynced
+        // in place (seen here by its failure once the file is gone), never rewritten.
+        std::fs::remove_file(&path).unwrap();
+        assert!(f.write_persist(1, b"one", true).is_err());
+        std::fs::write(&path, b"two").unwrap();
+        f.write_persist(1, b"one", true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        // Now 2 is durable: a covered write does nothing at all.
+        std::fs::remove_file(&path).unwrap();
+        f.write_persist(1, b"one", true).unwrap();
+        assert_eq!(f.writes(), 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn second_open_is_refused_with_redis_text() {
         let d = tmpdir("lock");
         let path = d.join("nodes.conf");
@@ -466,11 +540,11 @@ mod tests {
         let d = tmpdir("order");
         let path = d.join("nodes.conf");
         let f = NodesConfFile::open(&path).unwrap();
-        f.write_persist(3, b"persist 3").unwrap();
-        f.write_persist(2, b"persist 2").unwrap();
-        f.write_persist(3, b"persist 3 again").unwrap();
+        f.write_persist(3, b"persist 3", true).unwrap();
+        f.write_persist(2, b"persist 2", true).unwrap();
+        f.write_persist(3, b"persist 3 again", true).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"persist 3");
-        f.write_persist(4, b"persist 4").unwrap();
+        f.write_persist(4, b"persist 4", true).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"persist 4");
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -502,16 +576,16 @@ mod tests {
         let d = tmpdir("fail");
         let path = d.join("nodes.conf");
         let f = NodesConfFile::open(&path).unwrap();
-        f.write_persist(1, b"one").unwrap();
+        f.write_persist(1, b"one", true).unwrap();
         // A directory in the way of the temporary file makes the write fail.
         std::fs::create_dir_all(temporary_path(&path).join("x")).unwrap();
-        assert!(f.write_persist(2, b"x").is_err());
+        assert!(f.write_persist(2, b"x", true).is_err());
         // The same bytes again (SAVECONFIG): returned, never fatal (this is `sync`).
-        assert!(f.persist(2, b"one", Millis(0)).is_err());
+        assert!(f.persist(2, b"one", true, Millis(0)).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"one");
         std::fs::remove_dir_all(temporary_path(&path)).unwrap();
         // A failed write did not advance the version: Persist 2 is written now.
-        f.write_persist(2, b"two").unwrap();
+        f.write_persist(2, b"two", true).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -525,8 +599,8 @@ mod tests {
         f.set_save_behavior(SaveBehavior::BestEffort);
         std::fs::create_dir_all(temporary_path(&path).join("x")).unwrap();
         // Under `sync` this would exit the test process.
-        assert!(f.persist(1, b"x", Millis(1_000)).is_err());
-        assert!(f.persist(2, b"x", Millis(1_500)).is_err());
+        assert!(f.persist(1, b"x", true, Millis(1_000)).is_err());
+        assert!(f.persist(2, b"x", true, Millis(1_500)).is_err());
         assert!(!path.exists());
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -36,7 +36,14 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
-fn start(dir: &std::path::Path, seed: u64) -> (TestHost, u16, Arc<ferrocluster_host::Waker>) {
+type Started = (
+    TestHost,
+    u16,
+    Arc<ferrocluster_host::Waker>,
+    Arc<NodesConfFile>,
+);
+
+fn start(dir: &std::path::Path, seed: u64) -> Started {
     let bus = BusDriver::bind(&[BindAddr::required("127.0.0.1")], 0).unwrap();
     let port = bus.local_addrs()[0].port();
     let conf = Arc::new(NodesConfFile::open(&dir.join("nodes.conf")).unwrap());
@@ -58,17 +65,17 @@ fn start(dir: &std::path::Path, seed: u64) -> (TestHost, u16, Arc<ferrocluster_h
         node: Mutex::new(node),
         acted: Mutex::new(Vec::new()),
     }));
-    let lp = DriveLoop::new(bus, conf, host.clone());
+    let lp = DriveLoop::new(bus, Arc::clone(&conf), host.clone());
     let waker = lp.waker();
     std::thread::spawn(move || lp.run());
-    (host, port, waker)
+    (host, port, waker, conf)
 }
 
 #[test]
 fn two_loops_meet_and_persist_what_they_learned() {
     let (da, db) = (tmpdir("a"), tmpdir("b"));
-    let (a, _pa, wake_a) = start(&da, 1);
-    let (b, pb, _wake_b) = start(&db, 2);
+    let (a, _pa, wake_a, _) = start(&da, 1);
+    let (b, pb, _wake_b, _) = start(&db, 2);
     let b_id = *b.0.node.lock().unwrap().myself_id();
     meet(&mut a.lock(), pb, clock::now());
     // A command from another thread: wake the loop so it acts on the outputs now.
@@ -94,7 +101,7 @@ fn two_loops_meet_and_persist_what_they_learned() {
 #[test]
 fn timers_fire_under_steady_wakeups() {
     let d = tmpdir("starve");
-    let (a, _pa, wake) = start(&d, 3);
+    let (a, _pa, wake, _) = start(&d, 3);
     // A MEET to a port nothing listens on: the handshake node is deleted after the handshake
     // timeout (max(node timeout, 1 s)), by handle_timeout only.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -122,4 +129,58 @@ fn timers_fire_under_steady_wakeups() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     spam.join().unwrap();
     assert!(gone, "the handshake never timed out under steady input");
+}
+
+#[test]
+fn config_changes_of_one_turn_are_written_once_and_every_reply_follows_the_write() {
+    let d = tmpdir("coalesce");
+    let (a, _pa, wake, conf) = start(&d, 4);
+    // The start-up save.
+    for _ in 0..200 {
+        if conf.writes() == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(conf.writes(), 1);
+    // Three CLUSTER commands from client threads before the loop's next turn (the lock is
+    // held throughout): each reply waits for its persist.
+    {
+        let mut n = a.lock();
+        let now = clock::now();
+        for (i, slot) in ["10", "11", "12"].iter().enumerate() {
+            let req = ferrocluster_node::CommandRequest {
+                id: ferrocluster_node::RequestId(100 + i as u64),
+                ..ferrocluster_node::CommandRequest::default()
+            };
+            let out = n.cluster_command_argv(
+                &["CLUSTER", "ADDSLOTS", slot],
+                &req,
+                &ferrocluster_node::EmptyKeyspace,
+                now,
+            );
+            assert_eq!(out, ferrocluster_node::CommandOutcome::Deferred);
+        }
+    }
+    wake.wake().unwrap();
+    let replies = |a: &TestHost| {
+        a.0.acted
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|o| o.starts_with("Reply"))
+            .count()
+    };
+    for _ in 0..200 {
+        if replies(&a) == 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(replies(&a), 3, "{:?}", a.0.acted.lock().unwrap());
+    // One write covered the three, and it holds all three slots.
+    assert_eq!(conf.writes(), 2);
+    let saved = std::fs::read_to_string(d.join("nodes.conf")).unwrap();
+    let me = saved.lines().find(|l| l.contains("myself")).unwrap();
+    assert!(me.ends_with(" 10-12"), "{me}");
 }

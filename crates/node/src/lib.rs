@@ -30,8 +30,8 @@
 //!      or [`LinkEvent::ConnectFailed`] for that link later;
 //!    * `Transmit { link, bytes }`: write the bytes on the link, in order;
 //!    * `Close { link }`: close the link (the node has already forgotten it);
-//!    * `Persist { seq, contents }`: write nodes.conf atomically and fsync, then call
-//!      [`ClusterNode::handle_persisted`]`(seq)`. Whatever depends on it — a vote, a bumped
+//!    * `Persist { seq, contents, fsync }`: write nodes.conf atomically (and fsync when
+//!      `fsync` says so), then call [`ClusterNode::handle_persisted`]`(seq)`. Whatever depends on it — a vote, a bumped
 //!      epoch, a take-over PONG, the reply of a CLUSTER command that changed the config —
 //!      waits inside the node until then, so acting in order is all a host has to do;
 //!    * `Reply { to, reply }`: send the reply of the deferred request `to` (below);
@@ -115,7 +115,7 @@
 //!             Output::Close { link } => {
 //!                 net.pairs.remove(&(me, link));
 //!             }
-//!             Output::Persist { seq, contents } => {
+//!             Output::Persist { seq, contents, .. } => {
 //!                 hosts[me].disk = contents; // write, fsync, rename, fsync the directory
 //!                 hosts[me].node.handle_persisted(seq);
 //!             }

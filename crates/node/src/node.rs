@@ -56,6 +56,9 @@ pub struct ClusterNode {
     pub(crate) last_now: Millis,
     pub(crate) next_cron: Millis,
     pub(crate) persist_seq: u64,
+    /// What the latest queued `Persist` said of the epochs and myself's role (`None` before
+    /// the first): a local change that keeps them is saved without fsync.
+    pub(crate) saved_vars: Option<SavedVars>,
     pub(crate) stats: MessageStats,
     /// The host's send-buffer figures per link, bytes (allocated, used); see
     /// [`ClusterNode::handle_link_send_buffer`].
@@ -187,6 +190,7 @@ impl ClusterNode {
             last_now: now,
             next_cron: now,
             persist_seq: 0,
+            saved_vars: None,
             stats: MessageStats::default(),
             send_buffers: std::collections::HashMap::new(),
             links_buffer_limit_exceeded: 0,
@@ -798,10 +802,14 @@ impl ClusterNode {
             self.persist_seq += 1;
             let contents = save_nodes_conf(&self.topo).into_bytes();
             self.checks.persist_queued(self.persist_seq, &self.topo);
+            let vars = SavedVars::of(&self.topo);
+            let fsync = !step.local || self.saved_vars.as_ref() != Some(&vars);
+            self.saved_vars = Some(vars);
             self.queue.push(
                 Output::Persist {
                     seq: self.persist_seq,
                     contents,
+                    fsync,
                 },
                 Tag::None,
             );
@@ -922,4 +930,28 @@ pub(crate) fn apply_config_to_myself(topo: &mut Topology, c: &ClusterConfig) {
     me.flags.set(NodeFlags::NOFAILOVER, c.replica_no_failover);
     me.flags.insert(NodeFlags::LIGHT_HDR_SUPPORTED);
     me.link = LinkState::Connected;
+}
+
+/// The part of nodes.conf whose change a `Persist` must fsync even for a CLUSTER command
+/// (see `Output::Persist::fsync`): the epochs and myself's role and primary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SavedVars {
+    current_epoch: u64,
+    config_epoch: u64,
+    last_vote_epoch: u64,
+    primary: bool,
+    replica_of: Option<NodeId>,
+}
+
+impl SavedVars {
+    fn of(topo: &Topology) -> SavedVars {
+        let me = topo.myself();
+        SavedVars {
+            current_epoch: topo.current_epoch.0,
+            config_epoch: me.config_epoch.0,
+            last_vote_epoch: topo.last_vote_epoch.0,
+            primary: me.flags.contains(NodeFlags::PRIMARY),
+            replica_of: me.primary,
+        }
+    }
 }

@@ -79,6 +79,23 @@ pub enum Output {
         seq: u64,
         /// The whole file (Valkey `clusterGenNodesDescription` with the `vars` line).
         contents: Vec<u8>,
+        /// Whether the write MUST be fsynced (file and directory) before the acknowledgement.
+        ///
+        /// `true` for every change the epoch rules cannot repair after a power loss: one that
+        /// moves currentEpoch, lastVoteEpoch or myself's configEpoch, changes myself's role or
+        /// primary, or comes from the bus (a vote, an election, an UPDATE, a FAIL, a
+        /// discovery). `false` for a CLUSTER command that changed none of those (SETSLOT
+        /// IMPORTING/MIGRATING/STABLE/NODE without an epoch bump, ADDSLOTS, DELSLOTS, MEET,
+        /// FORGET, ...): Valkey saves these without fsync (`clusterDoBeforeSleep(
+        /// CLUSTER_TODO_SAVE_CONFIG)` without `CLUSTER_TODO_FSYNC_CONFIG` in
+        /// `clusterCommandSetSlot`, `clusterCommandSpecial`), because a slot change lost to a
+        /// power loss is repaired by the configEpoch rules (the node whose higher configEpoch
+        /// claims the slot wins; UPDATE tells the stale one). The write and rename MUST still
+        /// be done before the acknowledgement (a process crash after the reply keeps the
+        /// change); a host MAY fsync anyway. Several `Persist`s of one turn MAY be written as
+        /// one (the newest contents, fsynced if any of them asks) and acknowledged with the
+        /// newest `seq`.
+        fsync: bool,
     },
     /// The reply to the request `to` that [`crate::ClusterNode::cluster_command`] answered
     /// with [`crate::CommandOutcome::Deferred`]: the configuration change it made is durable
@@ -349,6 +366,7 @@ mod tests {
             Output::Persist {
                 seq: 1,
                 contents: b"x".to_vec(),
+                fsync: true,
             },
             Tag::None,
         );
@@ -384,6 +402,7 @@ mod tests {
             Output::Persist {
                 seq: 1,
                 contents: b"x".to_vec(),
+                fsync: true,
             },
             Tag::None,
         );

@@ -434,7 +434,9 @@ fn same_seed_same_outputs() {
 fn fresh_node_persists_first_and_state_starts_fail() {
     let mut n = ClusterNode::new(common::config(0, NT), common::CAPS, T0, 3, None).unwrap();
     match n.poll_output() {
-        Some(Output::Persist { seq: 1, contents }) => {
+        Some(Output::Persist {
+            seq: 1, contents, ..
+        }) => {
             let text = String::from_utf8(contents).unwrap();
             assert!(text.contains("myself,master"), "{text}");
         }

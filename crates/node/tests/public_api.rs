@@ -57,7 +57,7 @@ fn act(node: &mut ClusterNode, out: Output, log: &mut Vec<String>) {
         Output::Close { link } => {
             node.handle_link(LinkEvent::Closed(link), Millis(1));
         }
-        Output::Persist { seq, contents } => {
+        Output::Persist { seq, contents, .. } => {
             let _: &[u8] = &contents;
             node.handle_persisted(seq);
         }

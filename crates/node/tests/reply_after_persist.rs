@@ -21,7 +21,7 @@ const R22004: &str = "e5a1974b82f449db4a9a1e945d97a393bd7ed61a";
 /// persist, now durable.
 fn settle(node: &mut ClusterNode, mut disk: Vec<u8>) -> Vec<u8> {
     while let Some(o) = node.poll_output() {
-        if let Output::Persist { seq, contents } = o {
+        if let Output::Persist { seq, contents, .. } = o {
             disk = contents;
             node.handle_persisted(seq);
         }
@@ -88,7 +88,7 @@ fn naive(node: &mut ClusterNode, args: &[&str], keys: &TestKeys) -> Seen {
     let mut queue: std::collections::VecDeque<Output> = held.into();
     while let Some(o) = queue.pop_front().or_else(|| node.poll_output()) {
         match o {
-            Output::Persist { seq, contents } => {
+            Output::Persist { seq, contents, .. } => {
                 disk = contents;
                 node.handle_persisted(seq);
             }

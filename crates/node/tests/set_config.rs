@@ -45,7 +45,7 @@ fn an_announced_hostname_is_saved_and_gossiped() {
     let mut ok_after_persist = false;
     while let Some(o) = net.nodes[0].poll_output() {
         match o {
-            Output::Persist { seq, contents } => {
+            Output::Persist { seq, contents, .. } => {
                 saved = Some(String::from_utf8(contents).unwrap());
                 net.nodes[0].handle_persisted(seq);
             }

@@ -53,7 +53,7 @@ impl Engine for ClusterNode {
             Output::Connect { link, ip, port } => EngineOutput::Connect { link, ip, port },
             Output::Transmit { link, bytes } => EngineOutput::Transmit { link, bytes },
             Output::Close { link } => EngineOutput::Close { link },
-            Output::Persist { seq, contents } => EngineOutput::Persist { seq, contents },
+            Output::Persist { seq, contents, .. } => EngineOutput::Persist { seq, contents },
             other => EngineOutput::Event(other),
         })
     }

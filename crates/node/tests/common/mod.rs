@@ -167,7 +167,7 @@ impl Net {
                     self.nodes[j].handle_link(LinkEvent::Closed(peer), now);
                 }
             }
-            Output::Persist { seq, contents } => {
+            Output::Persist { seq, contents, .. } => {
                 self.persisted[i] = Some(contents);
                 if self.hold_persist.contains(&i) {
                     self.held.push((i, seq));

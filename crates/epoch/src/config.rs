@@ -8,15 +8,13 @@ pub const REPLICA_MIGRATION_DELAY_MS: u64 = 5000;
 /// `CLUSTER_MF_PAUSE_MULT`: a primary serving a manual failover pauses client writes for
 /// this many times the manual failover timeout (§1, §13.2).
 pub const MF_PAUSE_MULT: u64 = 2;
-/// Fixed part of the election delay, ms (§12.2: `500 + random(0..499) + rank × 1000`).
+/// Cap of the election delay unit, ms: the unit is `min(NODE_TIMEOUT / 30, 500)`
+/// ([`EpochConfig::election_delay_ms`]); Redis 7.0 and Valkey 8 used a fixed 500 (§12.2).
 pub const ELECTION_FIXED_DELAY_MS: u64 = 500;
-/// Range of the random part of the election delay: `random() % 500`, so 0..=499 ms (§12.2).
-pub const ELECTION_RANDOM_DELAY_MS: u64 = 500;
-/// Delay added per rank step, ms (§12.2).
-pub const ELECTION_RANK_DELAY_MS: u64 = 1000;
-/// Delay added per step of the failed-primary rank, ms (Valkey 8.1
-/// `clusterHandleReplicaFailover`: "0.5 second * rank"; see [`crate::failed_primary_rank`]).
-pub const ELECTION_SHARD_RANK_DELAY_MS: u64 = 500;
+/// Extra delay, ms, of a replica whose replication offset is still 0 (a new replica that may
+/// not know its siblings yet, so it may think itself the best; Valkey 9.0 PR #2449,
+/// `clusterHandleReplicaFailover`).
+pub const ELECTION_NEW_REPLICA_DELAY_MS: u64 = 500;
 
 /// The options the epoch engine reads. `Default` gives Valkey 8's defaults (facts sheet §1).
 ///
@@ -67,6 +65,25 @@ impl EpochConfig {
         self.node_timeout_ms
             .saturating_mul(2)
             .max(CLUSTER_OPERATION_TIMEOUT_MS)
+    }
+
+    /// The unit of the election delay, ms: `min(NODE_TIMEOUT / 30, 500)`, at least 1 (Valkey
+    /// 9.0, PR #2449 "Make cluster failover delay relative to node timeout",
+    /// `clusterHandleReplicaFailover`; Redis 7.0 and Valkey 8: a fixed 500). An election
+    /// starts `unit + random(0..unit) + rank × 2 × unit + failed-primary rank × unit` ms
+    /// after its primary's FAIL: 500 / 1000 / 500 at the default 15000 ms, 166 / 332 / 166
+    /// at 5000 ms.
+    ///
+    /// ```
+    /// use ferrocluster_epoch::EpochConfig;
+    /// let c = EpochConfig::default();
+    /// assert_eq!(c.election_delay_ms(), 500);
+    /// assert_eq!(EpochConfig { node_timeout_ms: 7500, ..c }.election_delay_ms(), 250);
+    /// assert_eq!(EpochConfig { node_timeout_ms: 3000, ..c }.election_delay_ms(), 100);
+    /// assert_eq!(EpochConfig { node_timeout_ms: 20, ..c }.election_delay_ms(), 1);
+    /// ```
+    pub fn election_delay_ms(&self) -> u64 {
+        (self.node_timeout_ms / 30).clamp(1, ELECTION_FIXED_DELAY_MS)
     }
 
     /// The failover retry time: 2 × the auth timeout, ms (§12.2). A new election is scheduled

@@ -1,9 +1,6 @@
 //! The replica side of elections (§12.1, §12.2, §12.4, V8 `clusterHandleReplicaFailover`).
 
-use crate::config::{
-    ELECTION_FIXED_DELAY_MS, ELECTION_RANDOM_DELAY_MS, ELECTION_RANK_DELAY_MS,
-    ELECTION_SHARD_RANK_DELAY_MS,
-};
+use crate::config::ELECTION_NEW_REPLICA_DELAY_MS;
 use crate::{CantFailover, Epoch, EpochConfig, EpochEffect, EpochEvent, EpochMessage, Target};
 use ferrocluster_topology::{ConfigEpoch, CurrentEpoch, Millis, NodeFlags, NodeId, Topology};
 use rand_core::RngCore;
@@ -80,7 +77,7 @@ pub fn replica_rank(topo: &Topology, my_offset: u64) -> u32 {
 /// `cluster-replica-validity-factor` is not 0, a primary FAIL for longer than
 /// NODE_TIMEOUT × factor no longer counts. 0 for a primary.
 ///
-/// The election start is delayed by this rank × [`ELECTION_SHARD_RANK_DELAY_MS`], so when
+/// The election start is delayed by this rank × [`EpochConfig::election_delay_ms`], so when
 /// several primaries fail at once their replicas ask for votes one shard after another, in
 /// an order every node computes alike, instead of splitting the voters' one vote per epoch
 /// between simultaneous candidates. This follows Valkey 8.1+ (kept in 9.x); Redis 7.0 has
@@ -219,12 +216,19 @@ impl Epoch {
     /// Scheduling: when no attempt exists or the last one is older than the retry time
     /// (4 × NODE_TIMEOUT, at least 4000 ms), or was lost to another node's claim
     /// ([`EpochEvent::ElectionLost`]), a new one is set at
-    /// `now + 500 + random(0..=499) + rank × 1000 + shard rank × 500` ms ([`replica_rank`],
-    /// [`failed_primary_rank`]; manual failover: `now`, rank 0), votes reset, and a PONG goes
-    /// to my primary's other replicas. Until votes are requested both ranks are recomputed
-    /// and the start shifted by the rank change × 1000 ms and the shard rank change × 500 ms
-    /// (automatic only). The shard rank and the reset on a lost epoch are Valkey 8.1's
-    /// (`clusterHandleReplicaFailover`, `clusterGetFailedPrimaryRank`), not Redis 7.0's.
+    /// `now + d + random(0..d) + rank × 2d + shard rank × d` ms, plus
+    /// [`crate::ELECTION_NEW_REPLICA_DELAY_MS`] while my offset is 0, where `d` is
+    /// [`EpochConfig::election_delay_ms`] (`min(NODE_TIMEOUT / 30, 500)`: Valkey 9.0; Redis 7.0
+    /// uses `d = 500` whatever the timeout) ([`replica_rank`], [`failed_primary_rank`]; manual
+    /// failover: `now`, rank 0), votes reset, and a PONG goes to my primary's other replicas.
+    /// Until votes are requested both ranks are recomputed and the start shifted by the rank
+    /// change × 2d and the shard rank change × d (automatic only). The shard rank and the
+    /// reset on a lost epoch are Valkey 8.1's (`clusterHandleReplicaFailover`,
+    /// `clusterGetFailedPrimaryRank`), not Redis 7.0's. Not taken from Valkey 9: its refusal
+    /// to start an election at replication offset 0 (our hosts report 0 until a primary
+    /// with no writes streams anything, which would leave an idle shard without failover),
+    /// and 9.1's immediate election of the best-ranked replica once every replica of the
+    /// shard advertises `CLUSTER_NODE_MY_PRIMARY_FAIL` (bit 13 of the header flags).
     /// At the start time, unless the attempt expired (older than the auth timeout,
     /// 2 × NODE_TIMEOUT, at least 2000 ms): `currentEpoch += 1`, persist, then broadcast
     /// FAILOVER_AUTH_REQUEST (FORCEACK for a manual failover) after the persist. With
@@ -263,11 +267,15 @@ impl Epoch {
         if auth_age(&self.election) > cfg.auth_retry_ms() {
             let rank = replica_rank(topo, repl.offset);
             let shard_rank = failed_primary_rank(topo, cfg, now);
+            let d = cfg.election_delay_ms();
             let mut at = now
-                .saturating_add_ms(ELECTION_FIXED_DELAY_MS)
-                .saturating_add_ms(rng.next_u64() % ELECTION_RANDOM_DELAY_MS)
-                .saturating_add_ms(u64::from(rank) * ELECTION_RANK_DELAY_MS)
-                .saturating_add_ms(u64::from(shard_rank) * ELECTION_SHARD_RANK_DELAY_MS);
+                .saturating_add_ms(d)
+                .saturating_add_ms(rng.next_u64() % d)
+                .saturating_add_ms(u64::from(rank) * 2 * d)
+                .saturating_add_ms(u64::from(shard_rank) * d);
+            if repl.offset == 0 {
+                at = at.saturating_add_ms(ELECTION_NEW_REPLICA_DELAY_MS);
+            }
             let mut rank = rank;
             if self.manual.end.is_some() {
                 at = now;
@@ -308,8 +316,9 @@ impl Epoch {
                         t.saturating_sub_ms(u64::from(old - new) * step)
                     }
                 };
-                let t = shift(t, e.rank, new, ELECTION_RANK_DELAY_MS);
-                let t = shift(t, e.shard_rank, new_shard, ELECTION_SHARD_RANK_DELAY_MS);
+                let d = cfg.election_delay_ms();
+                let t = shift(t, e.rank, new, 2 * d);
+                let t = shift(t, e.shard_rank, new_shard, d);
                 e.auth_time = Some(t);
                 e.rank = new;
                 e.shard_rank = new_shard;

@@ -88,9 +88,8 @@ mod vote;
 
 pub use claims::{ClaimedRole, PingClaims, PriorRole};
 pub use config::{
-    EpochConfig, CLUSTER_OPERATION_TIMEOUT_MS, ELECTION_FIXED_DELAY_MS, ELECTION_RANDOM_DELAY_MS,
-    ELECTION_RANK_DELAY_MS, ELECTION_SHARD_RANK_DELAY_MS, MF_PAUSE_MULT,
-    REPLICA_MIGRATION_DELAY_MS,
+    EpochConfig, CLUSTER_OPERATION_TIMEOUT_MS, ELECTION_FIXED_DELAY_MS,
+    ELECTION_NEW_REPLICA_DELAY_MS, MF_PAUSE_MULT, REPLICA_MIGRATION_DELAY_MS,
 };
 pub use effect::{
     CantFailover, EpochEffect, EpochEvent, EpochMessage, FailoverMode, Target, VoteDenied,

@@ -194,6 +194,17 @@ impl<V: KvValue> SlotTable<V> {
         (at != NO_DEADLINE).then_some(at)
     }
 
+    /// How many entries have a deadline and the sum of those deadlines (ms): one pass over
+    /// the deadline vector.
+    pub(crate) fn deadline_totals(&self) -> (u64, u128) {
+        let Some(d) = self.deadlines.as_ref() else {
+            return (0, 0);
+        };
+        d.iter()
+            .filter(|&&at| at != NO_DEADLINE)
+            .fold((0, 0), |(n, s), &at| (n + 1, s + u128::from(at)))
+    }
+
     /// Whether the entry at `pos` is expired at `now`: Redis `keyIsExpired` is `now > when`,
     /// so a key is still alive at its deadline millisecond.
     #[inline]

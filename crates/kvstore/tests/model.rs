@@ -185,6 +185,23 @@ fn check(store: &KvStore<Vec<u8>>, m: &Model) {
             store.len_including_hidden(db).unwrap(),
             physical.count() as u64
         );
+        // INFO keyspace expires= / avg_ttl=: stored keys outside hidden slots with a deadline,
+        // and the mean of their remaining time floored at 0.
+        let deadlines: Vec<u64> = m
+            .map
+            .iter()
+            .filter(|((d, k), _)| *d == db && !m.hidden.contains(&key_hash_slot(k)))
+            .filter_map(|(_, (_, dl))| *dl)
+            .collect();
+        let n = deadlines.len() as u64;
+        let avg = if n == 0 {
+            0
+        } else {
+            let sum: i128 = deadlines.iter().map(|&d| i128::from(d)).sum();
+            let mean = (sum - i128::from(m.now) * i128::from(n)).max(0) / i128::from(n);
+            u64::try_from(mean).unwrap()
+        };
+        assert_eq!(store.expires(db, m.now).unwrap(), (n, avg), "expires {db}");
     }
     for key in KEYS {
         let slot = key_hash_slot(key);

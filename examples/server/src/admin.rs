@@ -702,8 +702,13 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
         for db in 0..state.kv.databases() {
             let n = state.kv.dbsize(db).unwrap_or(0);
             if n > 0 {
-                // The store keeps no count of keys with a deadline, so only `keys=` is given.
-                text.push_str(&format!("db{db}:keys={n}\r\n"));
+                // Valkey 9.1 also prints `keys_with_volatile_items=` (hashes with field
+                // TTLs); the store does not count those, so it is left out. `avg_ttl` is
+                // exact here (KvStore::expires), an estimate in Redis and Valkey.
+                let (expires, avg_ttl) = state.kv.expires(db, now).unwrap_or((0, 0));
+                text.push_str(&format!(
+                    "db{db}:keys={n},expires={expires},avg_ttl={avg_ttl}\r\n"
+                ));
             }
         }
     }

@@ -3,8 +3,8 @@
 //! (`prometheus-client`), with:
 //! * every numeric INFO field (`INFO everything`) as `ferrocluster_<field>`: counters for the
 //!   running totals (`total_*` fields, which lose the prefix, keyspace hits/misses, expired keys,
-//!   rejected connections, CPU seconds), gauges for the rest; `db<N>:keys=` as
-//!   `ferrocluster_db_keys{db}`; `commandstats` as `ferrocluster_command_calls{cmd}`,
+//!   rejected connections, CPU seconds), gauges for the rest; `db<N>:keys=` / `expires=` as
+//!   `ferrocluster_db_keys{db}` / `ferrocluster_db_expires{db}`; `commandstats` as `ferrocluster_command_calls{cmd}`,
 //!   `ferrocluster_command_duration_seconds{cmd}` and `ferrocluster_command_failed_calls{cmd}`;
 //! * in cluster mode the numeric CLUSTER INFO fields as `ferrocluster_cluster_*` gauges,
 //!   `cluster_state` as `ferrocluster_cluster_state_ok` (1 or 0), and the bus counters
@@ -85,6 +85,7 @@ impl Builder {
 /// The metrics of one INFO text (`# Section` headers and `field:value` lines).
 fn from_info(b: &mut Builder, info: &str) {
     let db_keys = Family::<Labels, FGauge>::default();
+    let db_expires = Family::<Labels, FGauge>::default();
     let calls = Family::<Labels, FCounter>::default();
     let usec = Family::<Labels, FCounter>::default();
     let failed = Family::<Labels, FCounter>::default();
@@ -110,9 +111,14 @@ fn from_info(b: &mut Builder, info: &str) {
         }
         if let Some(db) = key.strip_prefix("db").filter(|d| d.parse::<u32>().is_ok()) {
             for kv in value.split(',') {
-                if let Some(("keys", n)) = kv.split_once('=') {
+                let family = match kv.split_once('=') {
+                    Some(("keys", n)) => Some((&db_keys, n)),
+                    Some(("expires", n)) => Some((&db_expires, n)),
+                    _ => None,
+                };
+                if let Some((family, n)) = family {
                     if let Ok(n) = n.parse::<f64>() {
-                        db_keys
+                        family
                             .get_or_create(&vec![("db".to_string(), db.to_string())])
                             .set(n);
                     }
@@ -139,6 +145,11 @@ fn from_info(b: &mut Builder, info: &str) {
         "ferrocluster_db_keys",
         "INFO keyspace keys= per database",
         db_keys,
+    );
+    b.registry.register(
+        "ferrocluster_db_expires",
+        "INFO keyspace expires= per database",
+        db_expires,
     );
     b.registry.register(
         "ferrocluster_command_calls",
@@ -322,7 +333,7 @@ mod tests {
 
     #[test]
     fn info_and_cluster_info_become_counters_gauges_and_families() {
-        let info = "# Clients\r\nconnected_clients:3\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n# Stats\r\ntotal_commands_processed:42\r\nkeyspace_hits:7\r\nrole:master\r\n# Commandstats\r\ncmdstat_get:calls=5,usec=2000000,usec_per_call=400000.00,failed_calls=1\r\n# Keyspace\r\ndb0:keys=9\r\n";
+        let info = "# Clients\r\nconnected_clients:3\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n# Stats\r\ntotal_commands_processed:42\r\nkeyspace_hits:7\r\nrole:master\r\n# Commandstats\r\ncmdstat_get:calls=5,usec=2000000,usec_per_call=400000.00,failed_calls=1\r\n# Keyspace\r\ndb0:keys=9,expires=2,avg_ttl=1500\r\n";
         let cluster = "cluster_state:ok\r\ncluster_known_nodes:6\r\ncluster_stats_messages_ping_sent:10\r\ncluster_stats_messages_sent:10\r\ncluster_stats_messages_pong_received:4\r\n";
         let text = build(info, cluster);
         for want in [
@@ -333,6 +344,7 @@ mod tests {
             "ferrocluster_command_duration_seconds_total{cmd=\"get\"} 2.0\n",
             "ferrocluster_command_failed_calls_total{cmd=\"get\"} 1.0\n",
             "ferrocluster_db_keys{db=\"0\"} 9.0\n",
+            "ferrocluster_db_expires{db=\"0\"} 2.0\n",
             "ferrocluster_cluster_state_ok 1.0\n",
             "ferrocluster_cluster_known_nodes 6.0\n",
             "ferrocluster_cluster_bus_messages_total{type=\"ping\",direction=\"sent\"} 10.0\n",

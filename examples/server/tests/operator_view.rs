@@ -1,7 +1,7 @@
 //! The operator's view (issue 20): CLIENT LIST / KILL across I/O threads, CLIENT PAUSE /
 //! UNPAUSE, SLOWLOG, MONITOR and INFO `commandstats`, with the texts that must equal
 //! redis-server 7.0's compared against a real one; the latency monitor and the Prometheus
-//! endpoint. Ports 23200-23206.
+//! endpoint; INFO keyspace. Ports 23200-23208.
 
 #![allow(clippy::disallowed_methods)] // tests measure waits with the clock
 
@@ -322,4 +322,48 @@ fn the_latency_monitor_records_commands_over_its_threshold_only_when_on() {
     assert_eq!(c.cmd_s(&["LATENCY", "RESET", "nothing"]), ":0\r\n");
     assert_eq!(c.cmd_s(&["LATENCY", "RESET"]), ":1\r\n");
     assert_eq!(c.cmd_s(&["LATENCY", "LATEST"]), "*0\r\n");
+}
+
+/// The `db0:` line of INFO keyspace, split into its fields.
+fn keyspace_fields(port: u16) -> Vec<(String, String)> {
+    let mut c = Client::connect(port);
+    let info = bulk_text(&c.cmd(&["INFO", "keyspace"]));
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("db0:"))
+        .unwrap_or_else(|| panic!("{info}"));
+    line.split(',')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn info_keyspace_counts_keys_with_a_deadline_and_their_mean_ttl_as_redis_7_prints_them() {
+    let dir = test_dir("operator-keyspace");
+    let mut procs = Procs::default();
+    procs.start(&dir, 23207, &["--cluster-enabled", "no"]);
+    let _redis = start_real_server("redis-server", 23208, &dir.join("redis"), &[]);
+    for port in [23207, 23208] {
+        let mut c = Client::connect(port);
+        c.cmd(&["SET", "a", "1"]);
+        c.cmd(&["SET", "b", "2", "PX", "100000"]);
+        c.cmd(&["SET", "c", "3", "PX", "50000"]);
+        c.cmd(&["SET", "d", "4", "EX", "30"]);
+        c.cmd(&["PERSIST", "d"]);
+    }
+    let ours = keyspace_fields(23207);
+    let theirs = keyspace_fields(23208);
+    // The same fields in the same order as redis-server 7.0, the same counts.
+    let names = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs), "{ours:?} vs {theirs:?}");
+    assert_eq!(ours[..2], theirs[..2], "keys= and expires=");
+    assert_eq!(ours[1].1, "2");
+    // avg_ttl: ours is the exact mean of the two remaining TTLs (100 s and 50 s, minus the
+    // few ms since they were set); Redis's is a sampled estimate (0 until its expiry cycle
+    // has seen the keys).
+    let avg: u64 = ours[2].1.parse().unwrap();
+    assert!((70_000..=75_000).contains(&avg), "avg_ttl={avg}");
 }

@@ -110,6 +110,39 @@ fn delay_is_500_plus_random_plus_rank_seconds() {
 }
 
 #[test]
+fn delay_unit_is_node_timeout_over_30_and_a_new_replica_waits_500_more() {
+    // Valkey 9.0 (PR #2449, clusterHandleReplicaFailover): d = min(NODE_TIMEOUT / 30, 500);
+    // start in [d + rank × 2d, 2d + rank × 2d), + 500 ms while my offset is 0.
+    let cfg = EpochConfig {
+        node_timeout_ms: 5000,
+        ..EpochConfig::default()
+    };
+    let d = 166;
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..50u64 {
+        for (sib, rank) in [(50u64, 0u32), (500, 1)] {
+            for (offset, extra) in [(100u64, 0u64), (0, 500)] {
+                let mut t = setup(sib);
+                let mut e = Epoch::new();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut out = Vec::new();
+                let repl = ReplicationState {
+                    offset,
+                    link: ReplLink::DownSince(T0),
+                };
+                e.handle_failover(&mut t, &cfg, &repl, T0, &mut rng, &mut out);
+                let at = e.election().auth_time().unwrap().since(T0);
+                let rank = if offset == 0 { 1 } else { rank };
+                let lo = d + u64::from(rank) * 2 * d + extra;
+                assert!((lo..lo + d).contains(&at), "{at} not in {lo}..{}", lo + d);
+                seen.insert(at - lo);
+            }
+        }
+    }
+    assert!(seen.len() > 10, "the random part varies: {seen:?}");
+}
+
+#[test]
 fn full_election_auth_request_waits_for_the_bumped_epoch_then_quorum_wins() {
     let cfg = EpochConfig::default();
     let mut t = setup(50);

@@ -71,6 +71,20 @@ pub fn replica_rank(topo: &Topology, my_offset: u64) -> u32 {
     u32::try_from(better).unwrap_or(u32::MAX)
 }
 
+/// Whether every replica of my primary, myself included, carries `MY_PRIMARY_FAIL` (Valkey
+/// 9.1 `clusterAllReplicasThinkPrimaryIsFail`): each has seen the primary FAIL, so the
+/// offsets they advertised since are their last. False for a primary or an unknown primary.
+pub fn all_replicas_see_primary_fail(topo: &Topology) -> bool {
+    let me = topo.myself();
+    let Some(primary) = me.primary else {
+        return false;
+    };
+    me.flags.contains(NodeFlags::MY_PRIMARY_FAIL)
+        && topo
+            .replicas_of(&primary)
+            .all(|r| r.flags.contains(NodeFlags::MY_PRIMARY_FAIL))
+}
+
 /// My primary's rank among the failed primaries (Valkey 8.1 `clusterGetFailedPrimaryRank`):
 /// the number of nodes that are FAIL, voting primaries (owning slots), have at least one
 /// replica, and whose shard ID sorts before myself's (bytewise); when
@@ -224,11 +238,17 @@ impl Epoch {
     /// Until votes are requested both ranks are recomputed and the start shifted by the rank
     /// change × 2d and the shard rank change × d (automatic only). The shard rank and the
     /// reset on a lost epoch are Valkey 8.1's (`clusterHandleReplicaFailover`,
-    /// `clusterGetFailedPrimaryRank`), not Redis 7.0's. Not taken from Valkey 9: its refusal
-    /// to start an election at replication offset 0 (our hosts report 0 until a primary
-    /// with no writes streams anything, which would leave an idle shard without failover),
-    /// and 9.1's immediate election of the best-ranked replica once every replica of the
-    /// shard advertises `CLUSTER_NODE_MY_PRIMARY_FAIL` (bit 13 of the header flags).
+    /// `clusterGetFailedPrimaryRank`), not Redis 7.0's.
+    ///
+    /// Best-ranked fast path (Valkey 9.1): myself carries `MY_PRIMARY_FAIL` while my primary
+    /// is FAIL in my view (set here, advertised in every header; the gossip layer mirrors a
+    /// sibling's), and when I am rank 0 with failed-primary rank 0 and every replica of my
+    /// primary carries it (every sibling has seen the failure, so the offsets they sent
+    /// since are final: `clusterAllReplicasThinkPrimaryIsFail`), the election starts at once
+    /// instead of after the delay, at scheduling or at a later rank update. A sole replica
+    /// thus elects right after FAIL. Not taken from Valkey 9: its refusal to start an
+    /// election at replication offset 0 (our hosts report 0 until a primary with no writes
+    /// streams anything, which would leave an idle shard without failover).
     /// At the start time, unless the attempt expired (older than the auth timeout,
     /// 2 × NODE_TIMEOUT, at least 2000 ms): `currentEpoch += 1`, persist, then broadcast
     /// FAILOVER_AUTH_REQUEST (FORCEACK for a manual failover) after the persist. With
@@ -247,6 +267,13 @@ impl Epoch {
         let manual = self.manual.end.is_some() && self.manual.can_start;
         let me = topo.myself();
         let primary_failed = me.primary.and_then(|p| topo.node(&p)).map(|p| p.is_fail());
+        let sees_fail = !me.is_primary() && primary_failed == Some(true);
+        if me.flags.contains(NodeFlags::MY_PRIMARY_FAIL) != sees_fail {
+            topo.myself_mut()
+                .flags
+                .set(NodeFlags::MY_PRIMARY_FAIL, sees_fail);
+        }
+        let me = topo.myself();
         let ok = !me.is_primary()
             && primary_failed.is_some()
             && (primary_failed == Some(true) || manual)
@@ -277,6 +304,9 @@ impl Epoch {
                 at = at.saturating_add_ms(ELECTION_NEW_REPLICA_DELAY_MS);
             }
             let mut rank = rank;
+            if rank == 0 && shard_rank == 0 && all_replicas_see_primary_fail(topo) {
+                at = now;
+            }
             if self.manual.end.is_some() {
                 at = now;
                 rank = 0;
@@ -326,6 +356,17 @@ impl Epoch {
                     at: t,
                     rank: new,
                     shard_rank: new_shard,
+                }));
+            }
+            // Best ranked, and every sibling has seen the failure by now (Valkey 9.1: "Myself
+            // become the best ranked replica, initiate the election immediately").
+            let best = e.rank == 0 && e.shard_rank == 0;
+            if best && e.auth_time.is_some_and(|t| now < t) && all_replicas_see_primary_fail(topo) {
+                e.auth_time = Some(now);
+                out.push(EpochEffect::Event(EpochEvent::ElectionRankChanged {
+                    at: now,
+                    rank: 0,
+                    shard_rank: 0,
                 }));
             }
         }

@@ -94,7 +94,10 @@ pub use config::{
 pub use effect::{
     CantFailover, EpochEffect, EpochEvent, EpochMessage, FailoverMode, Target, VoteDenied,
 };
-pub use election::{failed_primary_rank, replica_rank, Election, ReplLink, ReplicationState};
+pub use election::{
+    all_replicas_see_primary_fail, failed_primary_rank, replica_rank, Election, ReplLink,
+    ReplicationState,
+};
 pub use engine::Epoch;
 pub use epochs::{
     bump_config_epoch_without_consensus, bump_epoch, handle_config_epoch_collision, max_epoch,

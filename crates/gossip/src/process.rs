@@ -289,12 +289,18 @@ impl Gossip {
                 }
             }
         }
-        // c. NOFAILOVER mirrored.
+        // c. NOFAILOVER mirrored; MY_PRIMARY_FAIL too (Valkey 9.1: a replica advertises that
+        // it sees its primary FAIL, so its siblings know whether every replica of the shard
+        // has seen the failure: the best-ranked one may then elect at once).
         if let Some(s) = sender {
             if let Some(n) = topo.node_mut(&s) {
                 n.flags.set(
                     NodeFlags::NOFAILOVER,
                     h.has_flags(NodeFlags::NOFAILOVER.bits()),
+                );
+                n.flags.set(
+                    NodeFlags::MY_PRIMARY_FAIL,
+                    h.has_flags(NodeFlags::MY_PRIMARY_FAIL.bits()),
                 );
             }
         }

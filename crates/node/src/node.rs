@@ -697,12 +697,15 @@ impl ClusterNode {
         }
     }
 
-    pub(crate) fn apply_failure_effects(&mut self, effects: Vec<FailureEffect>, _now: Millis) {
+    pub(crate) fn apply_failure_effects(&mut self, effects: Vec<FailureEffect>, now: Millis) {
+        let my_primary = self.topo.myself().primary;
+        let mut primary_failed = false;
         for e in effects {
             self.step.update_state();
             let n = match e {
                 FailureEffect::MarkedPfail(id) => Notice::NodePfail(id),
                 FailureEffect::MarkedFail { node, broadcast } => {
+                    primary_failed |= Some(node) == my_primary;
                     self.step.save();
                     if broadcast {
                         self.broadcast_fail(&node);
@@ -716,6 +719,12 @@ impl ClusterNode {
                 }
             };
             self.step.notice(n);
+        }
+        // My primary just failed: schedule the election now, not at the next cron run
+        // (Valkey 9.0 PR #2209, `clusterDoBeforeSleep(CLUSTER_TODO_HANDLE_FAILOVER)`), so a
+        // best-ranked replica that may elect at once does.
+        if primary_failed {
+            self.run_failover(now);
         }
     }
 

@@ -10,8 +10,8 @@ use common::{ip, port, Net};
 use ferrocluster_bus::{msg_flags, Body, Message, MessageType};
 use ferrocluster_node::epoch::FailoverMode as MfMode;
 use ferrocluster_node::{
-    CommandRequest, EpochEvent, Millis, NodeId, Notice, Output, ReplLink, ReplicationState,
-    RequestId,
+    CommandRequest, EpochEvent, Millis, NodeFlags, NodeId, Notice, Output, ReplLink,
+    ReplicationState, RequestId,
 };
 use ferrocluster_slot::{Slot, SlotRange, SlotSet};
 
@@ -201,12 +201,13 @@ fn vote_waits_for_its_persist() {
     let mut net = cluster_with_replica();
     fail_primary(&mut net);
     let p = id(&net, 0);
+    // From now on node 1 writes nodes.conf but the host does not acknowledge it (from before
+    // the FAIL: the sole replica asks for votes as soon as it marks its primary FAIL).
+    net.hold_persist.insert(1);
     assert!(net.run_until(20_000, |n| n.nodes[3]
         .topology()
         .node(&p)
         .is_some_and(|x| x.is_fail())));
-    // From now on node 1 writes nodes.conf but the host does not acknowledge it.
-    net.hold_persist.insert(1);
     assert!(net.run_until(5_000, |n| n.nodes[1].topology().last_vote_epoch.get() > 0));
     let voted = net.nodes[1].topology().last_vote_epoch.get();
     // The vote is decided (lastVoteEpoch set, written in the pending persist) but not sent.
@@ -659,11 +660,13 @@ fn auth_request_waits_for_the_bumped_current_epoch_persist() {
     let mut net = cluster_with_replica();
     fail_primary(&mut net);
     let p = id(&net, 0);
+    // Held from before the FAIL: the sole replica asks for votes in the step that marks its
+    // primary FAIL (Valkey 9.1's best-ranked fast path).
+    net.hold_persist.insert(3);
     assert!(net.run_until(20_000, |n| n.nodes[3]
         .topology()
         .node(&p)
         .is_some_and(|x| x.is_fail())));
-    net.hold_persist.insert(3);
     assert!(net.run_until(5_000, |n| n.nodes[3].epoch().election().sent()));
     let epoch = net.nodes[3].epoch().election().epoch();
     assert_eq!(net.nodes[3].topology().current_epoch, epoch);
@@ -744,4 +747,41 @@ fn a_repointed_replica_advertises_offset_zero_until_its_first_sync() {
     net.run_for(NT);
     assert_eq!(net.nodes[3].topology().myself().repl_offset, 4_096);
     assert_eq!(seen(&net), Some(4_096));
+}
+
+#[test]
+fn a_sole_replica_asks_for_votes_in_the_step_that_marks_its_primary_fail_and_says_so() {
+    // Valkey 9.1: the replica sets MY_PRIMARY_FAIL on itself once its primary is FAIL and
+    // advertises it in its headers; being the sole (best-ranked) replica it starts the
+    // election with no delay, and the election request carries the flag.
+    let mut net = cluster_with_replica();
+    fail_primary(&mut net);
+    let p = id(&net, 0);
+    assert!(net.run_until(20_000, |n| n.nodes[3]
+        .topology()
+        .node(&p)
+        .is_some_and(|x| x.is_fail())));
+    let marked = net.now;
+    assert!(net.run_until(2_000, |n| n.nodes[3].epoch().election().sent()));
+    let reqs = sent_by(&net, 3, MessageType::FailoverAuthRequest);
+    let flags = reqs[0].2.full_header().unwrap().flags;
+    assert_ne!(flags & NodeFlags::MY_PRIMARY_FAIL.bits(), 0, "{flags:#x}");
+    // Scheduled for the moment the primary was marked FAIL (no delay).
+    let scheduled: Vec<_> = net
+        .events
+        .iter()
+        .filter_map(|(i, o)| match o {
+            Output::Notice(Notice::Epoch(EpochEvent::ElectionScheduled { at, .. })) if *i == 3 => {
+                Some(*at)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scheduled.first(), Some(&marked), "{scheduled:?}");
+    // The voters mirror the flag from its headers.
+    let r = id(&net, 3);
+    assert!(net.nodes.iter().take(3).skip(1).all(|n| n
+        .topology()
+        .node(&r)
+        .is_some_and(|x| x.flags.contains(NodeFlags::MY_PRIMARY_FAIL))));
 }

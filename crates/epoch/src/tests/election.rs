@@ -9,14 +9,8 @@ use rand_chacha::ChaCha8Rng;
 /// Myself `m` replicates `p` (0..=99, epoch 3, FAIL) with sibling `s`; voters `x` and `y`
 /// (two more primaries) → cluster size 3, quorum 2. currentEpoch 4.
 fn setup(my_offset_sibling: u64) -> Topology {
-    let mut t = topo('m', 0, &SlotSet::new());
-    add_primary(&mut t, 'p', 'p', 3, &slots(0..=99));
-    add_primary(&mut t, 'x', 'x', 1, &slots(100..=199));
-    add_primary(&mut t, 'y', 'y', 2, &slots(200..=299));
-    make_me_replica(&mut t, 'p');
+    let mut t = setup_sole_replica();
     add_replica(&mut t, 's', 'p', my_offset_sibling);
-    t.node_mut(&id('p')).unwrap().flags.insert(NodeFlags::FAIL);
-    t.current_epoch = CurrentEpoch(4);
     t
 }
 
@@ -503,4 +497,76 @@ fn an_election_lost_to_a_claim_is_retried_at_once_with_a_fresh_epoch() {
     run(&mut e, &mut t, &cfg, &synced(T0), again);
     assert_eq!(e.election().epoch(), CurrentEpoch(6));
     assert!(e.election().sent());
+}
+
+/// [`setup`] without the sibling: myself is the only replica of the FAIL primary `p`.
+fn setup_sole_replica() -> Topology {
+    let mut t = topo('m', 0, &SlotSet::new());
+    add_primary(&mut t, 'p', 'p', 3, &slots(0..=99));
+    add_primary(&mut t, 'x', 'x', 1, &slots(100..=199));
+    add_primary(&mut t, 'y', 'y', 2, &slots(200..=299));
+    make_me_replica(&mut t, 'p');
+    t.node_mut(&id('p')).unwrap().flags.insert(NodeFlags::FAIL);
+    t.current_epoch = CurrentEpoch(4);
+    t
+}
+
+#[test]
+fn a_sole_replica_marks_my_primary_fail_and_elects_at_once() {
+    // Valkey 9.1: the sole replica is always the best ranked one, and every replica of its
+    // shard (itself) sees the primary FAIL: "Start of election delayed for 0 milliseconds".
+    let mut t = setup_sole_replica();
+    let mut e = Epoch::new();
+    let out = run(&mut e, &mut t, &EpochConfig::default(), &synced(T0), T0);
+    assert!(t.myself().flags.contains(NodeFlags::MY_PRIMARY_FAIL));
+    assert!(all_replicas_see_primary_fail(&t));
+    assert!(out.iter().any(
+        |o| matches!(o, EpochEffect::Event(EpochEvent::ElectionScheduled { at, .. }) if *at == T0)
+    ));
+    // The request went out in the same step.
+    assert_eq!(t.current_epoch, CurrentEpoch(5));
+    // Once the primary is no longer FAIL the flag goes.
+    t.node_mut(&id('p')).unwrap().flags.remove(NodeFlags::FAIL);
+    run(&mut e, &mut t, &EpochConfig::default(), &synced(T0), T0);
+    assert!(!t.myself().flags.contains(NodeFlags::MY_PRIMARY_FAIL));
+}
+
+#[test]
+fn the_best_ranked_replica_elects_at_once_when_its_sibling_has_seen_the_failure() {
+    // Sibling s has a lower offset (rank 0 for me) but has not advertised MY_PRIMARY_FAIL:
+    // the regular delay. When its header says it sees the failure too, the start moves to
+    // now (Valkey 9.1 "Myself become the best ranked replica, initiate the election
+    // immediately").
+    let mut t = setup(50);
+    let mut e = Epoch::new();
+    let cfg = EpochConfig::default();
+    run(&mut e, &mut t, &cfg, &synced(T0), T0);
+    let at = e.election().auth_time().unwrap();
+    assert!(at.since(T0) >= 500, "{}", at.since(T0));
+    assert_eq!(t.current_epoch, CurrentEpoch(4));
+    let later = T0.saturating_add_ms(100);
+    t.node_mut(&id('s'))
+        .unwrap()
+        .flags
+        .insert(NodeFlags::MY_PRIMARY_FAIL);
+    let out = run(&mut e, &mut t, &cfg, &synced(later), later);
+    assert!(
+        out.iter().any(|o| matches!(
+            o,
+            EpochEffect::Event(EpochEvent::ElectionRankChanged { at, rank: 0, shard_rank: 0 })
+                if *at == later
+        )),
+        "{out:?}"
+    );
+    assert_eq!(t.current_epoch, CurrentEpoch(5), "the request went out");
+    // A replica that is not the best ranked keeps its delay.
+    let mut t = setup(500);
+    t.node_mut(&id('s'))
+        .unwrap()
+        .flags
+        .insert(NodeFlags::MY_PRIMARY_FAIL);
+    let mut e = Epoch::new();
+    run(&mut e, &mut t, &cfg, &synced(T0), T0);
+    assert_eq!(e.election().rank(), 1);
+    assert!(e.election().auth_time().unwrap().since(T0) >= 1500);
 }

@@ -310,7 +310,8 @@ pub fn cluster_command(
     }
     let _ = shared;
     let sub = if args.len() > 1 { args.get(1) } else { b"" };
-    if sub.eq_ignore_ascii_case(b"syncslots") && client.io_thread != usize::MAX {
+    let syncslots = sub.eq_ignore_ascii_case(b"syncslots") && client.io_thread != usize::MAX;
+    if syncslots {
         crate::migrate::note_client_conn(state, client);
     }
     let State { kv, cluster, .. } = state;
@@ -369,6 +370,13 @@ pub fn cluster_command(
                 .cluster_command_argv(argv, &req, &keys, Millis(now))
         });
     }
+    if syncslots {
+        // An accepted ESTABLISH: the data plane reads this connection from its next byte.
+        crate::migrate::after_syncslots(state, client);
+    }
+    let Some(side) = state.cluster.as_mut() else {
+        return;
+    };
     match outcome {
         CommandOutcome::Reply(reply) => write_reply(&reply, out),
         // The config changed: the reply is written once nodes.conf is durable (the bus

@@ -39,7 +39,7 @@ use ferrocluster_slot::Slot;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,9 +50,12 @@ enum LinkMsg {
 
 /// The socket side of one export data connection (source side).
 struct ExportIo {
+    job: JobName,
     tx: Sender<LinkMsg>,
     /// Bytes handed to the writer thread and not yet written to the socket.
     backlog: Arc<AtomicU64>,
+    /// The node asked for the backlog and it was not 0: the writer reports it once it is.
+    want_drained: Arc<AtomicBool>,
 }
 
 impl ExportIo {
@@ -293,6 +296,7 @@ fn apply(shared: &Shared, state: &mut State, conn: ConnId, db: u32, argv: &[Vec<
     }
 }
 
+/// A job name as text, for logs.
 pub fn job_text(job: &JobName) -> String {
     String::from_utf8_lossy(&job.as_bytes()[..]).into_owned()
 }
@@ -346,7 +350,10 @@ pub fn import_bytes(shared: &Shared, state: &mut State, client: &ClientCtx, byte
     if state.migr.plane.import_of(conn).is_none() {
         return false;
     }
-    state.migr.plane.handle_bytes(conn, bytes, Millis(unix_ms()));
+    state
+        .migr
+        .plane
+        .handle_bytes(conn, bytes, Millis(unix_ms()));
     drain(shared, state);
     true
 }
@@ -401,7 +408,10 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
             // Taken over already when the ESTABLISH ran (`after_syncslots`), unless the
             // connection is gone.
             if plane.import_of(conn).is_none() && st.migr.client_conns.contains_key(&conn.0) {
-                let _ = st.migr.plane.accept_import(job, conn, slots.clone(), &[], now);
+                let _ = st
+                    .migr
+                    .plane
+                    .accept_import(job, conn, slots.clone(), &[], now);
             }
             tracing::info!(job = %job_text(&job), conn = conn.0, slots = slots.len(), "slot import: link accepted");
         }
@@ -433,6 +443,10 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
         MigrationRequest::QueryBacklog { job, conn } => {
             if let Some(io) = st.migr.exports.get(&conn.0) {
                 let unsent = io.backlog.load(Ordering::Relaxed);
+                // A job waiting to pause asks once a second and pauses at 0 bytes
+                // (`slot-migration-max-failover-repl-bytes` 0): the writer thread tells the
+                // node the moment the socket took everything.
+                io.want_drained.store(unsent > 0, Ordering::Relaxed);
                 st.migr.plane.handle_unsent(conn, unsent, now);
             }
             st.migr.plane.query_backlog(job, conn, now);
@@ -493,6 +507,7 @@ fn connect(shared: Arc<Shared>, job: JobName, addr: SocketAddr) {
     let conn = shared.next_client_id();
     let (tx, rx) = crossbeam_channel::unbounded();
     let backlog = Arc::new(AtomicU64::new(0));
+    let want_drained = Arc::new(AtomicBool::new(false));
     {
         let mut st = shared.state.lock();
         let r = st
@@ -504,22 +519,51 @@ fn connect(shared: Arc<Shared>, job: JobName, addr: SocketAddr) {
             return;
         }
         let io = ExportIo {
+            job,
             tx,
             backlog: Arc::clone(&backlog),
+            want_drained: Arc::clone(&want_drained),
         };
         st.migr.exports.insert(conn, io);
         crate::repl::flush(&shared, &mut st);
     }
+    let drained = {
+        let shared = Arc::clone(&shared);
+        move || {
+            let mut st = shared.state.lock();
+            let now = Millis(unix_ms());
+            let Some(io) = st.migr.exports.get(&conn) else {
+                return;
+            };
+            let (job, unsent) = (io.job, io.backlog.load(Ordering::Relaxed));
+            if unsent > 0 {
+                // Writes came while the lock was taken: wait for the next drain.
+                io.want_drained.store(true, Ordering::Relaxed);
+                return;
+            }
+            st.migr.plane.handle_unsent(ConnId(conn), unsent, now);
+            st.migr.plane.query_backlog(job, ConnId(conn), now);
+            crate::repl::flush(&shared, &mut st);
+        }
+    };
     let _ = std::thread::Builder::new()
         .name(format!("asm-out-{conn}"))
-        .spawn(move || write_loop(writer, rx, backlog));
+        .spawn(move || write_loop(writer, rx, backlog, want_drained, drained));
     let shared2 = Arc::clone(&shared);
     let _ = std::thread::Builder::new()
         .name(format!("asm-in-{conn}"))
         .spawn(move || read_loop(shared2, reader, conn));
 }
 
-fn write_loop(mut stream: TcpStream, rx: Receiver<LinkMsg>, backlog: Arc<AtomicU64>) {
+/// Writes the link's bytes; `drained` reports the backlog to the node when it reaches 0
+/// and `want_drained` says the node waits for that.
+fn write_loop(
+    mut stream: TcpStream,
+    rx: Receiver<LinkMsg>,
+    backlog: Arc<AtomicU64>,
+    want_drained: Arc<AtomicBool>,
+    drained: impl Fn(),
+) {
     let mut failed = false;
     while let Ok(msg) = rx.recv() {
         match msg {
@@ -529,7 +573,10 @@ fn write_loop(mut stream: TcpStream, rx: Receiver<LinkMsg>, backlog: Arc<AtomicU
                     failed = true;
                     let _ = stream.shutdown(std::net::Shutdown::Both);
                 }
-                backlog.fetch_sub(b.len() as u64, Ordering::Relaxed);
+                let left = backlog.fetch_sub(b.len() as u64, Ordering::Relaxed) - b.len() as u64;
+                if left == 0 && !failed && want_drained.swap(false, Ordering::Relaxed) {
+                    drained();
+                }
             }
             LinkMsg::Close => break,
         }
@@ -609,10 +656,7 @@ fn snapshot(shared: Arc<Shared>, conn: ConnId) {
             continue;
         }
         let State { kv, migr, .. } = &mut *st;
-        let source = KvSource {
-            kv,
-            now: unix_ms(),
-        };
+        let source = KvSource { kv, now: unix_ms() };
         let r = migr.plane.snapshot_step(conn, &source, now);
         crate::repl::flush(&shared, &mut st);
         // Hand the lock to a waiting client thread rather than take it again at once

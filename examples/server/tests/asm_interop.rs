@@ -106,7 +106,11 @@ fn writer(mut port: u16, t: String, mut acked: Acked, stop: Arc<AtomicBool>) -> 
             }
             3 => {
                 let f = format!("f{i}");
-                write_once(&mut conns, &mut port, &["HSET", &format!("{{{t}}}wh"), &f, &n]);
+                write_once(
+                    &mut conns,
+                    &mut port,
+                    &["HSET", &format!("{{{t}}}wh"), &f, &n],
+                );
                 acked.fields.push(format!("{f}={n}"));
             }
             4 => {
@@ -116,7 +120,11 @@ fn writer(mut port: u16, t: String, mut acked: Acked, stop: Arc<AtomicBool>) -> 
             }
             _ => {
                 let m = format!("z{i}");
-                write_once(&mut conns, &mut port, &["ZADD", &format!("{{{t}}}wz"), &n, &m]);
+                write_once(
+                    &mut conns,
+                    &mut port,
+                    &["ZADD", &format!("{{{t}}}wz"), &n, &m],
+                );
                 acked.scored.push(format!("{m},{n}"));
             }
         }
@@ -139,7 +147,11 @@ fn check_acked(port: u16, t: &str, a: &Acked) {
         }
     }
     let want = format!("list:{}", a.list.join(","));
-    assert_eq!(content(&mut c, &format!("{{{t}}}wl")), want, "list on {port}");
+    assert_eq!(
+        content(&mut c, &format!("{{{t}}}wl")),
+        want,
+        "list on {port}"
+    );
     assert_eq!(
         c.cmd(&["GET", &format!("{{{t}}}wc")]).text(),
         a.incrs.to_string(),
@@ -148,13 +160,25 @@ fn check_acked(port: u16, t: &str, a: &Acked) {
     let mut fields = a.fields.clone();
     fields.sort();
     let want = format!("hash:{}", fields.join(","));
-    assert_eq!(content(&mut c, &format!("{{{t}}}wh")), want, "hash on {port}");
+    assert_eq!(
+        content(&mut c, &format!("{{{t}}}wh")),
+        want,
+        "hash on {port}"
+    );
     let mut members = a.members.clone();
     members.sort();
     let want = format!("set:{}", members.join(","));
-    assert_eq!(content(&mut c, &format!("{{{t}}}ws")), want, "set on {port}");
+    assert_eq!(
+        content(&mut c, &format!("{{{t}}}ws")),
+        want,
+        "set on {port}"
+    );
     let want = format!("zset:{}", a.scored.join(","));
-    assert_eq!(content(&mut c, &format!("{{{t}}}wz")), want, "zset on {port}");
+    assert_eq!(
+        content(&mut c, &format!("{{{t}}}wz")),
+        want,
+        "zset on {port}"
+    );
 }
 
 /// The state of the newest export job on `port` (`CLUSTER GETSLOTMIGRATIONS`).
@@ -198,18 +222,34 @@ fn migrate_under_writes(from: &Member, to: &Member, lo: u16, t: &str, acked: Ack
     let (a, b) = (lo.to_string(), (lo + SLOTS - 1).to_string());
     let r = cmd(
         from.port,
-        &["CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", &a, &b, "NODE", &to.id],
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &a,
+            &b,
+            "NODE",
+            &to.id,
+        ],
     );
-    assert_eq!(r, Reply::Status("OK".into()), "{:?} -> {:?}", from.kind, to.kind);
-    wait_for(Duration::from_secs(120), "the export to succeed", || {
-        match export_state(from.port) {
+    assert_eq!(
+        r,
+        Reply::Status("OK".into()),
+        "{:?} -> {:?}",
+        from.kind,
+        to.kind
+    );
+    wait_for(
+        Duration::from_secs(120),
+        "the export to succeed",
+        || match export_state(from.port) {
             Some(s) if s == "success" => Ok(()),
             Some(s) if s == "failed" || s == "cancelled" => {
                 panic!("{:?} -> {:?}: export {s}", from.kind, to.kind)
             }
             other => Err(format!("{other:?}")),
-        }
-    });
+        },
+    );
     // Writes go on at the new owner for a while.
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
@@ -247,12 +287,14 @@ fn migrateslots_under_writes_between_ours_and_valkey_9() {
         let total = made + acked.strings.len() as i64 + 5;
         assert_eq!(dbsize(to.port), total, "{:?} -> {:?}", from.kind, to.kind);
         // The old owner drops the moved keys once it sees the new owner.
-        wait_for(Duration::from_secs(30), "the source to drop the keys", || {
-            match dbsize(from.port) {
+        wait_for(
+            Duration::from_secs(30),
+            "the source to drop the keys",
+            || match dbsize(from.port) {
                 0 => Ok(()),
                 n => Err(format!("{n} keys left on {:?}", from.kind)),
-            }
-        });
+            },
+        );
     }
     m.assert_cluster_check(ours.port);
 }

@@ -491,6 +491,11 @@ fn slot_paged_walk_meets_a_list_twice() {
         }
     }
     for k in [&b"{t}k1"[..], b"{t}k2", b"{t}k3", b"{t}l"] {
-        assert_eq!(tgt.get(0, k), src.get(0, k), "{}", String::from_utf8_lossy(k));
+        assert_eq!(
+            tgt.get(0, k),
+            src.get(0, k),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
     }
 }

@@ -157,4 +157,3 @@ pub fn dbsize(port: u16) -> i64 {
         other => panic!("DBSIZE on {port}: {other:?}"),
     }
 }
-

@@ -132,6 +132,24 @@ fn writer(mut port: u16, t: String, mut acked: Acked, stop: Arc<AtomicBool>) -> 
     acked
 }
 
+/// `got` equals `want` (a key's content as `content` writes it); the failure names the sizes
+/// and the first differing element, not thousands of elements.
+fn same(what: &str, got: &str, want: &str) {
+    if got == want {
+        return;
+    }
+    let (g, w): (Vec<&str>, Vec<&str>) = (got.split(',').collect(), want.split(',').collect());
+    let at = g.iter().zip(&w).position(|(a, b)| a != b);
+    let show = |v: &[&str], i: Option<usize>| i.and_then(|i| v.get(i)).map(|s| s.to_string());
+    panic!(
+        "{what}: {} elements, {} expected; first difference at {at:?}: {:?} instead of {:?}",
+        g.len(),
+        w.len(),
+        show(&g, at),
+        show(&w, at)
+    );
+}
+
 /// Every acknowledged write is on `port`, once.
 fn check_acked(port: u16, t: &str, a: &Acked) {
     let mut c = Client::connect(port).unwrap();
@@ -147,10 +165,10 @@ fn check_acked(port: u16, t: &str, a: &Acked) {
         }
     }
     let want = format!("list:{}", a.list.join(","));
-    assert_eq!(
-        content(&mut c, &format!("{{{t}}}wl")),
-        want,
-        "list on {port}"
+    same(
+        &format!("list on {port}"),
+        &content(&mut c, &format!("{{{t}}}wl")),
+        &want,
     );
     assert_eq!(
         c.cmd(&["GET", &format!("{{{t}}}wc")]).text(),
@@ -160,24 +178,24 @@ fn check_acked(port: u16, t: &str, a: &Acked) {
     let mut fields = a.fields.clone();
     fields.sort();
     let want = format!("hash:{}", fields.join(","));
-    assert_eq!(
-        content(&mut c, &format!("{{{t}}}wh")),
-        want,
-        "hash on {port}"
+    same(
+        &format!("hash on {port}"),
+        &content(&mut c, &format!("{{{t}}}wh")),
+        &want,
     );
     let mut members = a.members.clone();
     members.sort();
     let want = format!("set:{}", members.join(","));
-    assert_eq!(
-        content(&mut c, &format!("{{{t}}}ws")),
-        want,
-        "set on {port}"
+    same(
+        &format!("set on {port}"),
+        &content(&mut c, &format!("{{{t}}}ws")),
+        &want,
     );
     let want = format!("zset:{}", a.scored.join(","));
-    assert_eq!(
-        content(&mut c, &format!("{{{t}}}wz")),
-        want,
-        "zset on {port}"
+    same(
+        &format!("zset on {port}"),
+        &content(&mut c, &format!("{{{t}}}wz")),
+        &want,
     );
 }
 

@@ -656,15 +656,18 @@ impl Host for ServerHost {
                 self.shared.wake_io();
             }
             Output::DeleteSlotKeys(slots) => {
+                let started = std::time::Instant::now();
                 let n = crate::repl::delete_slot_keys(&mut g.0, &slots);
                 crate::repl::flush(&self.shared, &mut g.0);
+                let ms = started.elapsed().as_millis() as u64;
                 // The node also sweeps every slot another node owns when a replica is
                 // promoted: most hold no key.
                 if n > 0 {
                     tracing::info!(
                         slots = slots.len(),
                         keys = n,
-                        "deleted the keys of slots another node owns"
+                        ms,
+                        "deleted the keys of slots another node owns (state lock held)"
                     );
                 }
             }

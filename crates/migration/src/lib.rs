@@ -9,8 +9,9 @@
 //! * [`legacy`]: the effects of `CLUSTER SETSLOT` on the [`ferrocluster_topology::Topology`]
 //!   and the SETSLOT/ASM mutual exclusion.
 //!
-//! DUMP/RESTORE payloads (the data of legacy migration and of the ASM snapshot) are the
-//! RDB format of the `ferrocluster-rdb` crate.
+//! DUMP/RESTORE payloads (the data of legacy migration) are the RDB format of the
+//! `ferrocluster-rdb` crate; the ASM snapshot is Valkey 9's AOF-rewrite commands
+//! (`ferrocluster-dataplane`'s `aof` and `asm`).
 //!
 //! # Host loop
 //!

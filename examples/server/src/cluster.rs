@@ -310,7 +310,8 @@ pub fn cluster_command(
     }
     let _ = shared;
     let sub = if args.len() > 1 { args.get(1) } else { b"" };
-    if sub.eq_ignore_ascii_case(b"syncslots") && client.io_thread != usize::MAX {
+    let syncslots = sub.eq_ignore_ascii_case(b"syncslots") && client.io_thread != usize::MAX;
+    if syncslots {
         crate::migrate::note_client_conn(state, client);
     }
     let State { kv, cluster, .. } = state;
@@ -369,6 +370,13 @@ pub fn cluster_command(
                 .cluster_command_argv(argv, &req, &keys, Millis(now))
         });
     }
+    if syncslots {
+        // An accepted ESTABLISH: the data plane reads this connection from its next byte.
+        crate::migrate::after_syncslots(state, client);
+    }
+    let Some(side) = state.cluster.as_mut() else {
+        return;
+    };
     match outcome {
         CommandOutcome::Reply(reply) => write_reply(&reply, out),
         // The config changed: the reply is written once nodes.conf is durable (the bus
@@ -648,15 +656,18 @@ impl Host for ServerHost {
                 self.shared.wake_io();
             }
             Output::DeleteSlotKeys(slots) => {
+                let started = std::time::Instant::now();
                 let n = crate::repl::delete_slot_keys(&mut g.0, &slots);
                 crate::repl::flush(&self.shared, &mut g.0);
+                let ms = started.elapsed().as_millis() as u64;
                 // The node also sweeps every slot another node owns when a replica is
                 // promoted: most hold no key.
                 if n > 0 {
                     tracing::info!(
                         slots = slots.len(),
                         keys = n,
-                        "deleted the keys of slots another node owns"
+                        ms,
+                        "deleted the keys of slots another node owns (state lock held)"
                     );
                 }
             }

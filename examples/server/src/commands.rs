@@ -177,11 +177,6 @@ fn execute_cluster(
     out: &mut Out,
     now: u64,
 ) -> Flow {
-    if client.migration_conn && crate::migrate::is_import_link(state, client) {
-        // A slot import link: applied like a primary link, replies off (sheet A.8).
-        crate::migrate::run_import_command(shared, state, client, args, now);
-        return Flow::Continue;
-    }
     let no_auth_ok = spec.is_some_and(|s| s.has(CommandFlags::NO_AUTH));
     if !client.authed && !no_auth_ok {
         out.error("NOAUTH Authentication required.");

@@ -1,95 +1,64 @@
-//! The atomic slot migration (ASM) data plane: what the host does for the node's
-//! [`MigrationRequest`]s (facts sheet A.8 wire sequence, A.9 pause, A.12 hiding).
+//! The host of the atomic slot migration (ASM) data plane, `ferrocluster_dataplane::AsmPlane`
+//! (the one copy of the bytes: SYNCSLOTS messages, the snapshot as Valkey 9.1's AOF-rewrite
+//! commands, the held and streamed writes, the import stream parsed into commands). This
+//! module does what the plane and the node's [`MigrationRequest`]s ask (facts sheet A.8 wire
+//! sequence, A.9 pause, A.12 hiding), following the host loop of the plane's module docs; the
+//! plane lives in [`State`], under the state lock, like the replication engine.
 //!
-//! Source side: each export job gets one data connection to the target's client port, run by
-//! two threads (`asm-out-N` writes a channel of byte chunks, `asm-in-N` reads the target's
-//! reply lines and SYNCSLOTS messages and feeds them to the node). The snapshot is produced
-//! by a third thread slot by slot, taking the state lock once per page of
-//! [`SNAPSHOT_PAGE_KEYS`] keys (`KvStore::slot_page`, whose walk visits every key
-//! present throughout): every key of the
-//! job's ranges in every database as `RESTORE key <abs-ms> <payload> REPLACE ABSTTL`, then
-//! `CLUSTER SYNCSLOTS SNAPSHOT-EOF`. From `StartSnapshot` on, the write effects of those
-//! slots (the same `SET`/`DEL` effect stream replication uses, [`forward`]) are queued, and
-//! sent once `BeginStreaming` came. Because effects carry a key's whole state, replaying the
-//! ones made while the snapshot ran over that (fuzzy) snapshot converges to the source's data.
+//! Source side: each export job gets one data connection to the target's client port, with
+//! two threads (`asm-out-N` writes the plane's bytes from a channel, `asm-in-N` hands what the
+//! target writes back to the plane). The snapshot is [`SnapshotMode::SlotPaged`]: a third
+//! thread (`asm-snapshot`) calls `AsmPlane::snapshot_step` with the state lock held for one
+//! step (a page of `AsmConfig::page_keys` keys of one slot, `KvStore::slot_page`), so client
+//! writes wait at most one page. Every write effect of the job's slots is fed to the plane
+//! ([`forward`]); while the plane is part way through a slot it also gets, after the write,
+//! the whole state of each key the write touched (`AsmPlane::feed_key_state`): that is what
+//! makes the paged (fuzzy) snapshot plus the stream exact, since the effects themselves are
+//! commands (`INCR`, `RPUSH`) and not idempotent.
 //!
 //! Target side: SYNCSLOTS arrive on ordinary client connections; cluster.rs hands them to
-//! the node with the connection's [`ConnId`] (its client id). Once the node made the
-//! connection an import link ([`is_import_link`]), commands on it run without routing and
-//! without replies ([`run_import_command`]), and are propagated to our replicas.
+//! the node with the connection's [`ConnId`] (its client id). When the node accepts an
+//! ESTABLISH, the connection becomes the plane's import link at once ([`after_syncslots`]):
+//! from the next byte on, what the connection reads goes to `AsmPlane::handle_bytes`
+//! ([`import_bytes`], one read of at most 64 KiB per lock hold, the same batch as a client's),
+//! and the commands it yields are run without routing and without replies, and propagated
+//! to our replicas.
 
 use crate::client::{Args, ClientCtx, Delivery};
-use crate::resp::{parse_request, Limits, Out, Parsed};
-use crate::server::{unix_ms, Shared, State};
+use crate::resp::Out;
+use crate::server::{unix_ms, Shared, State, Value};
 use crossbeam_channel::{Receiver, Sender};
-use ferrocluster_node::{
-    AuthReply, ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis, SnapshotResult,
-    SyncSlots,
+use ferrocluster_dataplane::aof::{AofError, AofValue, AofWriter};
+use ferrocluster_dataplane::{
+    AsmConfig, AsmEvent, AsmOutput, AsmPlane, KeyVisitor, SlotSource, SnapshotMode,
+    SnapshotProgress,
 };
-use ferrocluster_rdb::{dump, Encoder};
-use ferrocluster_slot::{Slot, SlotRange, SlotSet};
-use std::collections::{HashMap, VecDeque};
+use ferrocluster_kvstore::{KeyExpiry, KvStore};
+use ferrocluster_node::{ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis};
+use ferrocluster_slot::Slot;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The snapshot takes the state lock for at most this many keys at a time (about 0.2 ms of
-/// work for 100-byte values), so client writes during a snapshot wait at most that long.
-const SNAPSHOT_PAGE_KEYS: usize = 512;
-/// The snapshot producer pauses while this many bytes wait to be written to the target.
-const SNAPSHOT_BACKLOG_MAX: u64 = 64 * 1024 * 1024;
-/// `client-output-buffer-limit replica` hard limit (256 MiB): an export link further behind
-/// is closed and its job fails (sheet A.8).
-const OUTPUT_LIMIT: u64 = 256 * 1024 * 1024;
-/// How often an import link's activity is reported to the node at most, ms.
-const IMPORT_DATA_EVERY_MS: u64 = 100;
-
-/// A reply line the source waits for on its export link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expect {
-    Auth,
-    Establish,
-}
-
 enum LinkMsg {
     Bytes(Vec<u8>),
     Close,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Connect / AUTH / ESTABLISH / waiting for the first ACK.
-    Handshake,
-    /// The snapshot runs: effects of the job's slots are queued, not sent.
-    Snapshot,
-    /// Effects are sent as they happen.
-    Streaming,
-}
-
-/// One export data connection (source side).
-struct ExportLink {
+/// The socket side of one export data connection (source side).
+struct ExportIo {
     job: JobName,
     tx: Sender<LinkMsg>,
     /// Bytes handed to the writer thread and not yet written to the socket.
     backlog: Arc<AtomicU64>,
-    expect: Arc<parking_lot::Mutex<VecDeque<Expect>>>,
-    /// Set when the snapshot must stop.
-    abort: Arc<AtomicBool>,
-    /// Set once the link is closed (by us or the peer): report `LinkClosed` only once.
-    closed: Arc<AtomicBool>,
-    slots: SlotSet,
-    phase: Phase,
-    /// Effects queued during the snapshot.
-    queued: Vec<u8>,
-    /// Effects to send at the end of the current batch (streaming).
-    pending: Vec<u8>,
-    /// The database the effect stream last SELECTed (`usize::MAX`: none yet).
-    db: usize,
+    /// The node asked for the backlog and it was not 0: the writer reports it once it is.
+    want_drained: Arc<AtomicBool>,
 }
 
-impl ExportLink {
+impl ExportIo {
     fn send(&self, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;
@@ -98,87 +67,238 @@ impl ExportLink {
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let _ = self.tx.send(LinkMsg::Bytes(bytes));
     }
+
+    fn close(&self) {
+        let _ = self.tx.send(LinkMsg::Close);
+    }
 }
 
 /// Migration bookkeeping of the host, inside [`State`].
-#[derive(Default)]
 pub struct MigrState {
-    exports: HashMap<u64, ExportLink>,
+    /// The ASM data plane, both sides.
+    plane: AsmPlane,
+    /// Export data connections: conn -> their writer.
+    exports: HashMap<u64, ExportIo>,
     /// Client connections that sent SYNCSLOTS (target side): conn -> (I/O thread, slot).
     client_conns: HashMap<u64, (usize, usize)>,
-    /// Last time an import link's activity was reported (conn -> unix ms).
-    import_seen: HashMap<u64, u64>,
-    /// Whether any export link queues or streams effects (fast check on every write).
-    forwarding: bool,
+    /// The session import commands run in (created at the first one).
+    applier: Option<ClientCtx>,
     /// MIGRATE's cached connections.
     pub migrate_cache: crate::legacy::MigrateCache,
 }
 
 impl MigrState {
-    /// Whether write effects must be offered to [`forward`].
+    /// No migration; the snapshot reads `databases` databases (`cluster-databases`).
+    pub fn new(databases: usize) -> MigrState {
+        let cfg = AsmConfig {
+            databases: u32::try_from(databases.max(1)).unwrap_or(u32::MAX),
+            ..AsmConfig::default()
+        };
+        MigrState {
+            plane: AsmPlane::new(cfg, Millis(unix_ms())),
+            exports: HashMap::new(),
+            client_conns: HashMap::new(),
+            applier: None,
+            migrate_cache: crate::legacy::MigrateCache::default(),
+        }
+    }
+
+    /// Whether write effects must be offered to [`forward`] (an export link is open).
     pub fn forwarding(&self) -> bool {
-        self.forwarding
-    }
-
-    fn refresh(&mut self) {
-        self.forwarding = self.exports.values().any(|l| l.phase != Phase::Handshake);
+        !self.exports.is_empty()
     }
 }
 
-fn append(buf: &mut Vec<u8>, parts: &[&[u8]]) {
-    let mut o = Out {
-        buf: std::mem::take(buf),
-        proto: 2,
-    };
-    o.array(parts.len());
-    for p in parts {
-        o.bulk(p);
+/// How the AOF-rewrite form of the snapshot (and the key states of the slot being read)
+/// reads our values: the same element order as our RDB writer, sorted sets lowest score
+/// first (Valkey's listpack order).
+impl AofValue for Value {
+    fn write_aof(&self, w: AofWriter<'_>) -> Result<(), AofError> {
+        match self {
+            Value::Hash(h) => w.hash(h.iter()),
+            Value::Set(s) => w.set(s.iter()),
+            Value::List(l) => w.list(l.iter().map(|e| e.bytes())),
+            Value::SortedSet(z) => w.sorted_set(z.iter(false).map(|(m, s)| (m.bytes(), s))),
+            _ => w.string(self.as_string().unwrap_or_default()),
+        }
     }
-    *buf = o.buf;
 }
 
-/// Offers one write effect (`SET key value [PXAT t]` or `DEL key` in `db`) to the export
-/// links whose job holds the key's slot (sheet A.8 "incremental stream").
+/// Our keyspace as the snapshot reads it: `KvStore::slot_page`, whose walk visits every key
+/// present throughout at least once (what [`SnapshotMode::SlotPaged`] asks).
+struct KvSource<'a> {
+    kv: &'a KvStore<Value>,
+    now: u64,
+}
+
+impl SlotSource for KvSource<'_> {
+    type Value = Value;
+
+    fn page(
+        &self,
+        db: u32,
+        slot: Slot,
+        cursor: u64,
+        max: usize,
+        f: &mut KeyVisitor<'_, Value>,
+    ) -> u64 {
+        self.kv
+            .slot_page(db as usize, slot, cursor, max, self.now, |k, v, at| {
+                f(k, v, at.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Offers one write effect (`argv` in `db`, `key` its first key) to the plane: the command
+/// for the export links of its slot, and, while a snapshot is part way through that slot,
+/// the state of every key of the effect after the write (sheet A.8 "incremental stream").
 pub fn forward(state: &mut State, db: usize, key: &[u8], parts: &[&[u8]]) {
     let slot = ferrocluster_slot::key_hash_slot(key);
-    for link in state.migr.exports.values_mut() {
-        if link.phase == Phase::Handshake || !link.slots.contains(slot) {
-            continue;
-        }
-        let buf = if link.phase == Phase::Snapshot {
-            &mut link.queued
-        } else {
-            &mut link.pending
-        };
-        if link.db != db {
-            link.db = db;
-            append(buf, &[b"SELECT", db.to_string().as_bytes()]);
-        }
-        append(buf, parts);
-    }
-}
-
-/// Sends the effects gathered during a batch (called with the replication flush).
-pub fn flush(state: &mut State) {
-    if !state.migr.forwarding {
+    let now = unix_ms();
+    let State { kv, migr, .. } = state;
+    if let Err(e) = migr.plane.feed(db as u32, Some(slot), parts, Millis(now)) {
+        tracing::warn!("slot migration: write not forwarded: {e}");
         return;
     }
-    for link in state.migr.exports.values_mut() {
-        if !link.pending.is_empty() {
-            let b = std::mem::take(&mut link.pending);
-            link.send(b);
+    if !migr.plane.wants_key_state(slot) {
+        return;
+    }
+    let keys: Vec<&[u8]> = match crate::table::lookup(parts[0]) {
+        Some(spec) => spec.info.key_positions(parts).map(|p| parts[p]).collect(),
+        None => vec![key],
+    };
+    for k in keys {
+        if ferrocluster_slot::key_hash_slot(k) != slot {
+            continue;
+        }
+        let value = kv.get(db, k, now).ok().flatten();
+        let at = match kv.expiry(db, k, now) {
+            Ok(KeyExpiry::At(t)) => Some(i64::try_from(t).unwrap_or(i64::MAX)),
+            _ => None,
+        };
+        let r = migr
+            .plane
+            .feed_key_state(db as u32, slot, k, value.map(|v| (v, at)), Millis(now));
+        if let Err(e) = r {
+            tracing::warn!("slot migration: key state not forwarded: {e}");
         }
     }
 }
 
-pub fn job_text(job: &JobName) -> String {
-    String::from_utf8_lossy(&job.as_bytes()[..]).into_owned()
+/// Acts on the plane's outputs (called with the replication flush, after every batch).
+pub fn flush(shared: &Shared, state: &mut State) {
+    if state.migr.exports.is_empty() && state.migr.client_conns.is_empty() {
+        return;
+    }
+    let now = Millis(unix_ms());
+    let conns: Vec<(u64, u64)> = state
+        .migr
+        .exports
+        .iter()
+        .map(|(c, io)| (*c, io.backlog.load(Ordering::Relaxed)))
+        .collect();
+    for (conn, unsent) in conns {
+        state.migr.plane.handle_unsent(ConnId(conn), unsent, now);
+    }
+    if state.migr.plane.poll_timeout().is_some_and(|t| t <= now) {
+        state.migr.plane.handle_timeout(now);
+    }
+    drain(shared, state);
 }
 
-fn wake(state: &State) {
-    if let Some(side) = state.cluster.as_ref() {
-        side.wake();
+fn drain(shared: &Shared, state: &mut State) {
+    while let Some(o) = state.migr.plane.poll_output() {
+        act_output(shared, state, o);
     }
+}
+
+fn act_output(shared: &Shared, state: &mut State, o: AsmOutput) {
+    match o {
+        AsmOutput::Send { conn, bytes } => {
+            if let Some(io) = state.migr.exports.get(&conn.0) {
+                io.send(bytes);
+            } else if let Some(&(io, token)) = state.migr.client_conns.get(&conn.0) {
+                shared.deliver(io, token, conn.0, Delivery::Raw(bytes.into()));
+            }
+        }
+        AsmOutput::Close { conn } => close_conn(shared, state, conn),
+        AsmOutput::Migration(input) => report(state, input),
+        AsmOutput::SyncSlots { conn, argv } => {
+            if let Some(side) = state.cluster.as_mut() {
+                // A message of the peer on the data connection; replies are off.
+                let req = ferrocluster_node::CommandRequest {
+                    conn: Some(conn),
+                    ..Default::default()
+                };
+                let _ = side.node.cluster_command_argv(
+                    &argv,
+                    &req,
+                    &ferrocluster_node::EmptyKeyspace,
+                    Millis(unix_ms()),
+                );
+                side.wake();
+            }
+        }
+        AsmOutput::Apply { conn, db, argv } => apply(shared, state, conn, db, &argv),
+        AsmOutput::Event(e) => match e {
+            AsmEvent::SnapshotWritten { job, keys, bytes } => {
+                tracing::info!(job = %job_text(&job), keys, bytes, "slot migration: snapshot written")
+            }
+            other => tracing::warn!("slot migration data plane: {other:?}"),
+        },
+    }
+}
+
+/// Closes a data connection on our side (the plane forgot it already).
+fn close_conn(shared: &Shared, state: &mut State, conn: ConnId) {
+    if let Some(io) = state.migr.exports.remove(&conn.0) {
+        io.close();
+    } else if let Some((io, token)) = state.migr.client_conns.remove(&conn.0) {
+        shared.deliver(io, token, conn.0, Delivery::Close);
+    }
+}
+
+/// Target: runs one command of the import stream in `db`, without routing and without a
+/// reply; an error reply fails the job (`AsmPlane::handle_apply_failed`).
+fn apply(shared: &Shared, state: &mut State, conn: ConnId, db: u32, argv: &[Vec<u8>]) {
+    let now = unix_ms();
+    let mut ctx = state
+        .migr
+        .applier
+        .take()
+        .unwrap_or_else(|| ClientCtx::internal(shared));
+    ctx.db = db as usize;
+    let mut flat = Vec::new();
+    let mut ranges = Vec::with_capacity(argv.len());
+    for a in argv {
+        let start = flat.len();
+        flat.extend_from_slice(a);
+        ranges.push(start..flat.len());
+    }
+    let args = Args::new(&flat, &ranges);
+    let mut sink = Out::new();
+    match crate::table::lookup(args.get(0)) {
+        Some(spec) if spec.arity_ok(args.len()) => {
+            crate::commands::run(shared, state, &mut ctx, spec, &args, &mut sink, now);
+        }
+        _ => sink.error("ERR unknown command"),
+    }
+    state.migr.applier = Some(ctx);
+    if sink.buf.first() == Some(&b'-') {
+        tracing::warn!(
+            reply = %String::from_utf8_lossy(&sink.buf).trim_end(),
+            command = %String::from_utf8_lossy(args.get(0)),
+            "slot import: a command failed"
+        );
+        let oom = sink.buf.starts_with(b"-OOM");
+        state.migr.plane.handle_apply_failed(conn, oom, Millis(now));
+    }
+}
+
+/// A job name as text, for logs.
+pub fn job_text(job: &JobName) -> String {
+    String::from_utf8_lossy(&job.as_bytes()[..]).into_owned()
 }
 
 fn report(state: &mut State, input: MigrationInput) {
@@ -186,17 +306,6 @@ fn report(state: &mut State, input: MigrationInput) {
         side.node.handle_migration(input, Millis(unix_ms()));
         side.wake();
     }
-}
-
-/// Whether `client` is the import link of an in-progress job (target side).
-pub fn is_import_link(state: &State, client: &ClientCtx) -> bool {
-    client.migration_conn
-        && state.cluster.as_ref().is_some_and(|side| {
-            side.node
-                .migrations()
-                .job_for_conn(ConnId(client.id))
-                .is_some_and(|j| j.kind() == JobKind::Import)
-        })
 }
 
 /// Remembers where a client connection that sends SYNCSLOTS lives (target side), so the
@@ -209,53 +318,55 @@ pub fn note_client_conn(state: &mut State, client: &mut ClientCtx) {
         .insert(client.id, (client.io_thread, client.token));
 }
 
-/// A client connection closed; if it carried SYNCSLOTS, the node hears `LinkClosed`.
-pub fn client_closed(shared: &Shared, client_id: u64) {
-    let mut st = shared.state.lock();
-    if st.migr.client_conns.remove(&client_id).is_some() {
-        st.migr.import_seen.remove(&client_id);
-        report(
-            &mut st,
-            MigrationInput::LinkClosed {
-                conn: ConnId(client_id),
-            },
-        );
+/// After a SYNCSLOTS command on a client connection: if the node made it the import link of
+/// a job (an accepted ESTABLISH), the plane takes the connection over now, before the next
+/// byte it read is parsed as a command (`MigrationRequest::AcceptImportLink`, which the bus
+/// thread sees later, then finds it done).
+pub fn after_syncslots(state: &mut State, client: &ClientCtx) {
+    let conn = ConnId(client.id);
+    let Some(side) = state.cluster.as_ref() else {
+        return;
+    };
+    let Some(job) = side.node.migrations().job_for_conn(conn) else {
+        return;
+    };
+    if job.kind() != JobKind::Import || state.migr.plane.import_of(conn).is_some() {
+        return;
+    }
+    let (name, slots) = (*job.name(), job.slots().clone());
+    if let Err(e) = state
+        .migr
+        .plane
+        .accept_import(name, conn, slots, &[], Millis(unix_ms()))
+    {
+        tracing::warn!("slot import: link not accepted: {e}");
     }
 }
 
-/// Runs one command read from an import link: SYNCSLOTS go to the node, everything else is
-/// executed without routing; replies are dropped (the link's replies are off), an error
-/// reply fails the job (`ImportApplyError`).
-pub fn run_import_command(
-    shared: &Shared,
-    state: &mut State,
-    client: &mut ClientCtx,
-    args: &Args<'_>,
-    now: u64,
-) {
+/// Target: `bytes` read from client connection `client` go to the plane when it is an import
+/// link (`true`: they are taken, and what they held is applied); `false` otherwise.
+pub fn import_bytes(shared: &Shared, state: &mut State, client: &ClientCtx, bytes: &[u8]) -> bool {
     let conn = ConnId(client.id);
-    let last = state.migr.import_seen.get(&client.id).copied().unwrap_or(0);
-    if now.saturating_sub(last) >= IMPORT_DATA_EVERY_MS {
-        state.migr.import_seen.insert(client.id, now);
-        report(state, MigrationInput::ImportData { conn });
+    if state.migr.plane.import_of(conn).is_none() {
+        return false;
     }
-    let mut sink = Out {
-        buf: Vec::new(),
-        proto: 2,
-    };
-    match crate::table::lookup(args.get(0)) {
-        Some(spec) if spec.arity_ok(args.len()) => {
-            crate::commands::run(shared, state, client, spec, args, &mut sink, now);
-        }
-        _ => sink.error("ERR unknown command"),
-    }
-    if sink.buf.first() == Some(&b'-') {
-        tracing::warn!(
-            reply = %String::from_utf8_lossy(&sink.buf).trim_end(),
-            command = %String::from_utf8_lossy(args.get(0)),
-            "slot import: a command failed"
-        );
-        report(state, MigrationInput::ImportApplyError { conn });
+    state
+        .migr
+        .plane
+        .handle_bytes(conn, bytes, Millis(unix_ms()));
+    drain(shared, state);
+    true
+}
+
+/// A client connection closed; if it carried SYNCSLOTS, the plane forgets it (the node hears
+/// `LinkClosed` for an import link).
+pub fn client_closed(shared: &Shared, client_id: u64) {
+    let mut st = shared.state.lock();
+    if st.migr.client_conns.remove(&client_id).is_some() {
+        st.migr
+            .plane
+            .handle_closed(ConnId(client_id), Millis(unix_ms()));
+        drain(shared, &mut st);
     }
 }
 
@@ -271,125 +382,87 @@ pub fn on_flush(state: &mut State) {
 
 /// Carries out one [`MigrationRequest`] (on the bus thread, without the state lock held).
 pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
+    let now = Millis(unix_ms());
+    if let MigrationRequest::Connect { job, ip, port, .. } = req {
+        let shared = Arc::clone(shared);
+        let spawned = std::thread::Builder::new()
+            .name("asm-connect".into())
+            .spawn(move || connect(shared, job, SocketAddr::new(ip, port)));
+        if spawned.is_err() {
+            tracing::error!("slot migration: can't start a thread");
+        }
+        return;
+    }
+    let mut st = shared.state.lock();
+    let plane = &mut st.migr.plane;
     match req {
-        MigrationRequest::Connect { job, ip, port, .. } => {
-            let shared = Arc::clone(shared);
-            let spawned = std::thread::Builder::new()
-                .name("asm-connect".into())
-                .spawn(move || connect(shared, job, SocketAddr::new(ip, port)));
-            if spawned.is_err() {
-                tracing::error!("slot migration: can't start a thread");
-            }
-        }
-        MigrationRequest::SendAuth { job, conn } => {
-            let mut st = shared.state.lock();
+        MigrationRequest::Connect { .. } => {}
+        MigrationRequest::SendAuth { conn, .. } => {
             let pass = shared.config.requirepass.clone().unwrap_or_default();
-            match st.migr.exports.get(&conn.0) {
-                Some(link) => {
-                    link.expect.lock().push_back(Expect::Auth);
-                    let mut b = Vec::new();
-                    append(&mut b, &[b"AUTH", pass.as_bytes()]);
-                    link.send(b);
-                }
-                None => report(
-                    &mut st,
-                    MigrationInput::AuthReply {
-                        job,
-                        reply: AuthReply::WriteFailed("connection closed".into()),
-                    },
-                ),
+            if let Err(e) = plane.send_auth(conn, None, pass.as_bytes(), now) {
+                tracing::warn!("slot migration: AUTH not sent: {e}");
             }
         }
-        MigrationRequest::Send { conn, message } => {
-            let st = shared.state.lock();
-            if let Some(link) = st.migr.exports.get(&conn.0) {
-                if matches!(message, SyncSlots::Establish { .. }) {
-                    link.expect.lock().push_back(Expect::Establish);
-                }
-                link.send(message.to_resp());
-            } else if let Some(&(io, token)) = st.migr.client_conns.get(&conn.0) {
-                shared.deliver(io, token, conn.0, Delivery::Raw(message.to_resp().into()));
-            }
-        }
+        MigrationRequest::Send { conn, message } => plane.send_message(conn, &message, now),
         MigrationRequest::AcceptImportLink { job, conn, slots } => {
+            // Taken over already when the ESTABLISH ran (`after_syncslots`), unless the
+            // connection is gone.
+            if plane.import_of(conn).is_none() && st.migr.client_conns.contains_key(&conn.0) {
+                let _ = st
+                    .migr
+                    .plane
+                    .accept_import(job, conn, slots.clone(), &[], now);
+            }
             tracing::info!(job = %job_text(&job), conn = conn.0, slots = slots.len(), "slot import: link accepted");
         }
         MigrationRequest::StartSnapshot { job, conn, ranges } => {
-            let mut st = shared.state.lock();
-            let Some(link) = st.migr.exports.get_mut(&conn.0) else {
-                report(&mut st, MigrationInput::SnapshotStartFailed { job });
-                return;
-            };
-            let mut slots = SlotSet::new();
-            for r in &ranges {
-                slots.insert_range(*r);
-            }
-            link.slots = slots;
-            link.phase = Phase::Snapshot;
-            link.db = usize::MAX;
-            link.abort.store(false, Ordering::SeqCst);
-            let (tx, backlog, abort) = (
-                link.tx.clone(),
-                Arc::clone(&link.backlog),
-                Arc::clone(&link.abort),
-            );
-            st.migr.refresh();
-            drop(st);
-            let shared2 = Arc::clone(shared);
-            let spawned = std::thread::Builder::new()
-                .name("asm-snapshot".into())
-                .spawn(move || snapshot(shared2, job, ranges, tx, backlog, abort));
-            if spawned.is_err() {
-                let mut st = shared.state.lock();
-                report(&mut st, MigrationInput::SnapshotStartFailed { job });
-            }
-        }
-        MigrationRequest::AbortSnapshot { job } => {
-            let st = shared.state.lock();
-            for link in st.migr.exports.values() {
-                if link.job == job {
-                    link.abort.store(true, Ordering::SeqCst);
+            match plane.start_snapshot(conn, &ranges, SnapshotMode::SlotPaged, now) {
+                Ok(()) if st.migr.exports.contains_key(&conn.0) => {
+                    let shared2 = Arc::clone(shared);
+                    let spawned = std::thread::Builder::new()
+                        .name("asm-snapshot".into())
+                        .spawn(move || snapshot(shared2, conn));
+                    if spawned.is_err() {
+                        st.migr.plane.abort_snapshot(&job, now);
+                        report(&mut st, MigrationInput::SnapshotStartFailed { job });
+                    }
+                }
+                Ok(()) => report(&mut st, MigrationInput::SnapshotStartFailed { job }),
+                Err(e) => {
+                    tracing::warn!("slot migration: snapshot not started: {e}");
+                    report(&mut st, MigrationInput::SnapshotStartFailed { job });
                 }
             }
         }
+        MigrationRequest::AbortSnapshot { job } => plane.abort_snapshot(&job, now),
         MigrationRequest::BeginStreaming { conn, .. } => {
-            let mut st = shared.state.lock();
-            if let Some(link) = st.migr.exports.get_mut(&conn.0) {
-                link.phase = Phase::Streaming;
-                let q = std::mem::take(&mut link.queued);
-                link.send(q);
+            if let Err(e) = plane.begin_streaming(conn, now) {
+                tracing::warn!("slot migration: streaming not begun: {e}");
             }
-            st.migr.refresh();
         }
         MigrationRequest::QueryBacklog { job, conn } => {
-            let mut st = shared.state.lock();
-            let bytes = st.migr.exports.get(&conn.0).map(|l| {
-                l.backlog.load(Ordering::Relaxed) + (l.queued.len() + l.pending.len()) as u64
-            });
-            match bytes {
-                Some(b) if b > OUTPUT_LIMIT => {
-                    report(&mut st, MigrationInput::OutputBufferLimit { job })
-                }
-                Some(bytes) => report(&mut st, MigrationInput::LinkBacklog { job, bytes }),
-                None => {}
+            if let Some(io) = st.migr.exports.get(&conn.0) {
+                let unsent = io.backlog.load(Ordering::Relaxed);
+                // A job waiting to pause asks once a second and pauses at 0 bytes
+                // (`slot-migration-max-failover-repl-bytes` 0): the writer thread tells the
+                // node the moment the socket took everything.
+                io.want_drained.store(unsent > 0, Ordering::Relaxed);
+                st.migr.plane.handle_unsent(conn, unsent, now);
             }
+            st.migr.plane.query_backlog(job, conn, now);
         }
         MigrationRequest::HideSlots { slots } => {
-            let mut st = shared.state.lock();
             for s in slots.iter() {
                 st.kv.hide_slot(s);
             }
         }
         MigrationRequest::RevealSlots { slots } => {
-            let mut st = shared.state.lock();
             for s in slots.iter() {
                 st.kv.reveal_slot(s);
             }
         }
         MigrationRequest::DropSlotKeys { slots } => {
-            let mut st = shared.state.lock();
             let n = crate::repl::delete_slot_keys(&mut st, &slots);
-            crate::repl::flush(shared, &mut st);
             tracing::info!(
                 slots = slots.len(),
                 keys = n,
@@ -397,97 +470,100 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
             );
         }
         MigrationRequest::Propagate { message } => {
-            let mut st = shared.state.lock();
             let argv = message.argv();
             let parts: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
             crate::repl::propagate_command(&mut st, &parts);
-            crate::repl::flush(shared, &mut st);
         }
         MigrationRequest::Close { conn } => {
-            let mut st = shared.state.lock();
-            if let Some(link) = st.migr.exports.remove(&conn.0) {
-                link.closed.store(true, Ordering::SeqCst);
-                link.abort.store(true, Ordering::SeqCst);
-                let _ = link.tx.send(LinkMsg::Close);
-                st.migr.refresh();
-            } else if let Some((io, token)) = st.migr.client_conns.remove(&conn.0) {
-                st.migr.import_seen.remove(&conn.0);
-                shared.deliver(io, token, conn.0, Delivery::Close);
-            }
+            st.migr.plane.close(conn, now);
+            close_conn(shared, &mut st, conn);
         }
     }
+    crate::repl::flush(shared, &mut st);
 }
 
 /// Source: opens the export connection, registers it and starts its reader and writer.
 fn connect(shared: Arc<Shared>, job: JobName, addr: SocketAddr) {
-    let stream = match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
-        Ok(s) => s,
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).and_then(|s| {
+        s.set_nodelay(true)?;
+        let r = s.try_clone()?;
+        Ok((r, s))
+    });
+    let (reader, writer) = match stream {
+        Ok(pair) => pair,
         Err(e) => {
-            let mut st = shared.state.lock();
             let error = match e.kind() {
                 std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
                 _ => e.to_string(),
             };
-            report(&mut st, MigrationInput::ConnectFailed { job, error });
-            return;
-        }
-    };
-    let _ = stream.set_nodelay(true);
-    let (reader, writer) = match stream.try_clone() {
-        Ok(r) => (r, stream),
-        Err(e) => {
             let mut st = shared.state.lock();
-            report(
-                &mut st,
-                MigrationInput::ConnectFailed {
-                    job,
-                    error: e.to_string(),
-                },
-            );
+            st.migr
+                .plane
+                .handle_connect_failed(job, &error, Millis(unix_ms()));
+            crate::repl::flush(&shared, &mut st);
             return;
         }
     };
     let conn = shared.next_client_id();
     let (tx, rx) = crossbeam_channel::unbounded();
-    let link = ExportLink {
-        job,
-        tx,
-        backlog: Arc::new(AtomicU64::new(0)),
-        expect: Arc::new(parking_lot::Mutex::new(VecDeque::new())),
-        abort: Arc::new(AtomicBool::new(false)),
-        closed: Arc::new(AtomicBool::new(false)),
-        slots: SlotSet::new(),
-        phase: Phase::Handshake,
-        queued: Vec::new(),
-        pending: Vec::new(),
-        db: usize::MAX,
-    };
-    let (backlog, expect, closed) = (
-        Arc::clone(&link.backlog),
-        Arc::clone(&link.expect),
-        Arc::clone(&link.closed),
-    );
+    let backlog = Arc::new(AtomicU64::new(0));
+    let want_drained = Arc::new(AtomicBool::new(false));
     {
         let mut st = shared.state.lock();
-        st.migr.exports.insert(conn, link);
-        report(
-            &mut st,
-            MigrationInput::Connected {
-                job,
-                conn: ConnId(conn),
-            },
-        );
+        let r = st
+            .migr
+            .plane
+            .handle_connected(job, ConnId(conn), Millis(unix_ms()));
+        if let Err(e) = r {
+            tracing::warn!("slot migration: {e}");
+            return;
+        }
+        let io = ExportIo {
+            job,
+            tx,
+            backlog: Arc::clone(&backlog),
+            want_drained: Arc::clone(&want_drained),
+        };
+        st.migr.exports.insert(conn, io);
+        crate::repl::flush(&shared, &mut st);
     }
+    let drained = {
+        let shared = Arc::clone(&shared);
+        move || {
+            let mut st = shared.state.lock();
+            let now = Millis(unix_ms());
+            let Some(io) = st.migr.exports.get(&conn) else {
+                return;
+            };
+            let (job, unsent) = (io.job, io.backlog.load(Ordering::Relaxed));
+            if unsent > 0 {
+                // Writes came while the lock was taken: wait for the next drain.
+                io.want_drained.store(true, Ordering::Relaxed);
+                return;
+            }
+            st.migr.plane.handle_unsent(ConnId(conn), unsent, now);
+            st.migr.plane.query_backlog(job, ConnId(conn), now);
+            crate::repl::flush(&shared, &mut st);
+        }
+    };
     let _ = std::thread::Builder::new()
         .name(format!("asm-out-{conn}"))
-        .spawn(move || write_loop(writer, rx, backlog));
+        .spawn(move || write_loop(writer, rx, backlog, want_drained, drained));
     let shared2 = Arc::clone(&shared);
     let _ = std::thread::Builder::new()
         .name(format!("asm-in-{conn}"))
-        .spawn(move || read_loop(shared2, reader, conn, job, expect, closed));
+        .spawn(move || read_loop(shared2, reader, conn));
 }
 
-fn write_loop(mut stream: TcpStream, rx: Receiver<LinkMsg>, backlog: Arc<AtomicU64>) {
+/// Writes the link's bytes; `drained` reports the backlog to the node when it reaches 0
+/// and `want_drained` says the node waits for that.
+fn write_loop(
+    mut stream: TcpStream,
+    rx: Receiver<LinkMsg>,
+    backlog: Arc<AtomicU64>,
+    want_drained: Arc<AtomicBool>,
+    drained: impl Fn(),
+) {
     let mut failed = false;
     while let Ok(msg) = rx.recv() {
         match msg {
@@ -497,7 +573,10 @@ fn write_loop(mut stream: TcpStream, rx: Receiver<LinkMsg>, backlog: Arc<AtomicU
                     failed = true;
                     let _ = stream.shutdown(std::net::Shutdown::Both);
                 }
-                backlog.fetch_sub(b.len() as u64, Ordering::Relaxed);
+                let left = backlog.fetch_sub(b.len() as u64, Ordering::Relaxed) - b.len() as u64;
+                if left == 0 && !failed && want_drained.swap(false, Ordering::Relaxed) {
+                    drained();
+                }
             }
             LinkMsg::Close => break,
         }
@@ -505,136 +584,28 @@ fn write_loop(mut stream: TcpStream, rx: Receiver<LinkMsg>, backlog: Arc<AtomicU
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
-fn read_loop(
-    shared: Arc<Shared>,
-    mut stream: TcpStream,
-    conn: u64,
-    job: JobName,
-    expect: Arc<parking_lot::Mutex<VecDeque<Expect>>>,
-    closed: Arc<AtomicBool>,
-) {
-    let mut buf: Vec<u8> = Vec::new();
+/// Source: what the target writes back (reply lines, SYNCSLOTS messages) goes to the plane;
+/// the end of the connection is `handle_closed` unless we closed it.
+fn read_loop(shared: Arc<Shared>, mut stream: TcpStream, conn: u64) {
     let mut chunk = vec![0u8; 16 * 1024];
-    let mut ranges = Vec::new();
-    let mut words = Vec::new();
-    let limits = Limits {
-        max_bulk_len: 512 * 1024 * 1024,
-        unauthenticated: false,
-    };
-    'outer: loop {
-        let n = match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let mut pos = 0;
-        while pos < buf.len() {
-            let rest = &buf[pos..];
-            if rest[0] == b'+' || rest[0] == b'-' {
-                let Some(end) = rest.windows(2).position(|w| w == b"\r\n") else {
-                    break;
-                };
-                let line = rest[..end + 2].to_vec();
-                pos += end + 2;
-                let what = expect.lock().pop_front();
-                let mut st = shared.state.lock();
-                match what {
-                    Some(Expect::Auth) => {
-                        let reply = if line[0] == b'+' {
-                            AuthReply::Ok
-                        } else {
-                            AuthReply::Rejected(String::from_utf8_lossy(&line[1..end]).into_owned())
-                        };
-                        report(&mut st, MigrationInput::AuthReply { job, reply });
-                    }
-                    Some(Expect::Establish) => {
-                        report(&mut st, MigrationInput::EstablishReply { job, line })
-                    }
-                    None => {}
-                }
-                continue;
-            }
-            match parse_request(rest, &mut ranges, &mut words, limits) {
-                Parsed::Command { consumed, inline } => {
-                    if !ranges.is_empty() {
-                        let from = if inline { &words[..] } else { rest };
-                        let argv: Vec<&[u8]> = ranges.iter().map(|r| &from[r.clone()]).collect();
-                        let mut st = shared.state.lock();
-                        if let Some(side) = st.cluster.as_mut() {
-                            // A message the target wrote back on the export link.
-                            let req = ferrocluster_node::CommandRequest {
-                                conn: Some(ConnId(conn)),
-                                ..Default::default()
-                            };
-                            let _ = side.node.cluster_command_argv(
-                                &argv,
-                                &req,
-                                &ferrocluster_node::EmptyKeyspace,
-                                Millis(unix_ms()),
-                            );
-                            side.wake();
-                        }
-                    }
-                    pos += consumed;
-                }
-                Parsed::Incomplete { .. } => break,
-                Parsed::Error(e) => {
-                    tracing::warn!("slot migration link: bad bytes from the target: {e:?}");
-                    break 'outer;
-                }
-            }
-        }
-        buf.drain(..pos);
-    }
-    let _ = stream.shutdown(std::net::Shutdown::Both);
-    if !closed.swap(true, Ordering::SeqCst) {
+    loop {
+        let n = stream.read(&mut chunk).unwrap_or(0);
         let mut st = shared.state.lock();
-        if let Some(link) = st.migr.exports.remove(&conn) {
-            link.abort.store(true, Ordering::SeqCst);
-            let _ = link.tx.send(LinkMsg::Close);
+        let now = Millis(unix_ms());
+        let Some(io) = st.migr.exports.get(&conn) else {
+            // We closed it.
+            return;
+        };
+        if n == 0 {
+            io.close();
+            st.migr.exports.remove(&conn);
+            st.migr.plane.handle_closed(ConnId(conn), now);
+            crate::repl::flush(&shared, &mut st);
+            return;
         }
-        st.migr.refresh();
-        report(&mut st, MigrationInput::LinkClosed { conn: ConnId(conn) });
+        st.migr.plane.handle_bytes(ConnId(conn), &chunk[..n], now);
+        crate::repl::flush(&shared, &mut st);
     }
-}
-
-/// Serializes one page (at most [`SNAPSHOT_PAGE_KEYS`]) of the keys of one slot of `db` as
-/// RESTORE commands into `buf`, from `cursor` (0 at the start of the slot); returns the keys
-/// written and the cursor of the next page (0: the slot is done). Payloads are RDB DUMP
-/// payloads (`enc`, reused across pages); the expiry travels as the ABSTTL argument.
-fn snapshot_page(
-    state: &State,
-    db: usize,
-    slot: Slot,
-    cursor: u64,
-    now: u64,
-    buf: &mut Vec<u8>,
-    enc: &mut Encoder,
-) -> (usize, u64) {
-    let mut written = 0;
-    let mut payload = Vec::new();
-    let next = state
-        .kv
-        .slot_page(db, slot, cursor, SNAPSHOT_PAGE_KEYS, now, |k, v, at| {
-            payload.clear();
-            if dump::encode_into(enc, v, &mut payload).is_err() {
-                // A string always encodes; nothing else is stored.
-                return;
-            }
-            match at {
-                Some(t) => {
-                    let t = t.to_string();
-                    append(
-                        buf,
-                        &[b"RESTORE", k, t.as_bytes(), &payload, b"REPLACE", b"ABSTTL"],
-                    )
-                }
-                None => append(buf, &[b"RESTORE", k, b"0", &payload, b"REPLACE"]),
-            }
-            written += 1;
-        })
-        .unwrap_or(0);
-    (written, next)
 }
 
 /// Lowers the calling thread's scheduling priority (Linux `SCHED_BATCH`, nice 9): the
@@ -659,80 +630,43 @@ fn lower_priority() {
     }
 }
 
-/// Source: the snapshot producer (sheet A.8 step 5): database 0..N-1, each range, each slot.
-fn snapshot(
-    shared: Arc<Shared>,
-    job: JobName,
-    ranges: Vec<SlotRange>,
-    tx: Sender<LinkMsg>,
-    backlog: Arc<AtomicU64>,
-    abort: Arc<AtomicBool>,
-) {
-    let send = |b: Vec<u8>| {
-        backlog.fetch_add(b.len() as u64, Ordering::Relaxed);
-        tx.send(LinkMsg::Bytes(b)).is_ok()
-    };
+/// Source: the snapshot producer (sheet A.8 step 5): one `snapshot_step` (one page) per
+/// lock hold, while the link's unsent bytes stay under `AsmConfig::max_unsent_bytes`, until
+/// the plane wrote `SNAPSHOT-EOF` (or the job ended).
+fn snapshot(shared: Arc<Shared>, conn: ConnId) {
     lower_priority();
-    let databases = shared.state.lock().kv.databases();
-    let mut keys = 0usize;
-    let mut enc = Encoder::default();
-    for db in 0..databases {
-        let mut selected = false;
-        for r in &ranges {
-            for slot in r.iter() {
-                while backlog.load(Ordering::Relaxed) > SNAPSHOT_BACKLOG_MAX {
-                    if abort.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                if abort.load(Ordering::SeqCst) {
-                    return;
-                }
-                let mut cursor = 0;
-                loop {
-                    let mut buf = Vec::new();
-                    if !selected {
-                        append(&mut buf, &[b"SELECT", db.to_string().as_bytes()]);
-                    }
-                    // One page per lock hold: client writes wait at most one page.
-                    let (n, next) = {
-                        let st = shared.state.lock();
-                        let r = snapshot_page(&st, db, slot, cursor, unix_ms(), &mut buf, &mut enc);
-                        // Hand the lock to a waiting client thread rather than take it again
-                        // at once (parking_lot's unlock is unfair by default).
-                        parking_lot::MutexGuard::unlock_fair(st);
-                        r
-                    };
-                    if n > 0 {
-                        selected = true;
-                        keys += n;
-                        if !send(buf) {
-                            return;
-                        }
-                    }
-                    if next == 0 {
-                        break;
-                    }
-                    if abort.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    cursor = next;
-                }
+    loop {
+        let mut st = shared.state.lock();
+        let now = Millis(unix_ms());
+        let Some(io) = st.migr.exports.get(&conn.0) else {
+            return;
+        };
+        let unsent = io.backlog.load(Ordering::Relaxed);
+        st.migr.plane.handle_unsent(conn, unsent, now);
+        if !st.migr.plane.wants_snapshot_step(conn) {
+            let waiting = unsent >= st.migr.plane.config().max_unsent_bytes
+                && st.migr.exports.contains_key(&conn.0);
+            crate::repl::flush(&shared, &mut st);
+            drop(st);
+            if !waiting {
+                // The snapshot was aborted, or the link is gone.
+                return;
             }
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        let State { kv, migr, .. } = &mut *st;
+        let source = KvSource { kv, now: unix_ms() };
+        let r = migr.plane.snapshot_step(conn, &source, now);
+        crate::repl::flush(&shared, &mut st);
+        // Hand the lock to a waiting client thread rather than take it again at once
+        // (parking_lot's unlock is unfair by default).
+        parking_lot::MutexGuard::unlock_fair(st);
+        if !matches!(r, Ok(SnapshotProgress::More)) {
+            if let Err(e) = r {
+                tracing::warn!("slot migration: snapshot stopped: {e}");
+            }
+            return;
         }
     }
-    if abort.load(Ordering::SeqCst) || !send(SyncSlots::SnapshotEof.to_resp()) {
-        return;
-    }
-    tracing::info!(keys, "slot migration: snapshot written");
-    let mut st = shared.state.lock();
-    report(
-        &mut st,
-        MigrationInput::SnapshotDone {
-            job,
-            result: SnapshotResult::Done { cow_bytes: 0 },
-        },
-    );
-    wake(&st);
 }

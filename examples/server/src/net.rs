@@ -769,6 +769,19 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     let mut now = 0;
     c.settled = 0;
     loop {
+        if c.client.migration_conn && pos < c.rbuf.len() {
+            // A slot import link: its bytes go to the ASM data plane (at most what one read
+            // brought, so the lock is held for one batch as for any client).
+            let state = guard.get_or_insert_with(|| {
+                let locked = shared.state.lock();
+                now = crate::server::unix_ms();
+                locked
+            });
+            if crate::migrate::import_bytes(shared, state, &c.client, &c.rbuf[pos..]) {
+                pos = c.rbuf.len();
+                break;
+            }
+        }
         let limits = Limits {
             unauthenticated: !c.client.authed,
             ..limits

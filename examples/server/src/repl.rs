@@ -277,7 +277,7 @@ fn write_reply(reply: &ferrocluster_dataplane::Reply, out: &mut Out) {
 /// `ferrocluster_dataplane::Replication`). Called after every input to the engine, under the
 /// state lock; links to open wait for [`start_links`].
 pub fn flush(shared: &Shared, state: &mut State) {
-    crate::migrate::flush(state);
+    crate::migrate::flush(shared, state);
     let now = unix_ms();
     while let Some(o) = state.repl.engine.poll_output() {
         act(shared, state, o, now);

@@ -291,7 +291,7 @@ impl Shared {
                 keyspace_hits: 0,
                 keyspace_misses: 0,
                 writes_paused_until: None,
-                migr: crate::migrate::MigrState::default(),
+                migr: crate::migrate::MigrState::new(databases),
                 watches: crate::cmd::txn::Watches::default(),
                 blocked: crate::blocking::Blocked::default(),
                 client_pause: None,

@@ -23,6 +23,16 @@ pub enum SnapshotMode {
     /// out during the step): writes to slots not read yet are dropped, writes to slots read
     /// are streamed. A step reads whole slots.
     SlotAtomic,
+    /// Slot by slot like [`SnapshotMode::SlotAtomic`], but a slot is read in pages and a
+    /// step may stop between them (the host holds its lock per step, not per slot), so a
+    /// slot's content is fuzzy: each key as of the step that read it. Writes to slots not
+    /// read yet are dropped, writes to slots wholly read are streamed as fed; for the slot
+    /// being read ([`AsmPlane::wants_key_state`]) the fed commands are dropped and the host
+    /// feeds the whole state of every key a write changed instead
+    /// ([`AsmPlane::feed_key_state`]), which the target applies idempotently (`DEL key` and
+    /// the commands that rebuild it). The [`SlotSource`] walk may visit a key more than once
+    /// in this mode (see there).
+    SlotPaged,
 }
 
 /// What [`AsmPlane::snapshot_step`] did.
@@ -51,8 +61,9 @@ pub trait SlotSource {
     /// Calls `f(key, value, expire_at_ms)` for at most `max` keys of `slot` in database `db`,
     /// starting at `cursor` (0: the slot's start), and returns the cursor of the next page
     /// (0: the slot is done in this database). Every key present throughout a walk over the
-    /// pages MUST be visited exactly once; `expire_at_ms` is the absolute expiry (Unix ms).
-    /// Keys already expired MAY be skipped.
+    /// pages MUST be visited exactly once ([`SnapshotMode::SlotPaged`]: at least once; a key
+    /// seen again in a later step is written again, a list with a `DEL` first);
+    /// `expire_at_ms` is the absolute expiry (Unix ms). Keys already expired MAY be skipped.
     fn page(
         &self,
         db: u32,
@@ -86,6 +97,16 @@ struct Snap {
     read: SlotSet,
     keys: u64,
     bytes: u64,
+}
+
+impl Snap {
+    /// The slot a [`SnapshotMode::SlotPaged`] snapshot has begun and not finished reading.
+    fn in_progress(&self) -> Option<Slot> {
+        (self.mode == SnapshotMode::SlotPaged
+            && self.next < self.order.len()
+            && (self.db > 0 || self.cursor != 0))
+            .then(|| self.order[self.next])
+    }
 }
 
 #[derive(Debug)]
@@ -147,6 +168,18 @@ impl ExportLink {
     }
 
     fn hold(&mut self, db: u32, argv: &[&[u8]]) {
+        self.select_held(db);
+        encode_command(&mut self.held, argv);
+    }
+
+    /// Holds already encoded commands of database `db`.
+    fn hold_raw(&mut self, db: u32, bytes: &[u8]) {
+        self.select_held(db);
+        self.held.extend_from_slice(bytes);
+    }
+
+    /// Puts the `SELECT` the next held write of `db` needs.
+    fn select_held(&mut self, db: u32) {
         match self.held_first_db {
             None => {
                 self.held_first_db = Some(db);
@@ -158,7 +191,14 @@ impl ExportLink {
             }
             Some(_) => {}
         }
-        encode_command(&mut self.held, argv);
+    }
+
+    /// The slot this link's slot-paged snapshot is reading, if any.
+    fn reading(&self) -> Option<Slot> {
+        match &self.phase {
+            Phase::Snapshot { snap: Some(s), .. } => s.in_progress(),
+            _ => None,
+        }
     }
 
     /// The held writes as they go on the wire, with the `SELECT` the target needs first.
@@ -194,11 +234,15 @@ fn read_snapshot<S: SlotSource + ?Sized>(
     step_bytes: usize,
 ) -> Option<String> {
     let mut failure = None;
+    // A slot-paged slot begun in an earlier step: writes ran since, so the walk may meet a
+    // key again; a list written again gets a `DEL` first (RPUSH is not idempotent).
+    let resumed = snap.in_progress();
     while snap.next < snap.order.len() {
         let slot = snap.order[snap.next];
         let (db, cursor) = (snap.db, snap.cursor);
         let mut keys = 0u64;
         let selected = &mut snap.selected;
+        let replace_lists = resumed == Some(slot);
         let next = source.page(db, slot, cursor, page_keys, &mut |key, value, at| {
             if failure.is_some() {
                 return;
@@ -208,8 +252,16 @@ fn read_snapshot<S: SlotSource + ?Sized>(
                 *selected = true;
                 *target_db = db;
             }
+            let start = buf.len();
             match AofWriter::new(buf, key).value(value, at) {
-                Ok(()) => keys += 1,
+                Ok(()) => {
+                    keys += 1;
+                    if replace_lists && starts_with_command(&buf[start..], b"RPUSH") {
+                        let mut del = Vec::new();
+                        encode_command(&mut del, &[b"DEL".as_slice(), key]);
+                        buf.splice(start..start, del);
+                    }
+                }
                 Err(e) => {
                     failure = Some(format!("key {:?}: {e}", String::from_utf8_lossy(key)));
                 }
@@ -233,11 +285,21 @@ fn read_snapshot<S: SlotSource + ?Sized>(
             }
         }
         let slot_boundary = snap.cursor == 0 && snap.db == 0;
-        if buf.len() >= step_bytes && (snap.mode == SnapshotMode::PointInTime || slot_boundary) {
+        if buf.len() >= step_bytes && (snap.mode != SnapshotMode::SlotAtomic || slot_boundary) {
             break;
         }
     }
     None
+}
+
+/// Whether the RESP command at the start of `bytes` is `name` (upper case, as encoded).
+fn starts_with_command(bytes: &[u8], name: &[u8]) -> bool {
+    let Some(eol) = bytes.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    let rest = &bytes[eol + 1..];
+    let head = format!("${}\r\n", name.len());
+    rest.starts_with(head.as_bytes()) && rest[head.len()..].starts_with(name)
 }
 
 pub(super) fn is_syncslots(argv: &[Vec<u8>]) -> bool {
@@ -411,8 +473,9 @@ impl AsmPlane {
     }
 
     /// Source: reads the next part of the snapshot from `source` and queues its bytes: whole
-    /// slots ([`SnapshotMode::SlotAtomic`]) or pages ([`SnapshotMode::PointInTime`]), at least
-    /// one, until about [`super::AsmConfig::step_bytes`]. After the last slot it writes
+    /// slots ([`SnapshotMode::SlotAtomic`]) or pages ([`SnapshotMode::PointInTime`],
+    /// [`SnapshotMode::SlotPaged`]), at least one, until about
+    /// [`super::AsmConfig::step_bytes`]. After the last slot it writes
     /// `CLUSTER SYNCSLOTS SNAPSHOT-EOF` and the node hears `SnapshotDone`.
     ///
     /// # Errors
@@ -575,9 +638,10 @@ impl AsmPlane {
             match &link.phase {
                 Phase::Handshake => continue,
                 Phase::Snapshot { snap: Some(s), .. }
-                    if s.mode == SnapshotMode::SlotAtomic && !s.read.contains(slot) =>
+                    if s.mode != SnapshotMode::PointInTime && !s.read.contains(slot) =>
                 {
-                    // The snapshot reads this slot later: the write will be in it.
+                    // The snapshot reads this slot later: the write will be in it. (A
+                    // slot-paged slot being read gets the key states instead.)
                     continue;
                 }
                 Phase::Snapshot { .. } => {
@@ -594,6 +658,76 @@ impl AsmPlane {
                     self.send(conn, &b);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Source: whether a [`SnapshotMode::SlotPaged`] snapshot is part way through `slot`
+    /// (it read a page of it and not the last): then the host MUST feed, after every write
+    /// to `slot`, the state of each key the write changed with [`AsmPlane::feed_key_state`]
+    /// (besides the command, with [`AsmPlane::feed`], for the other links).
+    pub fn wants_key_state(&self, slot: Slot) -> bool {
+        self.links
+            .values()
+            .any(|l| matches!(l, Link::Export(e) if e.reading() == Some(slot)))
+    }
+
+    /// Source: the whole state of `key` (database `db`, in `slot`) right after a write
+    /// changed it: `Some((value, expire_at_ms))`, or `None` when the key is gone. Each export
+    /// link whose [`SnapshotMode::SlotPaged`] snapshot is part way through `slot` holds it
+    /// as `DEL key` and the commands that rebuild the value ([`crate::aof`]), streamed after
+    /// the snapshot; other links ignore it. A value that cannot be written fails those links'
+    /// snapshots ([`AsmEvent::SnapshotFailed`], `SnapshotDone` with `Failed`).
+    ///
+    /// # Errors
+    /// [`AsmError::BadDatabase`]; nothing changed.
+    pub fn feed_key_state<V: crate::aof::AofValue + ?Sized>(
+        &mut self,
+        db: u32,
+        slot: Slot,
+        key: &[u8],
+        value: Option<(&V, Option<i64>)>,
+        now: Millis,
+    ) -> Result<(), AsmError> {
+        let now = self.clock(now);
+        if db >= self.cfg.databases {
+            return Err(AsmError::BadDatabase(db));
+        }
+        let conns: Vec<ConnId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| matches!(l, Link::Export(e) if e.reading() == Some(slot)))
+            .map(|(c, _)| *c)
+            .collect();
+        if conns.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        encode_command(&mut bytes, &[b"DEL".as_slice(), key]);
+        let failure = match value {
+            Some((v, at)) => AofWriter::new(&mut bytes, key).value(v, at).err(),
+            None => None,
+        };
+        for conn in conns {
+            let Ok(link) = self.export_mut(conn) else {
+                continue;
+            };
+            if let Some(e) = &failure {
+                let job = link.job;
+                link.phase = Phase::Snapshot {
+                    snap: None,
+                    begin_requested: false,
+                };
+                let reason = format!("key {:?}: {e}", String::from_utf8_lossy(key));
+                self.event(AsmEvent::SnapshotFailed { job, reason });
+                self.fact(MigrationInput::SnapshotDone {
+                    job,
+                    result: SnapshotResult::Failed,
+                });
+                continue;
+            }
+            link.hold_raw(db, &bytes);
+            self.check_limit(conn, now);
         }
         Ok(())
     }

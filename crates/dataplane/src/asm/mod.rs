@@ -35,6 +35,9 @@
 //! * Order: slot by slot, each slot's databases together (Valkey: database by database, each
 //!   database's slots). With one database (the cluster default) the order is the same. It
 //!   lets a host produce the snapshot slot by slot under its own lock ([`SnapshotMode`]).
+//! * [`SnapshotMode::SlotPaged`] adds commands Valkey's (forked, point-in-time) snapshot
+//!   never has: the key states of the slot being read (`DEL key`, then the key's commands)
+//!   among the held writes, and a `DEL key` before a list met again by the walk.
 //! * Valkey 9.1.2's source tracks the database of the stream apart from the snapshot's: when
 //!   the snapshot ends in another database than the first held write's, Valkey sends that
 //!   write without `SELECT` and the target applies it in the wrong database (captured:
@@ -63,6 +66,19 @@
 //!   to that slot), and every write MUST be fed before the next `snapshot_step` starts
 //!   (apply and feed under the same lock). The crate drops writes to slots not read yet
 //!   (the snapshot will contain them) and holds writes to slots already read.
+//! * [`SnapshotMode::SlotPaged`]: for a host that reads a slot in pages under its lock and
+//!   applies writes between them (no point-in-time view, no lock held for a whole slot).
+//!   Each key's content MUST be the key as of the [`AsmPlane::snapshot_step`] call that
+//!   reads it, and every write MUST be fed before the next step starts; the walk of a slot
+//!   MUST visit every key present throughout it at least once (a key met again is written
+//!   again). While [`AsmPlane::wants_key_state`] is true for a write's slot (the snapshot
+//!   read part of that slot), the host MUST also feed, after the write, the whole state of
+//!   every key it changed with [`AsmPlane::feed_key_state`] (the state now, or gone). The
+//!   crate drops the commands of slots not read yet and of the slot being read, holds the
+//!   key states of the slot being read (`DEL key` and the commands that rebuild it: applied
+//!   after the fuzzy content, they leave each key as it is at the end of the slot's read)
+//!   and holds the commands of slots already read. Writes are commands again once their
+//!   slot is read, so the key states cost only for the one slot being read.
 //!
 //! A key that expires or is evicted on the source is a write too (the `DEL` / `UNLINK` the
 //! node propagates) and MUST be fed the same way. The target MUST NOT expire or evict keys of
@@ -131,8 +147,9 @@ pub struct AsmConfig {
     pub databases: u32,
     /// Keys asked of [`SlotSource::page`] per call (default 512).
     pub page_keys: usize,
-    /// A [`SnapshotMode::PointInTime`] snapshot step stops after producing this many bytes
-    /// (default 64 KiB); a [`SnapshotMode::SlotAtomic`] step always reads one whole slot.
+    /// A snapshot step stops after producing this many bytes (default 64 KiB), between pages
+    /// ([`SnapshotMode::PointInTime`], [`SnapshotMode::SlotPaged`]) or between slots
+    /// ([`SnapshotMode::SlotAtomic`]: a step always reads at least one whole slot).
     pub step_bytes: usize,
     /// [`AsmPlane::wants_snapshot_step`] is false while the link holds at least this many
     /// unsent bytes (default 64 MiB): the snapshot waits for the socket.

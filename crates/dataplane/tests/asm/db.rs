@@ -481,3 +481,48 @@ impl SlotSource for Db {
         }
     }
 }
+
+/// A [`Db`] read the way the server's keyspace walks a slot (`KvStore::slot_page`): from the
+/// last key of the slot down, the cursor the position reached; a key removed below the
+/// cursor shifts the ones above it down, so one already visited can be visited again. The
+/// walk [`ferrocluster_dataplane::SnapshotMode::SlotPaged`] must cope with.
+#[allow(dead_code)] // asm_interop shares this file and reads no slot this way
+pub struct Backward<'a>(pub &'a Db);
+
+impl SlotSource for Backward<'_> {
+    type Value = Val;
+
+    fn page(
+        &self,
+        db: u32,
+        slot: Slot,
+        cursor: u64,
+        max: usize,
+        f: &mut KeyVisitor<'_, Val>,
+    ) -> u64 {
+        let Some(keys) = self
+            .0
+            .spaces
+            .get(db as usize)
+            .and_then(|s| s.get(&slot.get()))
+        else {
+            return 0;
+        };
+        let len = keys.len();
+        let mut pos = if cursor == 0 || cursor as usize > len {
+            len
+        } else {
+            cursor as usize
+        };
+        let mut seen = 0;
+        while pos > 0 && seen < max.max(1) {
+            pos -= 1;
+            seen += 1;
+            let (k, e) = &keys[pos];
+            if !matches!(e.val, Val::Stream { .. }) {
+                f(k, &e.val, e.expire);
+            }
+        }
+        pos as u64
+    }
+}

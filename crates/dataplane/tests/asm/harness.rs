@@ -193,6 +193,13 @@ impl Pair {
         let src = &mut self.s[SRC];
         src.db.exec(db, argv).unwrap();
         src.asm.feed(db, Some(slot), argv, now).unwrap();
+        if src.asm.wants_key_state(slot) {
+            // Slot-paged: the key's whole state after the write, for the slot being read.
+            let state = src.db.get(db, &argv[1]).map(|e| (&e.val, e.expire));
+            src.asm
+                .feed_key_state(db, slot, &argv[1], state, now)
+                .unwrap();
+        }
         // A keyless write (as MULTI would be) is fed without a slot and dropped.
         src.asm.feed(db, None, &[b"MULTI".to_vec()], now).unwrap();
         true
@@ -468,6 +475,10 @@ impl Pair {
         if pace && src.asm.wants_snapshot_step(SRC_CONN) {
             let r = match &src.frozen {
                 Some(f) => src.asm.snapshot_step(SRC_CONN, f, now),
+                None if self.mode == SnapshotMode::SlotPaged => {
+                    src.asm
+                        .snapshot_step(SRC_CONN, &super::db::Backward(&src.db), now)
+                }
                 None => src.asm.snapshot_step(SRC_CONN, &src.db, now),
             };
             if matches!(r, Ok(SnapshotProgress::Done) | Ok(SnapshotProgress::Failed)) {

@@ -19,6 +19,8 @@
 //! speed. Missing `redis-server`/`redis-cli` fail the test with an install hint.
 #![allow(dead_code, clippy::disallowed_methods)]
 
+pub mod keys;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -6,6 +6,7 @@
 
 use std::io;
 use std::path::Path;
+#[cfg(test)]
 use std::sync::{Arc, Mutex};
 
 /// A file open for writing (appending at its end).

@@ -440,4 +440,27 @@ mod tests {
         assert_eq!(left.len(), 1, "no temporary file left");
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn a_full_disk_or_a_failed_fsync_leaves_the_old_file_whole() {
+        let dir = std::env::temp_dir().join(format!("fc-persist-fault-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dump.rdb");
+        write_atomically(&path, b"old", "t.rdb").unwrap();
+        let disk = crate::fsio::FaultDisk::default();
+        disk.faults.lock().unwrap().short_write = Some(2);
+        let e = write_atomically_on(&disk, &path, b"newer data", "t.rdb").unwrap_err();
+        assert!(
+            e.starts_with("can't write") && e.contains("No space left on device"),
+            "{e}"
+        );
+        disk.faults.lock().unwrap().enospc = false;
+        disk.faults.lock().unwrap().fail_fsync = true;
+        let e = write_atomically_on(&disk, &path, b"newer data", "t.rdb").unwrap_err();
+        assert!(e.starts_with("can't fsync"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

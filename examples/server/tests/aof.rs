@@ -2,10 +2,11 @@
 //! a writer, for each `appendfsync` mode, and during BGREWRITEAOF), a torn last command loaded
 //! with `aof-load-truncated yes` and refused with `no`, a bad file refused, and AOF
 //! directories moving both ways between ours and redis-server 7.0 / valkey-server 9.1.2.
-//! Ports 23260-23279.
+//! A replica writes an AOF of what it applies. Ports 23260-23273 (bus ports +10000).
 //!
 //! The kill points are random (the seed is printed): these are crash tests, not timing tests;
 //! what is checked holds at every kill point.
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 
@@ -520,5 +521,86 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
         "*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
     kill9(node);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn myid(port: u16) -> String {
+    bulk_text(&Client::connect(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// A replica writes an AOF of what it applies from its primary (the full copy as a rewrite's
+/// base, then the stream): restarted alone, it has the primary's writes.
+#[test]
+fn a_replica_writes_an_aof_of_what_it_applies() {
+    let (p, r) = (23272, 23273);
+    let dir = test_dir("aof-replica");
+    let mut procs = common::Procs::default();
+    let flags = [
+        "--appendonly",
+        "yes",
+        "--cluster-node-timeout",
+        "2000",
+        "--cluster-allow-reads-when-down",
+        "yes",
+    ];
+    procs.start(&dir, p, &flags);
+    procs.start(&dir, r, &flags);
+    let mut cp = Client::connect(p);
+    assert_eq!(
+        cp.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    common::wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+        bulk_text(&Client::connect(p).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    // Written before the replica syncs: they come in its full copy.
+    assert_eq!(cp.cmd_s(&["SET", "early", "1"]), "+OK\r\n");
+    let pid = myid(p);
+    assert_eq!(
+        Client::connect(r).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &p.to_string()]),
+        "+OK\r\n"
+    );
+    common::wait_until(Duration::from_secs(15), "the MEET completes", || {
+        bulk_text(&Client::connect(r).cmd(&["CLUSTER", "NODES"])).contains(&pid)
+    });
+    assert_eq!(
+        Client::connect(r).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
+        "+OK\r\n"
+    );
+    common::wait_until(Duration::from_secs(20), "the replica to sync", || {
+        Client::connect(p).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
+    });
+    // Then the stream.
+    let mut cp = Client::connect(p);
+    for i in 0..50 {
+        let k = format!("k:{i}");
+        assert_eq!(
+            cp.cmd_s(&["SET", &k, &i.to_string(), "EX", "1000"]),
+            "+OK\r\n"
+        );
+    }
+    assert_eq!(cp.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    common::wait_until(Duration::from_secs(10), "the replica's AOF written", || {
+        info_field(r, "aof_buffer_length") == "0" && info_field(r, "aof_rewrite_in_progress") == "0"
+    });
+    procs.kill(p);
+    procs.kill(r);
+    procs.start(&dir, r, &flags);
+    let mut cr = Client::connect(r);
+    assert_eq!(cr.cmd_s(&["DBSIZE"]), ":51\r\n");
+    // Its slots have no serving primary now: the values are read from the same AOF by a
+    // standalone start.
+    procs.kill(r);
+    procs.start(&dir, r, &["--cluster-enabled", "no", "--appendonly", "yes"]);
+    let mut cr = Client::connect(r);
+    assert_eq!(cr.cmd_s(&["GET", "k:49"]), "$2\r\n49\r\n");
+    assert_eq!(cr.cmd_s(&["GET", "early"]), "$1\r\n1\r\n");
+    let ttl: i64 = cr
+        .cmd_s(&["TTL", "k:0"])
+        .trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(ttl > 900 && ttl <= 1000, "ttl {ttl}");
     let _ = std::fs::remove_dir_all(&dir);
 }

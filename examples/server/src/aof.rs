@@ -327,6 +327,8 @@ pub struct Aof {
     file: Mutex<FileSide>,
     /// Mirrors `FileSide::write_err.is_some()` for the command path.
     failing: AtomicBool,
+    /// Mirrors `Buf::on` (an I/O thread's turn skips the locks when the AOF is off).
+    on: AtomicBool,
 }
 
 /// Redis's texts for a rewrite that cannot start.
@@ -351,6 +353,7 @@ impl Aof {
             }),
             file: Mutex::new(FileSide::default()),
             failing: AtomicBool::new(false),
+            on: AtomicBool::new(false),
         }
     }
 
@@ -423,6 +426,9 @@ impl Aof {
     /// # Errors
     /// With `always`, a failed write or fsync.
     pub fn flush(&self) -> Result<(), String> {
+        if !self.on.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let always = self.policy() == Fsync::Always;
         let mut f = self.file.lock();
         self.write_locked(&mut f, always)
@@ -644,6 +650,7 @@ impl Aof {
         f.out = Some(out);
         let mut b = self.buf.lock();
         b.on = true;
+        self.on.store(true, Ordering::Release);
         b.db = None;
         f.written = b.appended;
         f.synced = b.appended;
@@ -663,7 +670,7 @@ impl Aof {
 
     /// The rewrite's end: `bytes` (an RDB when `rdb`) become the new base, the manifest lists
     /// it and the newest incremental file only, and the files it replaced are deleted.
-    fn install_base(&self, bytes: &[u8], rdb: bool, now: u64) -> Result<(), String> {
+    fn install_base(&self, bytes: &[u8], rdb: bool, keep_incr: bool) -> Result<(), String> {
         let tmp = format!("temp-rewriteaof-bg-{}.aof", std::process::id());
         let tmp_path = self.path(&tmp);
         let write = || -> Result<(), String> {
@@ -688,7 +695,7 @@ impl Aof {
             .map_err(|e| format!("can't rename {tmp} into {name}: {e}"))?;
         let mut next = f.manifest.clone();
         let mut gone: Vec<ManifestEntry> = next.base.take().into_iter().collect();
-        let keep = next.incrs.pop();
+        let keep = if keep_incr { next.incrs.pop() } else { None };
         gone.append(&mut next.incrs);
         gone.append(&mut next.history);
         next.base = Some(ManifestEntry {
@@ -712,7 +719,6 @@ impl Aof {
             .map_or(0, |m| m.len());
         f.base_size = bytes.len() as u64;
         f.size = f.base_size + incr;
-        let _ = now;
         Ok(())
     }
 
@@ -737,6 +743,9 @@ impl Aof {
 }
 
 const FSYNC_FAILED: &str = "fsync failed";
+
+/// The rewrite's reason when `appendonly yes` is set at run time (Redis's log word).
+const ENABLING: &str = "AOF enabling";
 
 /// The data set as the rewrite commands (`ferrocluster_dataplane::aof::AofWriter`, each key
 /// then its `PEXPIREAT`), a `SELECT` before each database: a `.base.aof`.
@@ -792,13 +801,22 @@ fn write_commands(state: &State, now: u64) -> Result<Vec<u8>, String> {
 pub fn start_rewrite(shared: &Arc<Shared>, state: &State, why: &str) -> Result<(), String> {
     let aof = Arc::clone(&shared.aof);
     let now = unix_ms();
+    // With the AOF off, a rewrite writes a base only (redis-server 7.0.15: the manifest lists
+    // the base alone); turning it on opens the first incremental file.
+    let keep_incr = aof.is_on() || why == ENABLING;
     let snapshot = {
         let mut f = aof.file.lock();
         if f.rewrite_started_ms.is_some() {
             return Err(REWRITE_IN_PROGRESS.into());
         }
         f.last_try_ms = now;
-        if let Err(e) = aof.open_new_incr(&mut f, why) {
+        let opened = if keep_incr {
+            aof.open_new_incr(&mut f, why)
+        } else {
+            std::fs::create_dir_all(&aof.dir)
+                .map_err(|e| format!("can't create the AOF directory {}: {e}", aof.dir.display()))
+        };
+        if let Err(e) = opened {
             f.last_rewrite_failed = true;
             f.consecutive_failures += 1;
             tracing::warn!("Background append only file rewriting failed: {e}");
@@ -822,7 +840,7 @@ pub fn start_rewrite(shared: &Arc<Shared>, state: &State, why: &str) -> Result<(
         .name("aof-rewrite".into())
         .spawn(move || {
             let (bytes, rdb) = snapshot;
-            let r = a2.install_base(&bytes, rdb, unix_ms());
+            let r = a2.install_base(&bytes, rdb, keep_incr);
             a2.finish_rewrite(r, unix_ms());
         });
     if let Err(e) = spawned {
@@ -855,18 +873,19 @@ pub fn set_enabled(shared: &Arc<Shared>, state: &State, on: bool) -> Result<(), 
         return Ok(());
     }
     if on {
-        return start_rewrite(shared, state, "AOF enabling");
+        return start_rewrite(shared, state, ENABLING);
     }
     let _ = aof.sync_all();
     let mut f = aof.file.lock();
     f.out = None;
     aof.buf.lock().on = false;
+    aof.on.store(false, Ordering::Release);
     Ok(())
 }
 
 /// The automatic rewrite (Redis `serverCron`): when the AOF grew by
 /// `auto-aof-rewrite-percentage` over its base and is above `auto-aof-rewrite-min-size`.
-pub fn cron(shared: &Arc<Shared>, state: &State, opts: &AofOptions) {
+pub fn cron(shared: &Arc<Shared>, opts: &AofOptions) {
     let aof = &shared.aof;
     if opts.rewrite_percentage == 0 || !aof.is_on() {
         return;
@@ -887,7 +906,8 @@ pub fn cron(shared: &Arc<Shared>, state: &State, opts: &AofOptions) {
     let growth = (size * 100 / base).saturating_sub(100);
     if growth >= opts.rewrite_percentage {
         tracing::info!("Starting automatic rewriting of AOF on {growth}% growth");
-        let _ = start_rewrite(shared, state, "background rewrite");
+        let st = shared.state.lock();
+        let _ = start_rewrite(shared, &st, "background rewrite");
     }
 }
 
@@ -1120,6 +1140,7 @@ pub fn open_at_start(shared: &Shared) -> Result<(), String> {
     f.out = Some(out);
     let mut b = aof.buf.lock();
     b.on = true;
+    aof.on.store(true, Ordering::Release);
     b.db = None;
     Ok(())
 }
@@ -1156,9 +1177,7 @@ pub fn spawn_thread(shared: Arc<Shared>) -> std::io::Result<()> {
                     last_fsync = now;
                     shared.aof.background_fsync();
                 }
-                let opts = shared.aof.options();
-                let st = shared.state.lock();
-                cron(&shared, &st, &opts);
+                cron(&shared, &shared.aof.options());
             }
         })?;
     Ok(())

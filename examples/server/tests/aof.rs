@@ -487,6 +487,19 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
         c.cmd_s(&["CONFIG", "GET", "appendfsync"]),
         "*2\r\n$11\r\nappendfsync\r\n$8\r\neverysec\r\n"
     );
+    // With the AOF off a rewrite writes a base only, as redis-server 7.0.15 does.
+    assert_eq!(
+        c.cmd_s(&["BGREWRITEAOF"]),
+        "+Background append only file rewriting started\r\n"
+    );
+    common::wait_until(Duration::from_secs(20), "rewrite done", || {
+        info_field(port, "aof_rewrite_in_progress") == "0"
+    });
+    assert_eq!(
+        std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap(),
+        "file appendonly.aof.1.base.rdb seq 1 type b\n"
+    );
+    assert_eq!(info_field(port, "aof_enabled"), "0");
     assert_eq!(c.cmd_s(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SET", "after", "2"]), "+OK\r\n");
     common::wait_until(Duration::from_secs(20), "rewrite done", || {
@@ -495,7 +508,11 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
     assert_eq!(info_field(port, "aof_enabled"), "1");
     assert_eq!(info_field(port, "aof_last_bgrewrite_status"), "ok");
     assert_eq!(info_field(port, "aof_last_write_status"), "ok");
-    assert_eq!(info_field(port, "aof_rewrites"), "1");
+    assert_eq!(info_field(port, "aof_rewrites"), "2");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap(),
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
     let size: u64 = info_field(port, "aof_current_size").parse().unwrap();
     let base: u64 = info_field(port, "aof_base_size").parse().unwrap();
     let d = dir.join("appendonlydir");
@@ -508,7 +525,7 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
     assert_eq!(size, on_disk);
     assert_eq!(
         base,
-        std::fs::metadata(d.join("appendonly.aof.1.base.rdb"))
+        std::fs::metadata(d.join("appendonly.aof.2.base.rdb"))
             .unwrap()
             .len()
     );

@@ -80,7 +80,7 @@ impl Fsync {
             "always" => Ok(Fsync::Always),
             "everysec" => Ok(Fsync::Everysec),
             "no" => Ok(Fsync::No),
-            _ => Err("argument(s) must be one of the following: always, everysec, no".into()),
+            _ => Err("argument(s) must be one of the following: everysec, always, no".into()),
         }
     }
 
@@ -626,6 +626,11 @@ impl Aof {
     /// one appended to; the buffer is written to the old one first. Appending is on after.
     fn open_new_incr(&self, f: &mut FileSide, why: &str) -> Result<(), String> {
         self.write_locked(f, false)?;
+        // Bytes that could not be written belong before the new file: a rewrite now would put
+        // them after a base that already holds their effect.
+        if let Some(e) = &f.write_err {
+            return Err(format!("the AOF can't be written: {e}"));
+        }
         if let Some(old) = f.out.as_mut() {
             old.sync()
                 .map_err(|e| format!("can't fsync the AOF file: {e}"))?;
@@ -1037,6 +1042,14 @@ fn load_commands(
             Ok(Some(Item::Command(c))) => {
                 let start = pos;
                 pos += c.raw.len();
+                let cmd = c.argv.first().map(Vec::as_slice).unwrap_or_default();
+                if crate::table::lookup(&cmd.to_ascii_lowercase()).is_none() {
+                    // Redis `loadSingleAppendOnlyFile`'s refusal.
+                    return Err(format!(
+                        "Unknown command '{}' reading the append only file {name} (offset {start})",
+                        String::from_utf8_lossy(cmd)
+                    ));
+                }
                 let is = |n: &str| {
                     c.argv
                         .first()
@@ -1282,9 +1295,12 @@ mod tests {
             aof.write_denied().as_deref(),
             Some("MISCONF Errors writing to the AOF file: No space left on device (os error 28)")
         );
-        // Still full: nothing changes, nothing is lost.
+        // Still full: nothing changes, nothing is lost, and no rewrite starts (the buffered
+        // bytes must land before a new base).
         aof.flush().unwrap();
         assert_eq!(incr(&aof), good);
+        let e = aof.open_new_incr(&mut aof.file.lock(), "test").unwrap_err();
+        assert!(e.starts_with("the AOF can't be written"), "{e}");
         faults.lock().unwrap().enospc = false;
         aof.append(0, &[b"SET", b"c", b"3"]);
         aof.flush().unwrap();

@@ -1249,7 +1249,7 @@ mod tests {
         let e = parse_args(&args("--appendfsync sometimes"), no_file).unwrap_err();
         assert_eq!(
             e.reason,
-            "argument(s) must be one of the following: always, everysec, no"
+            "argument(s) must be one of the following: everysec, always, no"
         );
         let e = parse_args(&args("--cluster-slot-stats-enabled yes"), no_file).unwrap_err();
         assert!(e.reason.ends_with("; only no is accepted"), "{e}");

@@ -487,6 +487,30 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
         c.cmd_s(&["CONFIG", "GET", "appendfsync"]),
         "*2\r\n$11\r\nappendfsync\r\n$8\r\neverysec\r\n"
     );
+    // redis-server 7.0.15's and valkey-server 9.1.2's texts.
+    for (name, value, why) in [
+        (
+            "appendfsync",
+            "x",
+            "argument(s) must be one of the following: everysec, always, no",
+        ),
+        ("appenddirname", "x", "can't set immutable config"),
+        ("appendfilename", "x", "can't set immutable config"),
+        (
+            "auto-aof-rewrite-percentage",
+            "-1",
+            "argument must be between 0 and 2147483647 inclusive",
+        ),
+    ] {
+        assert_eq!(
+            c.cmd_s(&["CONFIG", "SET", name, value]),
+            format!("-ERR CONFIG SET failed (possibly related to argument '{name}') - {why}\r\n")
+        );
+    }
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "GET", "auto-aof-rewrite-min-size"]),
+        "*2\r\n$25\r\nauto-aof-rewrite-min-size\r\n$8\r\n67108864\r\n"
+    );
     // With the AOF off a rewrite writes a base only, as redis-server 7.0.15 does.
     assert_eq!(
         c.cmd_s(&["BGREWRITEAOF"]),

@@ -743,6 +743,12 @@ pub static OPTIONS: &[Opt] = &[
     bool_opt!("aof-use-rdb-preamble", None, mutable: true, aof.use_rdb_preamble),
     bool_opt!("aof-load-truncated", None, mutable: true, aof.load_truncated),
     int_opt!("auto-aof-rewrite-percentage", None, mutable: true, 0, INT_MAX, aof.rewrite_percentage),
+    bool_opt!("no-appendfsync-on-rewrite", None, mutable: true, aof.no_fsync_on_rewrite),
+    bool_opt!("aof-rewrite-incremental-fsync", None, mutable: true, aof.rewrite_incremental_fsync),
+    opt!("aof-timestamp-enabled", None, mutable: true, get: |_| "no".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        only_default(yes_no(on).as_str(), "no", "ferrocluster-server writes no AOF timestamp annotations")
+    }),
     opt!("auto-aof-rewrite-min-size", None, mutable: true, get: |c| c.aof.rewrite_min_size.to_string(), set: |c, v| {
         c.aof.rewrite_min_size = parse_memory(v)? as u64;
         Ok(())
@@ -1246,6 +1252,17 @@ mod tests {
             server(parse_args(&args("--appendonly yes --appendfsync always"), no_file).unwrap());
         assert!(c.aof.enabled);
         assert_eq!(c.aof.fsync, crate::aof::Fsync::Always);
+        // The AOF lines of redis-server 7.0's redis.conf.
+        let c = server(
+            parse_args(
+                &args("--no-appendfsync-on-rewrite no --aof-rewrite-incremental-fsync yes --aof-timestamp-enabled no --aof-load-truncated yes --aof-use-rdb-preamble yes --auto-aof-rewrite-min-size 64mb"),
+                no_file,
+            )
+            .unwrap(),
+        );
+        assert_eq!(c.aof, crate::aof::AofOptions::default());
+        let e = parse_args(&args("--aof-timestamp-enabled yes"), no_file).unwrap_err();
+        assert!(e.reason.ends_with("; only no is accepted"), "{e}");
         let e = parse_args(&args("--appendfsync sometimes"), no_file).unwrap_err();
         assert_eq!(
             e.reason,

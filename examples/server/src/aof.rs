@@ -964,6 +964,34 @@ pub fn load_at_start(shared: &Shared, load_truncated: bool) -> Result<bool, Stri
     let manifest = Manifest::parse(&text).map_err(|e| format!("{e} ({})", mpath.display()))?;
     let started = std::time::Instant::now();
     let mut st = shared.state.lock();
+    st.repl.loading_aof = true;
+    let loaded = load_files(shared, &mut st, &manifest, load_truncated);
+    st.repl.loading_aof = false;
+    let (size, base_size) = loaded?;
+    st.persist.dirty = 0;
+    st.persist.loaded_keys = (0..st.kv.databases())
+        .map(|d| st.kv.dbsize(d).unwrap_or(0))
+        .sum();
+    drop(st);
+    tracing::info!(
+        "DB loaded from append only file: {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    let mut f = shared.aof.file.lock();
+    f.manifest = manifest;
+    f.size = size;
+    f.base_size = base_size;
+    Ok(true)
+}
+
+/// The manifest's base and incremental files, in order: (bytes kept, base bytes).
+fn load_files(
+    shared: &Shared,
+    st: &mut State,
+    manifest: &Manifest,
+    load_truncated: bool,
+) -> Result<(u64, u64), String> {
+    let aof = &shared.aof;
     let mut files: Vec<&ManifestEntry> = manifest.base.iter().collect();
     files.extend(manifest.incrs.iter());
     let last = files.len() - 1;
@@ -981,12 +1009,12 @@ pub fn load_at_start(shared: &Shared, load_truncated: bool) -> Result<bool, Stri
         let is_base = e.kind == FileType::Base;
         let kept = if bytes.starts_with(b"REDIS") {
             tracing::info!("Reading RDB base file on AOF loading...");
-            load_rdb(&mut st, &bytes, &e.name)?;
+            load_rdb(st, &bytes, &e.name)?;
             bytes.len()
         } else {
             load_commands(
                 shared,
-                &mut st,
+                st,
                 &bytes,
                 &e.name,
                 i == last && load_truncated,
@@ -1012,20 +1040,7 @@ pub fn load_at_start(shared: &Shared, load_truncated: bool) -> Result<bool, Stri
             t.elapsed().as_secs_f64()
         );
     }
-    st.persist.dirty = 0;
-    st.persist.loaded_keys = (0..st.kv.databases())
-        .map(|d| st.kv.dbsize(d).unwrap_or(0))
-        .sum();
-    drop(st);
-    tracing::info!(
-        "DB loaded from append only file: {:.3} seconds",
-        started.elapsed().as_secs_f64()
-    );
-    let mut f = aof.file.lock();
-    f.manifest = manifest;
-    f.size = size;
-    f.base_size = base_size;
-    Ok(true)
+    Ok((size, base_size))
 }
 
 fn load_rdb(st: &mut State, bytes: &[u8], name: &str) -> Result<(), String> {

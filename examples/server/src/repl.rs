@@ -106,6 +106,9 @@ pub struct ReplState {
     pub stats: SyncStats,
     /// The AOF fed from the same point as the stream (`crate::aof`; set at start).
     pub aof: Option<Arc<crate::aof::Aof>>,
+    /// The AOF is being loaded at start: its commands enter no stream (Redis propagates
+    /// nothing while loading).
+    pub loading_aof: bool,
 }
 
 impl ReplState {
@@ -129,6 +132,7 @@ impl ReplState {
             primary: None,
             stats: SyncStats::default(),
             aof: None,
+            loading_aof: false,
         })
     }
 
@@ -195,7 +199,7 @@ impl ReplState {
 
     /// Appends to the stream only (commands for replicas only: `CLUSTER SETSLOT`, `SYNCSLOTS`).
     fn feed_stream(&mut self, db: usize, parts: &[&[u8]], now: u64) {
-        if self.engine.is_replica() {
+        if self.engine.is_replica() || self.loading_aof {
             return;
         }
         if let Err(e) = self.engine.feed(db as u32, parts, Millis(now)) {

@@ -554,9 +554,11 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
             .len()
     );
     kill9(node);
-    // Loaded from the AOF (not from an RDB: there is none, `save ""`).
+    // Loaded from the AOF (not from an RDB: there is none, `save ""`); its commands entered
+    // no replication stream.
     let node = spawn_ours(&dir, port, &["--appendonly", "yes"]);
     let mut c = Client::connect(port);
+    assert!(bulk_text(&c.cmd(&["INFO", "replication"])).contains("master_repl_offset:0\r\n"));
     assert_eq!(
         c.cmd_s(&["MGET", "before", "after"]),
         "*2\r\n$1\r\n1\r\n$1\r\n2\r\n"

@@ -650,6 +650,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("persistence") {
         text.push_str(&state.persist.info_section(state.repl.loading(), now));
+        text.push_str(&shared.aof.info_lines(now));
         text.push_str("\r\n");
     }
     if want("stats") {
@@ -767,6 +768,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     (c.slowlog_log_slower_than, c.slowlog_max_len) = state.slowlog.limits();
     c.latency_monitor_threshold = state.latency.threshold();
     c.save = state.persist.points.clone();
+    c.aof = shared.aof.options();
     c.timeout_s = shared
         .idle_timeout_s
         .load(std::sync::atomic::Ordering::Relaxed);
@@ -912,6 +914,16 @@ fn config_set(
         .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
     state.latency.set_threshold(next.latency_monitor_threshold);
     state.persist.points = next.save.clone();
+    if next.aof != before.aof {
+        shared.aof.set_options(&next.aof);
+        if next.aof.enabled != before.aof.enabled {
+            let me = shared
+                .arc()
+                .ok_or_else(|| failed("appendonly".into(), "not started".into()))?;
+            crate::aof::set_enabled(&me, state, next.aof.enabled)
+                .map_err(|e| failed("appendonly".into(), e))?;
+        }
+    }
     shared
         .idle_timeout_s
         .store(next.timeout_s, std::sync::atomic::Ordering::Relaxed);

@@ -355,6 +355,18 @@ pub fn run(
             }
         }
     };
+    // Redis `processCommand`: while the AOF cannot be written, a primary refuses writes (and
+    // PING) from clients with `-MISCONF` (`writeCommandsDeniedByDiskError`).
+    if (spec.is_write() || spec.cmd == Cmd::Ping)
+        && client.io_thread != usize::MAX
+        && !client.is_replica_link
+        && !state.repl.is_replica()
+    {
+        if let Some(e) = shared.aof.write_denied() {
+            out.error(&e);
+            return Flow::Continue;
+        }
+    }
     state.commands_processed += 1;
     let before = out.buf.len();
     let db = client.db;
@@ -588,6 +600,18 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
             Ok(()) => ctx.out.ok(),
             Err(e) => ctx.out.error(&e),
         },
+        Cmd::Bgrewriteaof => {
+            let started = shared
+                .arc()
+                .ok_or_else(|| {
+                    "ERR Background append only file rewriting failed to start".to_string()
+                })
+                .and_then(|me| crate::aof::bgrewriteaof(&me, ctx.state));
+            match started {
+                Ok(text) => ctx.out.simple(text),
+                Err(e) => ctx.out.error(&e),
+            }
+        }
         Cmd::Bgsave => {
             let schedule = args.len() == 2 && eq(args.get(1), "schedule");
             if args.len() > 2 || (args.len() == 2 && !schedule) {

@@ -157,6 +157,9 @@ pub struct Config {
     pub save: Vec<crate::persist::SavePoint>,
     /// `dbfilename`: the RDB file in `dir`. Default `dump.rdb`.
     pub dbfilename: String,
+    /// The AOF directives (`appendonly`, `appendfilename`, `appenddirname`, `appendfsync`,
+    /// `aof-use-rdb-preamble`, `aof-load-truncated`, `auto-aof-rewrite-*`; `crate::aof`).
+    pub aof: crate::aof::AofOptions,
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
@@ -263,6 +266,7 @@ impl Default for Config {
             latency_monitor_threshold: 0,
             save: crate::persist::default_save_points(),
             dbfilename: "dump.rdb".into(),
+            aof: crate::aof::AofOptions::default(),
             limits: crate::types::Limits::default(),
             repl: ReplOptions::default(),
         }
@@ -723,9 +727,31 @@ pub static OPTIONS: &[Opt] = &[
         c.dbfilename = v.to_string();
         Ok(())
     }),
-    opt!("appendonly", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+    bool_opt!("appendonly", None, mutable: true, aof.enabled),
+    opt!("appendfilename", None, mutable: false, get: |c| c.aof.filename.clone(), set: |c, v| {
+        c.aof.filename = crate::aof::valid_name(v, "appendfilename")?;
+        Ok(())
+    }),
+    opt!("appenddirname", None, mutable: false, get: |c| c.aof.dirname.clone(), set: |c, v| {
+        c.aof.dirname = crate::aof::valid_name(v, "appenddirname")?;
+        Ok(())
+    }),
+    opt!("appendfsync", None, mutable: true, get: |c| c.aof.fsync.name().into(), set: |c, v| {
+        c.aof.fsync = crate::aof::Fsync::parse(v)?;
+        Ok(())
+    }),
+    bool_opt!("aof-use-rdb-preamble", None, mutable: true, aof.use_rdb_preamble),
+    bool_opt!("aof-load-truncated", None, mutable: true, aof.load_truncated),
+    int_opt!("auto-aof-rewrite-percentage", None, mutable: true, 0, INT_MAX, aof.rewrite_percentage),
+    bool_opt!("no-appendfsync-on-rewrite", None, mutable: true, aof.no_fsync_on_rewrite),
+    bool_opt!("aof-rewrite-incremental-fsync", None, mutable: true, aof.rewrite_incremental_fsync),
+    opt!("aof-timestamp-enabled", None, mutable: true, get: |_| "no".into(), set: |_, v| {
         let on = parse_bool(v)?;
-        only_default(yes_no(on).as_str(), "no", "ferrocluster-server has no append-only file")
+        only_default(yes_no(on).as_str(), "no", "ferrocluster-server writes no AOF timestamp annotations")
+    }),
+    opt!("auto-aof-rewrite-min-size", None, mutable: true, get: |c| c.aof.rewrite_min_size.to_string(), set: |c, v| {
+        c.aof.rewrite_min_size = parse_memory(v)? as u64;
+        Ok(())
     }),
     opt!("maxmemory", None, mutable: true, get: |_| "0".into(), set: |_, v| {
         let n = parse_memory(v)?;
@@ -1222,11 +1248,25 @@ mod tests {
 
     #[test]
     fn options_without_effect_here_take_only_their_default() {
-        assert!(parse_args(&args("--appendonly no"), no_file).is_ok());
-        let e = parse_args(&args("--appendonly yes"), no_file).unwrap_err();
+        let c =
+            server(parse_args(&args("--appendonly yes --appendfsync always"), no_file).unwrap());
+        assert!(c.aof.enabled);
+        assert_eq!(c.aof.fsync, crate::aof::Fsync::Always);
+        // The AOF lines of redis-server 7.0's redis.conf.
+        let c = server(
+            parse_args(
+                &args("--no-appendfsync-on-rewrite no --aof-rewrite-incremental-fsync yes --aof-timestamp-enabled no --aof-load-truncated yes --aof-use-rdb-preamble yes --auto-aof-rewrite-min-size 64mb"),
+                no_file,
+            )
+            .unwrap(),
+        );
+        assert_eq!(c.aof, crate::aof::AofOptions::default());
+        let e = parse_args(&args("--aof-timestamp-enabled yes"), no_file).unwrap_err();
+        assert!(e.reason.ends_with("; only no is accepted"), "{e}");
+        let e = parse_args(&args("--appendfsync sometimes"), no_file).unwrap_err();
         assert_eq!(
             e.reason,
-            "ferrocluster-server has no append-only file; only no is accepted"
+            "argument(s) must be one of the following: everysec, always, no"
         );
         let e = parse_args(&args("--cluster-slot-stats-enabled yes"), no_file).unwrap_err();
         assert!(e.reason.ends_with("; only no is accepted"), "{e}");

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod admin;
+mod aof;
 mod blocking;
 mod client;
 mod clients;
@@ -22,6 +23,7 @@ mod cmd;
 mod commands;
 mod config;
 mod demo;
+mod fsio;
 mod latency;
 mod legacy;
 mod logline;
@@ -137,7 +139,15 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
         }
     }
     // The data set on disk first: no client sees the keyspace before it is loaded.
-    persist::load_at_start(&shared)?;
+    // With `appendonly yes` the AOF is loaded, not the RDB (Redis `loadDataFromDisk`).
+    if shared.config.aof.enabled {
+        aof::load_at_start(&shared, shared.config.aof.load_truncated)?;
+        aof::open_at_start(&shared)?;
+    } else {
+        persist::load_at_start(&shared)?;
+    }
+    aof::spawn_thread(Arc::clone(&shared))
+        .map_err(|e| format!("can't start the AOF thread: {e}"))?;
     let io = net::spawn_io_threads(&shared).map_err(|e| format!("can't start I/O threads: {e}"))?;
     let _ = shared.io.set(io.clone());
     if shared.config.cluster_enabled {

@@ -669,6 +669,11 @@ impl IoThread {
     }
 
     fn flush_all(&mut self) {
+        // The AOF first: no reply of this turn leaves before its write is in the file (and,
+        // with `appendfsync always`, fsynced): Redis's `beforeSleep` order.
+        if let Err(e) = self.shared.aof.flush() {
+            crate::aof::exit_fatal(&e);
+        }
         let mut list = std::mem::take(&mut self.to_write);
         list.sort_unstable();
         list.dedup();

@@ -19,10 +19,10 @@
 //! Left out: the snapshot is taken under the state lock (writes wait while it is serialized,
 //! about 0.5 s per million small keys; Redis forks instead); `changes` counts write commands
 //! that succeeded (Redis counts modified keys: an MSET of ten keys is one change here, ten
-//! there); SHUTDOWN does not wait for replicas to catch up (`shutdown-timeout`); no AOF.
+//! there); SHUTDOWN does not wait for replicas to catch up (`shutdown-timeout`). The AOF is
+//! `crate::aof`.
 
 use crate::server::{unix_ms, Shared, State};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One `save` point: save when at least `changes` writes happened in `seconds`.
@@ -115,7 +115,7 @@ impl Persistence {
     /// INFO `persistence` lines; `loading`: a replica is loading its primary's RDB.
     pub fn info_section(&self, loading: bool, now_ms: u64) -> String {
         format!(
-            "# Persistence\r\nloading:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\n",
+            "# Persistence\r\nloading:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
             u8::from(loading),
             self.dirty,
             u8::from(self.bgsave_started_ms.is_some()),
@@ -146,20 +146,33 @@ fn snapshot(state: &State, now: u64) -> Result<Vec<u8>, String> {
 /// # Errors
 /// The failed step and the OS error.
 pub fn write_atomically(path: &Path, bytes: &[u8], tmp_name: &str) -> Result<(), String> {
+    write_atomically_on(&crate::fsio::OsDisk, path, bytes, tmp_name)
+}
+
+/// [`write_atomically`] through the file layer `disk` (`crate::fsio`: the AOF's manifest and
+/// base files, fault injection in tests).
+///
+/// # Errors
+/// The failed step and the OS error; the temporary file is removed.
+pub fn write_atomically_on(
+    disk: &dyn crate::fsio::Disk,
+    path: &Path,
+    bytes: &[u8],
+    tmp_name: &str,
+) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(tmp_name);
     let fail = |what: &str, e: std::io::Error| {
         let _ = std::fs::remove_file(&tmp);
         format!("{what} {}: {e}", tmp.display())
     };
-    let mut f = std::fs::File::create(&tmp).map_err(|e| fail("can't create", e))?;
-    f.write_all(bytes).map_err(|e| fail("can't write", e))?;
-    f.sync_all().map_err(|e| fail("can't fsync", e))?;
+    let mut f = disk.create(&tmp).map_err(|e| fail("can't create", e))?;
+    crate::fsio::write_all(f.as_mut(), bytes).map_err(|(_, e)| fail("can't write", e))?;
+    f.sync().map_err(|e| fail("can't fsync", e))?;
     drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| fail("can't rename", e))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    disk.rename(&tmp, path)
+        .map_err(|e| fail("can't rename", e))?;
+    let _ = disk.sync_dir(dir);
     Ok(())
 }
 
@@ -358,6 +371,11 @@ pub fn save_for_shutdown(
 /// Ends the process after a shutdown's save (redis-server's last lines: the pidfile removed,
 /// then "ready to exit").
 pub fn exit_now(shared: &Shared) -> ! {
+    if shared.aof.is_on() {
+        if let Err(e) = shared.aof.sync_all() {
+            tracing::warn!("Error writing the AOF before exiting: {e}");
+        }
+    }
     if let Some(p) = &shared.config.pidfile {
         tracing::info!("Removing the pid file.");
         let _ = std::fs::remove_file(p);
@@ -418,6 +436,29 @@ mod tests {
         write_atomically(&path, b"first", "t.rdb").unwrap();
         write_atomically(&path, b"second", "t.rdb").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_full_disk_or_a_failed_fsync_leaves_the_old_file_whole() {
+        let dir = std::env::temp_dir().join(format!("fc-persist-fault-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dump.rdb");
+        write_atomically(&path, b"old", "t.rdb").unwrap();
+        let disk = crate::fsio::FaultDisk::default();
+        disk.faults.lock().unwrap().short_write = Some(2);
+        let e = write_atomically_on(&disk, &path, b"newer data", "t.rdb").unwrap_err();
+        assert!(
+            e.starts_with("can't write") && e.contains("No space left on device"),
+            "{e}"
+        );
+        disk.faults.lock().unwrap().enospc = false;
+        disk.faults.lock().unwrap().fail_fsync = true;
+        let e = write_atomically_on(&disk, &path, b"newer data", "t.rdb").unwrap_err();
+        assert!(e.starts_with("can't fsync"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file left");
         let _ = std::fs::remove_dir_all(&dir);

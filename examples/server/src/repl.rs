@@ -30,8 +30,11 @@
 //!   partially with us; `ReplicateFrom` keeps our history cached so a sibling promoted by a
 //!   failover accepts a partial resync.
 //!
-//! The replid and offset are not saved across a restart (no persistence of the data set
-//! yet): a restarted node starts a new history and its replicas resync fully.
+//! The replid and offset are not saved across a restart: a restarted node starts a new
+//! history and its replicas resync fully.
+//!
+//! The AOF (`crate::aof`) is fed at the same point as the stream ([`ReplState`]'s feed), with
+//! the same effects, on both roles.
 
 use crate::client::{Args, ClientCtx, Delivery};
 use crate::resp::Out;
@@ -101,6 +104,11 @@ pub struct ReplState {
     primary: Option<PrimaryAddr>,
     /// INFO stats counters.
     pub stats: SyncStats,
+    /// The AOF fed from the same point as the stream (`crate::aof`; set at start).
+    pub aof: Option<Arc<crate::aof::Aof>>,
+    /// The AOF is being loaded at start: its commands enter no stream (Redis propagates
+    /// nothing while loading).
+    pub loading_aof: bool,
 }
 
 impl ReplState {
@@ -123,6 +131,8 @@ impl ReplState {
             applier: None,
             primary: None,
             stats: SyncStats::default(),
+            aof: None,
+            loading_aof: false,
         })
     }
 
@@ -173,10 +183,23 @@ impl ReplState {
         s
     }
 
-    /// Appends a command to the stream as a primary (no-op on a replica: the engine proxies
-    /// its primary's stream).
+    /// Whether writes are appended to the AOF.
+    fn aof_on(&self) -> bool {
+        self.aof.as_ref().is_some_and(|a| a.is_on())
+    }
+
+    /// Appends a command to the AOF (both roles: a replica's is what it applies) and to the
+    /// stream as a primary (no-op on a replica: the engine proxies its primary's stream).
     fn feed(&mut self, db: usize, parts: &[&[u8]], now: u64) {
-        if self.engine.is_replica() {
+        if let Some(a) = &self.aof {
+            a.append(db as u32, parts);
+        }
+        self.feed_stream(db, parts, now);
+    }
+
+    /// Appends to the stream only (commands for replicas only: `CLUSTER SETSLOT`, `SYNCSLOTS`).
+    fn feed_stream(&mut self, db: usize, parts: &[&[u8]], now: u64) {
+        if self.engine.is_replica() || self.loading_aof {
             return;
         }
         if let Err(e) = self.engine.feed(db as u32, parts, Millis(now)) {
@@ -190,12 +213,13 @@ impl ReplState {
 pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now: u64) {
     let to_repl = !state.repl.is_replica();
     let to_asm = state.migr.forwarding();
-    if !to_repl && !to_asm {
+    let to_aof = state.repl.aof_on();
+    if !to_repl && !to_asm && !to_aof {
         return;
     }
     match spec.cmd {
         Cmd::Flushdb | Cmd::Flushall | Cmd::Swapdb | Cmd::Debug => {
-            if to_repl {
+            if to_repl || to_aof {
                 let parts: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
                 state.repl.feed(db, &parts, now);
             }
@@ -226,7 +250,7 @@ pub fn propagate_dels(state: &mut State, db: usize, keys: &[&[u8]]) {
 /// `CLUSTER SETSLOT`, which replicas apply as coming from their primary). It touches no
 /// database; the engine may put a `SELECT` before it, which changes nothing.
 pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
-    state.repl.feed(0, parts, unix_ms());
+    state.repl.feed_stream(0, parts, unix_ms());
 }
 
 /// Deletes every key of `slots` (all databases), sending the DELs to the replicas: myself
@@ -239,7 +263,8 @@ pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -
         if state.kv.count_keys_in_slot_all_dbs(slot) == 0 {
             continue;
         }
-        if !state.repl.is_replica() {
+        // The DELs go to the AOF on both roles (it must mirror the keyspace).
+        if !state.repl.is_replica() || state.repl.aof_on() {
             for db in 0..state.kv.databases() {
                 let n = state.kv.count_keys_in_slot(db, slot).unwrap_or(0) as usize;
                 if n == 0 {
@@ -357,6 +382,7 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
                 keys,
                 "replication: full copy (RDB) from the primary loaded, streaming"
             );
+            crate::aof::after_full_sync(shared, state);
         }
         Output::RdbAbort => {
             r.loader = None;
@@ -443,7 +469,9 @@ fn apply(shared: &Shared, state: &mut State, db: u32, argv: &[Vec<u8>]) {
     state.repl.applier = Some((ctx, at));
 }
 
-fn run_argv(
+/// Runs one command given as its parts without routing or reply (the stream's applier, the
+/// AOF loader).
+pub fn run_argv(
     shared: &Shared,
     state: &mut State,
     ctx: &mut ClientCtx,

@@ -253,6 +253,8 @@ pub struct Shared {
     pub start_ms: u64,
     /// Random 40-hex run id (INFO `run_id`).
     pub run_id: String,
+    /// The append-only file (`crate::aof`).
+    pub aof: Arc<crate::aof::Aof>,
     next_client_id: AtomicU64,
 }
 
@@ -277,15 +279,20 @@ impl Shared {
         let run_id = random_hex(&mut seed_rng);
         let clients = crate::net::ClientGate::new(config.maxclients);
         let idle_timeout_s = config.timeout_s;
+        let aof = Arc::new(crate::aof::Aof::new(
+            Arc::new(crate::fsio::OsDisk),
+            &config.dir,
+            &config.aof,
+        ));
+        let mut repl =
+            crate::repl::ReplState::new(repl_cfg, rand_core::RngCore::next_u64(&mut seed_rng))?;
+        repl.aof = Some(Arc::clone(&aof));
         Ok(Shared {
             state: Mutex::new(State {
                 kv,
                 rng: ChaCha8Rng::seed_from_u64(now),
                 cluster,
-                repl: crate::repl::ReplState::new(
-                    repl_cfg,
-                    rand_core::RngCore::next_u64(&mut seed_rng),
-                )?,
+                repl,
                 commands_processed: 0,
                 expired_keys: 0,
                 keyspace_hits: 0,
@@ -315,6 +322,7 @@ impl Shared {
             clients,
             start_ms: now,
             run_id,
+            aof,
             next_client_id: AtomicU64::new(1),
         })
     }

@@ -47,6 +47,7 @@ pub enum Cmd {
     Latency,
     Save,
     Bgsave,
+    Bgrewriteaof,
     Shutdown,
     // Transactions.
     Multi,
@@ -259,6 +260,7 @@ pub const SERVED: &[(&str, Cmd)] = &[
     ("append", Cmd::Append),
     ("asking", Cmd::Asking),
     ("auth", Cmd::Auth),
+    ("bgrewriteaof", Cmd::Bgrewriteaof),
     ("bgsave", Cmd::Bgsave),
     ("blmove", Cmd::Blmove),
     ("blmpop", Cmd::Blmpop),

@@ -276,6 +276,23 @@ impl RdbValue for Value {
     }
 }
 
+/// The value as the AOF rewrite's commands (a `.base.aof`, `crate::aof`): the data plane's
+/// `AofWriter` forms.
+impl ferrocluster_dataplane::aof::AofValue for Value {
+    fn write_aof(
+        &self,
+        w: ferrocluster_dataplane::aof::AofWriter<'_>,
+    ) -> Result<(), ferrocluster_dataplane::aof::AofError> {
+        match self {
+            Value::Hash(h) => w.hash(h.iter()),
+            Value::Set(s) => w.set(s.iter()),
+            Value::List(l) => w.list(l.iter().map(|e| e.bytes())),
+            Value::SortedSet(z) => w.sorted_set(z.iter(false).map(|(m, s)| (m.bytes(), s))),
+            _ => w.string(self.as_string().unwrap_or_default()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,6 @@ use crate::client::{Args, ClientCtx, Delivery};
 use crate::resp::Out;
 use crate::server::{unix_ms, Shared, State, Value};
 use crossbeam_channel::{Receiver, Sender};
-use ferrocluster_dataplane::aof::{AofError, AofValue, AofWriter};
 use ferrocluster_dataplane::{
     AsmConfig, AsmEvent, AsmOutput, AsmPlane, KeyVisitor, SlotSource, SnapshotMode,
     SnapshotProgress,
@@ -106,21 +105,6 @@ impl MigrState {
     /// Whether write effects must be offered to [`forward`] (an export link is open).
     pub fn forwarding(&self) -> bool {
         !self.exports.is_empty()
-    }
-}
-
-/// How the AOF-rewrite form of the snapshot (and the key states of the slot being read)
-/// reads our values: the same element order as our RDB writer, sorted sets lowest score
-/// first (Valkey's listpack order).
-impl AofValue for Value {
-    fn write_aof(&self, w: AofWriter<'_>) -> Result<(), AofError> {
-        match self {
-            Value::Hash(h) => w.hash(h.iter()),
-            Value::Set(s) => w.set(s.iter()),
-            Value::List(l) => w.list(l.iter().map(|e| e.bytes())),
-            Value::SortedSet(z) => w.sorted_set(z.iter(false).map(|(m, s)| (m.bytes(), s))),
-            _ => w.string(self.as_string().unwrap_or_default()),
-        }
     }
 }
 

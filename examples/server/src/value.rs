@@ -276,8 +276,9 @@ impl RdbValue for Value {
     }
 }
 
-/// The value as the AOF rewrite's commands (a `.base.aof`, `crate::aof`): the data plane's
-/// `AofWriter` forms.
+/// The value as the AOF rewrite's commands: a `.base.aof` (`crate::aof`), and the atomic slot
+/// migration snapshot and the key states of the slot being read (`crate::migrate`). The same
+/// element order as our RDB writer; sorted sets lowest score first (Valkey's listpack order).
 impl ferrocluster_dataplane::aof::AofValue for Value {
     fn write_aof(
         &self,

@@ -27,6 +27,10 @@
 //!   owning the slot, its cluster state is ok and its writes are not paused. The
 //!   acknowledged-write oracle ([`World::has_write`]) checks the value each write left in a
 //!   host's keyspace.
+//! * **Start**: a host running when the [`World`] is made starts its engine then; a host
+//!   whose first start the simulator delays (a staggered preset world,
+//!   [`crate::Sim::new_staggered`]) starts it when the simulator starts the host
+//!   ([`crate::Sim::take_started`]), in the role its nodes.conf gives it.
 //! * **Crashes**: a host's data survives a crash (an fsynced append-only file, with the
 //!   replication ID and offset it was at); a restarted host's engine resumes from them and
 //!   resyncs (partially when its primary's backlog allows).
@@ -632,6 +636,14 @@ impl World {
 
     /// Acts on the node events of the last step: pauses, and re-pointing on role events.
     fn after_sim(&mut self) -> Result<(), Violation> {
+        // A host's delayed first start (a staggered world) ran in the simulator alone: its
+        // engine starts now, in the role its node's nodes.conf gives it, before its node's
+        // start-up events below are acted on.
+        for h in self.sim.take_started() {
+            self.ids[h] = self.sim.id(h);
+            self.repl_start(h)?;
+            self.report(h)?;
+        }
         let evs = self.sim.take_recorded_events();
         if evs.is_empty() {
             return self.asm_check();

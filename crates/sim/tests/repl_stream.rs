@@ -8,7 +8,9 @@
 use ferrocluster_node::{ClusterConfig, EpochEvent, Notice, Output};
 use ferrocluster_sim::failover::agreed_owner;
 use ferrocluster_sim::seed::check_seeds;
-use ferrocluster_sim::{build_world_blocked, ClusterInvariants, Layout, NetConfig, World};
+use ferrocluster_sim::{
+    build_preset_world, build_world_blocked, ClusterInvariants, Layout, NetConfig, World,
+};
 use ferrocluster_slot::SlotSet;
 use std::error::Error;
 
@@ -203,6 +205,56 @@ fn a_restarted_replica_resumes_with_a_partial_resync() {
             for a in w.acked() {
                 ensure(w.has_write(3, a.id), || {
                     format!("write {} missing on host 3", a.id)
+                })?;
+            }
+            Ok(())
+        },
+    );
+}
+
+/// A preset world whose hosts start one after another ([`build_preset_world`], the large
+/// cluster scenarios' builder): every host but host 0 starts after the [`World`] was made,
+/// so its replication engine starts with the simulator's delayed start. Every replica
+/// settles with one full sync, and follows its primary's writes.
+#[test]
+fn replicas_that_start_late_in_a_staggered_preset_world_sync() {
+    check_seeds(
+        "replicas_that_start_late_in_a_staggered_preset_world_sync",
+        [1, 2],
+        |seed| -> Res {
+            let cfg = ClusterConfig {
+                node_timeout_ms: NT,
+                ..ClusterConfig::default()
+            };
+            let l = Layout::uniform(3, 1);
+            let mut w = build_preset_world(
+                seed,
+                cfg,
+                NetConfig::default(),
+                &l,
+                ClusterInvariants::new(),
+                500,
+            )?;
+            for &(r, p) in &l.replicas {
+                ensure(w.synced(r) && w.follows(r) == Some(p), || {
+                    format!("host {r} follows {:?}: {:?}", w.follows(r), w.link(r))
+                })?;
+                ensure(w.sync_counts(r) == (1, 0), || {
+                    format!("host {r} syncs (full, partial): {:?}", w.sync_counts(r))
+                })?;
+            }
+            let slots: Vec<_> = (0..3).map(|i| l.first_slot(i)).collect();
+            w.start_writer(slots, 5);
+            w.run_for(1_000)?;
+            w.stop_writer();
+            w.run_for(500)?;
+            ensure(w.acked().len() > 150, || {
+                format!("{} writes", w.acked().len())
+            })?;
+            for a in w.acked() {
+                let r = l.replicas[a.host].0;
+                ensure(w.has_write(r, a.id), || {
+                    format!("write {} of host {} missing on host {r}", a.id, a.host)
                 })?;
             }
             Ok(())

@@ -203,8 +203,8 @@ pub fn preset_cluster_sim_staggered(
 /// `slave`, the primary's ID, the primary's shard ID, configEpoch 0, no slots); the other
 /// hosts are primaries with configEpoch *i* + 1 sharing the 16384 slots in equal contiguous
 /// ranges, in host order. The IDs are drawn as without replicas (same seed, same IDs). A
-/// replica's data link is the host's to bring up ([`crate::World`] points it at its primary
-/// on its first data cron).
+/// replica's data link is the host's to bring up ([`crate::World`] starts its replication
+/// engine as a replica of its primary when the host starts, [`crate::Sim::take_started`]).
 ///
 /// # Errors
 /// A [`Violation`] of `engine start` if a node started at once refuses its configuration.

@@ -40,9 +40,10 @@
 //!   replays it (`FERROCLUSTER_SIM_SEED=<seed> cargo test -p ferrocluster-sim <test>`).
 //!
 //! * **Data plane** ([`World`], module [`world`]): a [`ClusterSim`] plus what a database
-//!   host does beside the bus — replication from primaries to replicas (a log per host, the
-//!   offset its length, catch-up with link latency, syncs, links that drop with partitions
-//!   and crashes), the replication state reported to every node
+//!   host does beside the bus — a real keyspace per host and replication from primaries to
+//!   replicas with the shipped `ferrocluster_dataplane::Replication` over simulated
+//!   connections (RDB full syncs, partial resyncs from the backlog, links that drop with
+//!   partitions and crashes), the engine's replication state reported to every node
 //!   (`ClusterNode::handle_replication`), write pauses (`Event::PauseWrites`), re-pointing on
 //!   role events, and a client that writes to slots and records acknowledged writes.
 //!   Atomic slot migration runs on it too: the host side of every `MigrationRequest` (data

@@ -258,14 +258,14 @@ pub fn run_schedule(
     })
 }
 
-/// The acknowledged-write oracle: a write acknowledged by a primary is still one of its keys
-/// as long as that primary still owns the slot and nothing allowed it to drop the key. Valkey
-/// Cluster replicates asynchronously, so a failover may lose acknowledged writes (the
-/// promoted replica never got them, §12): the oracle checks the writes whose acknowledging
-/// host is, at the end, up and a primary owning the slot in its own view, and during the run
-/// was never told to replicate (`ReplicateFrom`: a resync replaces its data), to reset
-/// (`ClusterReset`), or to delete the slot's keys (`DeleteSlotKeys`), for slots no migration
-/// named (`migrated`). Returns how many writes it checked.
+/// The acknowledged-write oracle: a write acknowledged by a primary is still one of its keys,
+/// with the value it left (see [`World::has_write`]), as long as that primary still owns the
+/// slot and nothing allowed it to drop the key. Valkey Cluster replicates asynchronously, so
+/// a failover may lose acknowledged writes (the promoted replica never got them, §12): the
+/// oracle checks the writes whose acknowledging host is, at the end, up and a primary owning
+/// the slot in its own view, and during the run was never told to replicate (`ReplicateFrom`:
+/// a resync replaces its data), to reset (`ClusterReset`), or to delete the slot's keys
+/// (`DeleteSlotKeys`), for slots no migration named (`migrated`). Returns how many writes it checked.
 ///
 /// # Errors
 /// The first acknowledged write such a host lacks.
@@ -296,7 +296,7 @@ pub fn check_acked_writes(w: &World, migrated: &SlotSet) -> Result<usize, String
             continue;
         }
         checked += 1;
-        if !w.slot_keys(h, a.slot).contains(&a.id) {
+        if !w.has_write(h, a.id) {
             return Err(format!(
                 "host {h} acknowledged write {} to slot {} at {} (offset {}) and still owns the \
                  slot, but lacks the write",

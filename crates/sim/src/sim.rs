@@ -286,6 +286,8 @@ pub struct Sim<E: Engine> {
     event_outputs: u64,
     auth_frames: Vec<AuthFrame>,
     transmit_tap: Option<TransmitTap<E>>,
+    /// Hosts whose delayed first start ([`Sim::new_staggered`]) ran, not yet taken.
+    started: Vec<usize>,
 }
 
 /// A test's look at every transmit an engine asks for ([`Sim::set_transmit_tap`]): called
@@ -396,6 +398,7 @@ impl<E: Engine> Sim<E> {
             event_outputs: 0,
             auth_frames: Vec::new(),
             transmit_tap: None,
+            started: Vec::new(),
         };
         for i in 0..hosts {
             sim.after_engine_call(i);
@@ -464,6 +467,12 @@ impl<E: Engine> Sim<E> {
     /// Takes the events recorded so far out of the simulator (recording stays as it is).
     pub fn take_recorded_events(&mut self) -> Vec<(Millis, usize, E::Event)> {
         std::mem::take(&mut self.recorded)
+    }
+    /// Takes the hosts whose delayed first start ([`Sim::new_staggered`]) ran since the last
+    /// call, in start order. A host beside the engine (a data plane) starts its own part for
+    /// them: the simulator starts them on its own, not through a call of the driver's.
+    pub fn take_started(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.started)
     }
     /// Every FAILOVER_AUTH_REQUEST and FAILOVER_AUTH_ACK frame transmitted so far, in order.
     pub fn auth_frames(&self) -> &[AuthFrame] {
@@ -917,7 +926,9 @@ impl<E: Engine> Sim<E> {
             } => self.on_fsync(host, incarnation, seq),
             Ev::Start { host } => {
                 // A refusal is recorded as the run's violation and stops it.
-                let _ = self.restart(host);
+                if let Ok(true) = self.restart(host) {
+                    self.started.push(host);
+                }
             }
         }
     }

@@ -1,61 +1,60 @@
-//! The data plane of the simulated hosts: replication, write pauses and a writing client,
-//! beside the cluster bus the [`ClusterSim`] carries.
+//! The data plane of the simulated hosts: a real keyspace, the shipped replication engine,
+//! write pauses and a writing client, beside the cluster bus the [`ClusterSim`] carries.
 //!
 //! A [`World`] owns a [`ClusterSim`] and plays the part of each host that the node leaves to
-//! it (DESIGN.md, the Sans-IO contract): it replicates data from primaries to replicas,
-//! reports every change of a host's replication state with `ClusterNode::handle_replication`,
-//! pauses writes when a node asks (`Event::PauseWrites`), re-points replication when a node
-//! changes role, and runs a client that writes to slots and records every acknowledged write.
+//! it (DESIGN.md, the Sans-IO contract), with the code a real host ships:
 //!
-//! # Model
-//!
-//! * **Data**: every host holds a log of write IDs; its replication offset is the log's
-//!   length. A primary appends to its log when it accepts a client write.
-//! * **Replication link**: a replica follows the host its node names as primary. The link is
-//!   up while both hosts run and the network delivers both ways between them (and the test
-//!   did not [`World::block_data`] it). When it is not up and becomes possible, a sync starts
-//!   and completes after two latencies plus [`DataConfig::sync_ms`]: the replica's log becomes
-//!   a copy of the primary's (a full or a partial resync give the same log). While the link is
-//!   up every write reaches the replica one latency later (in order), and the primary's
-//!   heartbeat refreshes the replica's last interaction every [`DataConfig::heartbeat_ms`].
-//!   The link is checked every [`DataConfig::cron_ms`] and right after any role event.
-//! * **Reported state** (`ReplicationState`): offset = log length; link `Up{last_interaction}`
-//!   while synced and connected, `DownSince(t)` after it dropped (or after the host was
-//!   re-pointed to another primary), `Down` while this incarnation never completed a sync
-//!   (Valkey: data age unbounded). Primaries report their own offset with link `Down`.
-//!   A replica reports as data arrives; a primary does not report each client write: its
-//!   offset reaches its node on the data-plane cron and on role events, as on a host whose
-//!   bus loop reads its replication facts on its own turn while other threads take writes
-//!   (the reference server reads them once per bus-loop turn, after feeding that turn's bus
-//!   input), so the node's view of a primary's offset lags its data by up to
+//! * **Data**: every host keeps a [`ferrocluster_kvstore::KvStore`] of small values (strings
+//!   and lists, module `keys`); client writes are real commands on it.
+//! * **Replication** (module `repl`): every host runs a
+//!   [`ferrocluster_dataplane::Replication`] in the role its node gives it
+//!   (`replicate_from` / `become_primary` when the node's view of myself changes), over
+//!   simulated TCP connections to the other hosts' client ports; full syncs carry RDB bytes
+//!   written by `ferrocluster_rdb` from the keyspace at the snapshot's instant and loaded with
+//!   its streaming decoder, partial resyncs come from the engine's backlog, the stream is
+//!   executed on the replica's keyspace. After each input the host hands the engine's
+//!   `replication_state()` to its node (`ClusterNode::handle_replication`) when it changed; a
+//!   primary's client writes reach its node on the data-plane cron and on role events, as on
+//!   a host whose bus loop reads its replication facts on its own turn while other threads
+//!   take writes, so the node's view of a primary's offset lags its data by up to
 //!   [`DataConfig::cron_ms`].
 //! * **Write pauses**: `Event::PauseWrites` holds the host's client writes from the end of
-//!   the step that emitted it; the host then reports its offset, final while paused, with
-//!   `ClusterNode::handle_writes_paused` (a manual failover's primary announces it only
-//!   then).
+//!   the step that emitted it (and tells the engine, so no ping enters the stream); the host
+//!   then reports its offset, final while paused, with `ClusterNode::handle_writes_paused`.
 //! * **Writes**: the client sits beside a vantage host (same side of every partition). It
 //!   asks the vantage host's slot table for the owner, follows one MOVED, and the host
 //!   acknowledges the write if the client can reach it, its own node says it is a primary
-//!   owning the slot, its cluster state is ok and its writes are not paused.
-//! * **Crashes**: a host's data survives a crash (an fsynced append-only file); a restarted
-//!   host reports its offset with link `Down` and syncs again.
+//!   owning the slot, its cluster state is ok and its writes are not paused. The
+//!   acknowledged-write oracle ([`World::has_write`]) checks the value each write left in a
+//!   host's keyspace.
+//! * **Start**: a host running when the [`World`] is made starts its engine then; a host
+//!   whose first start the simulator delays (a staggered preset world,
+//!   [`crate::Sim::new_staggered`]) starts it when the simulator starts the host
+//!   ([`crate::Sim::take_started`]), in the role its nodes.conf gives it.
+//! * **Crashes**: a host's data survives a crash (an fsynced append-only file, with the
+//!   replication ID and offset it was at); a restarted host's engine resumes from them and
+//!   resyncs (partially when its primary's backlog allows).
 //!
 //! * **Atomic slot migration** (module `asm`, Valkey 9 `CLUSTER MIGRATESLOTS`): the host side
 //!   of every `Event::Migration` request: data connections to the target's client port with
 //!   latency, partitions and crashes, the snapshot of the slots' keys, forwarded writes,
-//!   hide/reveal/drop, SYNCSLOTS propagation to replicas and the AOF, and the host-reported
-//!   failures a test injects (target OOM [`World::set_import_oom`], output buffer limit
-//!   [`World::set_output_buffer_limit`], AUTH refusal [`World::set_auth_rejected`], FLUSHALL
-//!   [`World::flush_all`], link reset [`World::break_migration_links`]). Keys are a fold over
-//!   each host's log ([`World::slot_keys`], [`World::count_keys_in`]);
-//!   [`World::watch_single_writer`] adds the "one writer per migrating slot" check.
+//!   hide/reveal/drop, migration commands propagated to replicas through the replication
+//!   stream and kept in the AOF, and the host-reported failures a test injects (target OOM
+//!   [`World::set_import_oom`], output buffer limit [`World::set_output_buffer_limit`], AUTH
+//!   refusal [`World::set_auth_rejected`], FLUSHALL [`World::flush_all`], link reset
+//!   [`World::break_migration_links`]). [`World::slot_keys`] and [`World::count_keys_in`]
+//!   read the keyspaces; [`World::watch_single_writer`] adds the "one writer per migrating
+//!   slot" check.
 //!
-//! All randomness (latencies) comes from an RNG seeded from the simulator's, so a run stays a
-//! function of its seed.
+//! All randomness (latencies, replication IDs) comes from an RNG seeded from the
+//! simulator's, so a run stays a function of its seed.
 
 mod asm;
+mod keys;
+mod repl;
 
 pub use asm::{AsmConfig, AsmStats, CONNECT_TIMEOUT_MS, WRONGPASS};
+pub use keys::Val;
 
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;
@@ -69,24 +68,26 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
 
+use keys::{Keyspace, Tags};
+use repl::{ReplConn, ReplEv, ReplHost};
+
 /// Data-plane timing (simulated ms).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataConfig {
-    /// How long a sync takes once the replica reached its primary (on top of two latencies).
+    /// How long a full sync's RDB takes to save (the BGSAVE), ms.
     pub sync_ms: u64,
-    /// Period of the data-plane cron that checks every replication link.
+    /// Period of the data-plane cron: the replication engines' timers, each node's role
+    /// applied to its engine, and every host's replication state reported to its node, ms.
+    /// Held bytes of a partitioned connection are retried at this period too.
     pub cron_ms: u64,
-    /// How often a connected primary's heartbeat refreshes a replica's last interaction.
-    pub heartbeat_ms: u64,
 }
 
 impl Default for DataConfig {
-    /// Sync in 50 ms, cron every 100 ms, heartbeat every 1000 ms.
+    /// RDB saved in 50 ms, cron every 100 ms.
     fn default() -> DataConfig {
         DataConfig {
             sync_ms: 50,
             cron_ms: 100,
-            heartbeat_ms: 1_000,
         }
     }
 }
@@ -94,7 +95,8 @@ impl Default for DataConfig {
 /// A write the client got acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AckedWrite {
-    /// Unique write ID (the value appended to logs).
+    /// Unique write ID: the write's key is `{<tag of slot>}w<id>`, its command and value follow
+    /// from the ID (`SET`, `RPUSH` or `INCRBY` of the ID).
     pub id: u64,
     /// The slot written.
     pub slot: Slot,
@@ -102,7 +104,7 @@ pub struct AckedWrite {
     pub host: usize,
     /// When.
     pub at: Millis,
-    /// The host's offset just after the write.
+    /// The host's replication offset just after the write (bytes).
     pub offset: u64,
 }
 
@@ -120,32 +122,41 @@ pub enum WriteRefusal {
     Unreachable,
 }
 
-#[derive(Debug, Clone, Default)]
 struct HostData {
-    log: Vec<u64>,
-    follows: Option<usize>,
-    link: ReplLink,
+    /// The keyspace (survives crashes).
+    kv: Keyspace,
+    /// The replication engine and its host state.
+    repl: ReplHost,
+    /// The migration commands (SYNCSLOTS) in the host's AOF since its last rewrite, replayed
+    /// at restart.
+    aof_syncslots: Vec<Vec<Vec<u8>>>,
+    /// Bumped at every crash: events of an earlier incarnation are ignored.
     session: u64,
-    syncing: bool,
-    last_deliver: Millis,
     paused_until: Option<Millis>,
     reported: Option<ReplicationState>,
     blocked: bool,
 }
 
+impl HostData {
+    fn new() -> HostData {
+        HostData {
+            kv: keys::keyspace(),
+            repl: ReplHost::default(),
+            aof_syncslots: Vec::new(),
+            session: 0,
+            paused_until: None,
+            reported: None,
+            blocked: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DataEv {
     Cron,
-    Deliver {
-        replica: usize,
-        session: u64,
-        upto: usize,
-    },
-    SyncDone {
-        replica: usize,
-        session: u64,
-    },
     Write,
+    /// An event of the replication connections and snapshots (module `repl`).
+    Repl(ReplEv),
     /// An event of the slot migration data plane (module `asm`).
     Asm(asm::AsmEv),
 }
@@ -188,11 +199,15 @@ pub struct World {
     reports: u64,
     slot_deletions: u64,
     asm: asm::AsmPlane,
+    repl_conns: BTreeMap<u64, ReplConn>,
+    next_repl_conn: u64,
+    tags: Tags,
 }
 
 impl World {
     /// Wraps `sim` (turning its event recording on) with the default [`DataConfig`]. Every
-    /// host starts with an empty log and reports its state at once.
+    /// host starts with an empty keyspace, its replication engine in its node's role, and
+    /// reports its state at once.
     ///
     /// # Errors
     /// A [`Violation`] raised while reporting.
@@ -209,7 +224,7 @@ impl World {
         let seed = sim.random();
         let n = sim.hosts();
         let mut w = World {
-            data: vec![HostData::default(); n],
+            data: (0..n).map(|_| HostData::new()).collect(),
             ids: (0..n).map(|h| sim.id(h)).collect(),
             sim,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -227,10 +242,16 @@ impl World {
             reports: 0,
             slot_deletions: 0,
             asm: asm::AsmPlane::new(n),
+            repl_conns: BTreeMap::new(),
+            next_repl_conn: 1,
+            tags: Tags::default(),
         };
         let first = w.sim.now().saturating_add_ms(w.cfg.cron_ms);
         w.schedule(first, DataEv::Cron);
         for h in 0..n {
+            if w.sim.is_up(h) {
+                w.repl_start(h)?;
+            }
             w.report(h)?;
         }
         Ok(w)
@@ -255,21 +276,46 @@ impl World {
     pub fn now(&self) -> Millis {
         self.sim.now()
     }
-    /// A host's replication offset (its log length).
-    pub fn offset(&self, host: usize) -> u64 {
-        self.data[host].log.len() as u64
-    }
-    /// The host a host's data currently follows (`None` for a primary).
+    /// The host a host's replication engine currently follows (`None` for a primary).
     pub fn follows(&self, host: usize) -> Option<usize> {
-        self.data[host].follows
+        self.data[host].repl.follows
     }
-    /// The replication link state the host last reported.
+    /// The replication link state of a host's engine (`Down` on a primary and while down).
     pub fn link(&self, host: usize) -> ReplLink {
-        self.data[host].link
+        self.repl(host)
+            .map_or(ReplLink::Down, |r| r.replication_state().link)
     }
     /// Whether a host is a replica whose data link is up (a sync completed and the link held).
     pub fn synced(&self, host: usize) -> bool {
-        self.data[host].follows.is_some() && matches!(self.data[host].link, ReplLink::Up { .. })
+        self.follows(host).is_some() && matches!(self.link(host), ReplLink::Up { .. })
+    }
+    /// How many full syncs a host loaded as a replica, and how many times its link came up
+    /// with a partial resync.
+    pub fn sync_counts(&self, host: usize) -> (u64, u64) {
+        let r = &self.data[host].repl;
+        (r.full_loads, r.partial_resyncs)
+    }
+    /// How many syncs a host's primary refused or aborted (`-NOMASTERLINK` from a replica
+    /// whose own link is down, `-LOADING`, a refused PING or AUTH); the engine retried them.
+    pub fn refused_syncs(&self, host: usize) -> u64 {
+        self.data[host].repl.refused_syncs
+    }
+    /// The engine's replication ID pair of a running host: (replid, replid2).
+    pub fn replids(&self, host: usize) -> Option<(String, String)> {
+        self.repl(host).map(|r| {
+            (
+                r.replid().as_str().to_owned(),
+                r.replid2().as_str().to_owned(),
+            )
+        })
+    }
+    /// The value of a key in a host's keyspace (database 0).
+    pub fn value(&self, host: usize, key: &[u8]) -> Option<&Val> {
+        self.data[host]
+            .kv
+            .get(0, key, self.sim.now().0)
+            .ok()
+            .flatten()
     }
     /// The node ID a host had when last seen running.
     pub fn last_id(&self, host: usize) -> Option<NodeId> {
@@ -281,9 +327,21 @@ impl World {
             .paused_until
             .is_some_and(|t| self.sim.now() < t)
     }
-    /// Whether a host's log holds write `id`.
+    /// Whether a host's keyspace holds acknowledged write `id` with the value it left
+    /// (applied exactly once). `false` for an ID no host acknowledged.
     pub fn has_write(&self, host: usize, id: u64) -> bool {
-        self.data[host].log.contains(&id)
+        // IDs are handed out in increasing order as writes are acknowledged.
+        let Ok(i) = self.acked.binary_search_by_key(&id, |a| a.id) else {
+            return false;
+        };
+        let a = &self.acked[i];
+        let key = self.tags_key(a.slot, id);
+        self.value(host, &key) == Some(&keys::expected(id))
+    }
+
+    /// The key of write `id` to `slot` (read only: the tags are found when writing).
+    fn tags_key(&self, slot: Slot, id: u64) -> Vec<u8> {
+        self.tags.key_of(slot, id)
     }
     /// Every acknowledged write, in order.
     pub fn acked(&self) -> &[AckedWrite] {
@@ -351,10 +409,14 @@ impl World {
 
     // ----- faults and control -----
 
-    /// Blocks (or unblocks) the replication link of `host` alone (a firewalled replication
-    /// port): it can never sync while blocked, whatever the bus does.
+    /// Blocks (or unblocks) the replication link of `host` alone (a firewall that rejects its
+    /// replication connections: open ones are reset, new ones refused): it can never sync
+    /// while blocked, whatever the bus does.
     pub fn block_data(&mut self, host: usize, blocked: bool) {
         self.data[host].blocked = blocked;
+        if blocked {
+            self.repl_reset_links_of(host);
+        }
     }
 
     /// Crashes a host (see [`crate::Sim::crash`]); its data survives. Returns `false` if it
@@ -365,10 +427,9 @@ impl World {
         }
         let d = &mut self.data[host];
         d.session += 1;
-        d.syncing = false;
-        d.link = ReplLink::Down;
         d.paused_until = None;
         d.reported = None;
+        self.repl_crashed(host);
         self.asm_crashed(host);
         true
     }
@@ -382,9 +443,9 @@ impl World {
             return Ok(false);
         }
         self.ids[host] = self.sim.id(host);
-        self.data[host].follows = None;
+        self.repl_start(host)?;
         self.after_sim()?;
-        self.check_link(host)?;
+        self.repl_follow_node(host)?;
         self.report(host)?;
         self.asm_restarted(host)?;
         Ok(true)
@@ -448,20 +509,26 @@ impl World {
         if self.paused(t) {
             return Ok(self.refuse(WriteRefusal::Paused));
         }
+        // The engine takes the node's role first (a promotion in this very step).
+        self.repl_follow_node(t)?;
         let id = self.next_write_id;
         self.next_write_id += 1;
-        self.data[t].log.push(id);
+        let key = self.tags.key(slot, id);
+        let argv = keys::command(&key, id);
+        let now = self.sim.now();
+        keys::execute(&mut self.data[t].kv, &argv, now.0)
+            .map_err(|e| self.dp_violation(t, format!("client write: {}", e.0)))?;
+        let offset = self.repl_feed(t, &argv)?;
         let ack = AckedWrite {
             id,
             slot,
             host: t,
-            at: self.sim.now(),
-            offset: self.offset(t),
+            at: now,
+            offset,
         };
         self.acked.push(ack);
         self.asm_forward(t, slot, id)?;
-        self.stream(t);
-        // The offset reaches the node on the host's next turn (module docs, "Reported state").
+        // The offset reaches the node on the host's next turn (module docs, "Replication").
         Ok(Ok(ack))
     }
 
@@ -569,6 +636,14 @@ impl World {
 
     /// Acts on the node events of the last step: pauses, and re-pointing on role events.
     fn after_sim(&mut self) -> Result<(), Violation> {
+        // A host's delayed first start (a staggered world) ran in the simulator alone: its
+        // engine starts now, in the role its node's nodes.conf gives it, before its node's
+        // start-up events below are acted on.
+        for h in self.sim.take_started() {
+            self.ids[h] = self.sim.id(h);
+            self.repl_start(h)?;
+            self.report(h)?;
+        }
         let evs = self.sim.take_recorded_events();
         if evs.is_empty() {
             return self.asm_check();
@@ -582,7 +657,10 @@ impl World {
                     self.data[*h].paused_until = Some(*until);
                     paused.insert(*h);
                 }
-                Output::UnpauseWrites => self.data[*h].paused_until = None,
+                Output::UnpauseWrites => {
+                    self.data[*h].paused_until = None;
+                    self.repl_pause(*h, false);
+                }
                 Output::DeleteSlotKeys(_) => self.slot_deletions += 1,
                 Output::Notice(Notice::BecameReplica { .. })
                 | Output::ReplicateFrom { .. }
@@ -598,10 +676,11 @@ impl World {
         }
         self.events.extend(evs);
         for h in role_changed {
-            self.check_link(h)?;
+            self.repl_follow_node(h)?;
             self.report(h)?;
         }
         for h in paused {
+            self.repl_pause(h, true);
             // The pause holds: the offset is final (`ClusterNode::handle_writes_paused`).
             self.report(h)?;
             let offset = self.offset(h);
@@ -618,66 +697,16 @@ impl World {
             DataEv::Cron => {
                 let next = now.saturating_add_ms(self.cfg.cron_ms);
                 self.schedule(next, DataEv::Cron);
+                self.repl_timers()?;
                 for h in 0..self.sim.hosts() {
                     if self.sim.is_up(h) {
                         self.ids[h] = self.sim.id(h);
-                        self.check_link(h)?;
+                        self.repl_follow_node(h)?;
                         self.report(h)?;
                     }
                 }
             }
-            DataEv::Deliver {
-                replica,
-                session,
-                upto,
-            } => {
-                let d = &self.data[replica];
-                if d.session != session || d.syncing || !matches!(d.link, ReplLink::Up { .. }) {
-                    return Ok(());
-                }
-                let Some(p) = d.follows else { return Ok(()) };
-                let have = d.log.len();
-                let plog = &self.data[p].log;
-                let upto = upto.min(plog.len());
-                let prefix = have <= plog.len() && (have == 0 || d.log[have - 1] == plog[have - 1]);
-                if !prefix {
-                    // The primary's history changed under us (it re-synced): copy it.
-                    let copy = plog[..upto].to_vec();
-                    self.data[replica].log = copy;
-                } else if upto > have {
-                    let add = plog[have..upto].to_vec();
-                    self.data[replica].log.extend(add);
-                }
-                self.asm_replicated(replica, prefix.then_some(have))?;
-                self.data[replica].link = ReplLink::Up {
-                    last_interaction: now,
-                };
-                self.stream(replica); // sub-replicas (chained replication)
-                self.report(replica)?;
-            }
-            DataEv::SyncDone { replica, session } => {
-                let d = &self.data[replica];
-                if d.session != session || !d.syncing {
-                    return Ok(());
-                }
-                let Some(p) = d.follows else { return Ok(()) };
-                if !self.reachable(p, replica) {
-                    self.data[replica].syncing = false;
-                    return Ok(());
-                }
-                let log = self.data[p].log.clone();
-                let old = &self.data[replica].log;
-                let kept = log.starts_with(old).then_some(old.len());
-                let d = &mut self.data[replica];
-                d.log = log;
-                d.syncing = false;
-                d.link = ReplLink::Up {
-                    last_interaction: now,
-                };
-                d.last_deliver = now;
-                self.report(replica)?;
-                self.asm_replicated(replica, kept)?;
-            }
+            DataEv::Repl(ev) => self.repl_event(ev)?,
             DataEv::Asm(ev) => self.asm_event(ev)?,
             DataEv::Write => {
                 let Some(w) = self.writer.as_mut() else {
@@ -693,116 +722,16 @@ impl World {
         Ok(())
     }
 
-    /// Whether the data link `primary → replica` can carry data now.
-    fn reachable(&self, primary: usize, replica: usize) -> bool {
-        let p = self.sim.partitions();
-        self.sim.is_up(primary)
-            && self.sim.is_up(replica)
-            && !self.data[replica].blocked
-            && p.delivers(primary, replica)
-            && p.delivers(replica, primary)
-    }
-
-    /// Re-points a host's replication to the primary its node names, and brings its link up
-    /// or down as the network allows.
-    fn check_link(&mut self, h: usize) -> Result<(), Violation> {
-        let now = self.sim.now();
-        let Some(node) = self.sim.node(h) else {
-            return Ok(());
-        };
-        let me = node.topology().myself();
-        let want = if me.is_replica() {
-            me.primary.and_then(|p| self.host_of(&p))
-        } else {
-            None
-        };
-        let d = &mut self.data[h];
-        if want != d.follows {
-            d.follows = want;
-            d.session += 1;
-            d.syncing = false;
-            if let ReplLink::Up { .. } = d.link {
-                d.link = ReplLink::DownSince(now);
-            }
-        }
-        let Some(p) = want else {
-            return Ok(());
-        };
-        if !self.reachable(p, h) {
-            let d = &mut self.data[h];
-            if let ReplLink::Up { .. } = d.link {
-                d.link = ReplLink::DownSince(now);
-            }
-            if d.syncing {
-                d.syncing = false;
-                d.session += 1;
-            }
-            return Ok(());
-        }
-        match self.data[h].link {
-            ReplLink::Up { last_interaction }
-                if now.since(last_interaction) >= self.cfg.heartbeat_ms =>
-            {
-                self.data[h].link = ReplLink::Up {
-                    last_interaction: now,
-                };
-            }
-            ReplLink::Up { .. } => {}
-            _ if !self.data[h].syncing => {
-                let lat = 2 * self.latency() + self.cfg.sync_ms;
-                let d = &mut self.data[h];
-                d.session += 1;
-                d.syncing = true;
-                let session = d.session;
-                self.schedule(
-                    now.saturating_add_ms(lat),
-                    DataEv::SyncDone {
-                        replica: h,
-                        session,
-                    },
-                );
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// Queues the delivery of `primary`'s log, as it is now, to every connected replica.
-    fn stream(&mut self, primary: usize) {
-        let now = self.sim.now();
-        let upto = self.data[primary].log.len();
-        for r in 0..self.data.len() {
-            let d = &self.data[r];
-            if d.follows != Some(primary) || d.syncing || !matches!(d.link, ReplLink::Up { .. }) {
-                continue;
-            }
-            let lat = self.latency();
-            let d = &mut self.data[r];
-            let at = now.saturating_add_ms(lat).max(d.last_deliver);
-            d.last_deliver = at;
-            let session = d.session;
-            self.schedule(
-                at,
-                DataEv::Deliver {
-                    replica: r,
-                    session,
-                    upto,
-                },
-            );
-        }
-    }
-
-    /// Reports a host's replication state to its node if it changed since the last report.
+    /// Reports a host's replication state (the engine's `replication_state()`) to its node if
+    /// it changed since the last report.
     fn report(&mut self, h: usize) -> Result<(), Violation> {
-        let Some(node) = self.sim.node(h) else {
+        if self.sim.node(h).is_none() {
+            return Ok(());
+        }
+        let Some(state) = self.repl(h).map(|r| r.replication_state()) else {
             return Ok(());
         };
-        let replica = node.topology().myself().is_replica();
         let d = &self.data[h];
-        let state = ReplicationState {
-            offset: d.log.len() as u64,
-            link: if replica { d.link } else { ReplLink::Down },
-        };
         if d.reported == Some(state) {
             return Ok(());
         }

@@ -4,18 +4,17 @@
 //!
 //! # Model
 //!
-//! * **Keyspace**: a host's keys are a fold over its log (the log is its AOF and its
-//!   replication stream). A client write ID adds one key to its slot; an *imported* entry (a
-//!   key applied from an import link) adds a key to its slot; a *drop* entry (`DropSlotKeys`,
-//!   the dirty-slot deletion of a node that lost slots, FLUSHALL) deletes every key of its
-//!   slots; a *SYNCSLOTS* entry (`Propagate`: ESTABLISH / FINISH) carries no key. Entries the
-//!   data plane adds have IDs with the top bit set, so client write IDs stay as they were.
-//!   Replicas receive every entry through replication, in order, and feed the SYNCSLOTS
-//!   entries to their node as coming from their primary (`Origin::Primary`). A replica whose
-//!   history diverged does a full sync: `FullSync`, `BeforeLoad`, one `LoadedSlotImport` per
-//!   import its primary has in progress (the RDB's slot-import sections), `AfterLoad`. A
-//!   restarted host replays the SYNCSLOTS entries of its log with `Origin::Aof`, then
-//!   `AfterLoad`.
+//! * **Keyspace**: a host's real keyspace (module `keys`); a migrated key is a write ID whose
+//!   key and value the target recreates. What the data plane writes on a primary (an
+//!   *imported* key from an import link; a *drop* of slots: `DropSlotKeys`, the dirty-slot
+//!   deletion of a node that lost slots, FLUSHALL; a *SYNCSLOTS* entry: `Propagate`
+//!   ESTABLISH / FINISH) is executed there and fed to its replication stream as commands
+//!   (`SET`/`RPUSH`, `DEL`/`FLUSHALL`, `CLUSTER SYNCSLOTS ...`); SYNCSLOTS entries are kept in
+//!   its AOF too. Replicas apply the stream and feed the SYNCSLOTS entries to their node as
+//!   coming from their primary (`Origin::Primary`). A replica that loaded a full sync's RDB
+//!   tells its node: `FullSync`, `BeforeLoad`, one `LoadedSlotImport` per import its primary
+//!   has in progress (the RDB's slot-import sections), `AfterLoad`. A restarted host replays
+//!   the SYNCSLOTS entries of its AOF with `Origin::Aof`, then `AfterLoad`.
 //! * **Data connections**: `Connect` reaches the host at the target's client address after
 //!   two latencies (SYN, SYN-ACK); a crashed host refuses; a partition makes the connect
 //!   retry every second and fail after [`CONNECT_TIMEOUT_MS`] (`Connection timed out`).
@@ -30,11 +29,11 @@
 //!   `StartSnapshot` on are queued for the link and flushed at `BeginStreaming`, then
 //!   streamed as they happen.
 //! * **Target**: SYNCSLOTS commands go to the node (`migration_command`, `Origin::Conn`);
-//!   ESTABLISH's reply goes back as a line. Keys arriving on an import link are appended to
-//!   the target's log (so its replicas get them) unless the test made the target run out of
-//!   memory ([`World::set_import_oom`]: the node hears `ImportOom`). `HideSlots` /
-//!   `RevealSlots` keep a per-host hidden slot set. `DropSlotKeys` and `Propagate` append a
-//!   drop / SYNCSLOTS entry on a primary.
+//!   ESTABLISH's reply goes back as a line. Keys arriving on an import link are written to
+//!   the target's keyspace and stream (so its replicas get them) unless the test made the
+//!   target run out of memory ([`World::set_import_oom`]: the node hears `ImportOom`).
+//!   `HideSlots` / `RevealSlots` keep a per-host hidden slot set. `DropSlotKeys` and
+//!   `Propagate` write a drop / SYNCSLOTS entry on a primary.
 //! * **Backlog**: the bytes of the writes queued during the snapshot plus the bytes a blocked
 //!   direction holds. `QueryBacklog` reports them; above the host's output buffer limit
 //!   ([`World::set_output_buffer_limit`]) the node hears `OutputBufferLimit` instead (checked
@@ -53,13 +52,11 @@ use ferrocluster_slot::{Slot, SlotSet};
 use ferrocluster_topology::Millis;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// Top bit of a log entry added by the data plane (not a client write).
-const OP_BIT: u64 = 1 << 63;
 /// A connect across a partition fails after this long (the reference server's connect
 /// timeout), ms.
 pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// How often a connect across a partition retries (SYN retransmission), ms.
-const SYN_RETRY_MS: u64 = 1_000;
+pub(super) const SYN_RETRY_MS: u64 = 1_000;
 /// An import link's activity is reported to the node at most this often (reference server),
 /// ms.
 const IMPORT_DATA_EVERY_MS: u64 = 100;
@@ -170,7 +167,6 @@ pub(super) struct AsmPlane {
     cfg: AsmConfig,
     conns: BTreeMap<u64, Conn>,
     next_conn: u64,
-    ops: Vec<Op>,
     hidden: Vec<SlotSet>,
     oom: BTreeSet<usize>,
     auth_rejected: BTreeSet<usize>,
@@ -501,15 +497,11 @@ impl World {
         self.asm.hidden[host].clear();
     }
 
-    /// `host` restarted: its log is its AOF; the SYNCSLOTS entries are replayed
-    /// (`Origin::Aof`), then loading ends (`AfterLoad`: a primary fails pending imports with
-    /// `Process restarted` and cleans up, sheet A.16).
+    /// `host` restarted: the SYNCSLOTS entries of its AOF are replayed (`Origin::Aof`), then
+    /// loading ends (`AfterLoad`: a primary fails pending imports with `Process restarted`
+    /// and cleans up, sheet A.16).
     pub(super) fn asm_restarted(&mut self, host: usize) -> Result<(), Violation> {
-        let argvs: Vec<Vec<Vec<u8>>> = self.data[host]
-            .log
-            .iter()
-            .filter_map(|&e| self.sync_argv(e))
-            .collect();
+        let argvs = self.data[host].aof_syncslots.clone();
         if argvs.is_empty() {
             return Ok(());
         }
@@ -519,32 +511,11 @@ impl World {
         self.asm_report(host, MigrationInput::AfterLoad)
     }
 
-    /// Replica `replica`'s log changed through replication: `kept` entries of the old log
-    /// stayed (a partial resync or the stream); `None` when its history diverged and it was
-    /// replaced (a full sync).
-    pub(super) fn asm_replicated(
-        &mut self,
-        replica: usize,
-        kept: Option<usize>,
-    ) -> Result<(), Violation> {
-        match kept {
-            Some(from) => {
-                let argvs: Vec<Vec<Vec<u8>>> = self.data[replica].log
-                    [from.min(self.data[replica].log.len())..]
-                    .iter()
-                    .filter_map(|&e| self.sync_argv(e))
-                    .collect();
-                for argv in argvs {
-                    self.asm_command(replica, Origin::Primary, argv)?;
-                }
-                Ok(())
-            }
-            None => self.asm_full_sync(replica),
-        }
-    }
-
-    fn asm_full_sync(&mut self, replica: usize) -> Result<(), Violation> {
+    /// Replica `replica` loaded a full sync's RDB: its node hears the load, with the imports
+    /// its primary has in progress (the RDB's slot-import sections).
+    pub(super) fn asm_loaded(&mut self, replica: usize) -> Result<(), Violation> {
         let pending: Vec<(JobName, Vec<ferrocluster_slot::SlotRange>)> = self.data[replica]
+            .repl
             .follows
             .and_then(|p| self.sim.node(p))
             .map(|n| {
@@ -580,68 +551,72 @@ impl World {
 
     // ----- keyspace -----
 
-    fn write_slot(&self, id: u64) -> Option<Slot> {
-        self.acked
-            .binary_search_by_key(&id, |a| a.id)
-            .ok()
-            .map(|i| self.acked[i].slot)
-    }
-
-    fn op(&self, entry: u64) -> Option<&Op> {
-        if entry & OP_BIT == 0 {
-            return None;
-        }
-        self.asm.ops.get((entry & !OP_BIT) as usize)
-    }
-
-    fn sync_argv(&self, entry: u64) -> Option<Vec<Vec<u8>>> {
-        match self.op(entry)? {
-            Op::Sync { argv } => Some(argv.clone()),
-            _ => None,
-        }
-    }
-
-    /// The keys of `host` by slot (restricted to `only` if given).
+    /// The keys of `host` by slot (restricted to `only` if given), as the write IDs they hold.
     fn keyspace(&self, host: usize, only: Option<&SlotSet>) -> BTreeMap<Slot, BTreeSet<u64>> {
+        let kv = &self.data[host].kv;
         let mut ks: BTreeMap<Slot, BTreeSet<u64>> = BTreeMap::new();
-        let want = |s: Slot| only.is_none_or(|o| o.contains(s));
-        for &e in &self.data[host].log {
-            if e & OP_BIT == 0 {
-                if let Some(slot) = self.write_slot(e).filter(|&s| want(s)) {
-                    ks.entry(slot).or_default().insert(e);
-                }
-                continue;
+        let mut visit = |slot: Slot| {
+            if kv.count_keys_in_slot(0, slot).unwrap_or(0) == 0 {
+                return;
             }
-            match self.op(e) {
-                Some(Op::Imported { write, slot }) if want(*slot) => {
-                    ks.entry(*slot).or_default().insert(*write);
-                }
-                Some(Op::Drop { slots }) => ks.retain(|s, _| !slots.contains(*s)),
-                _ => {}
-            }
+            let ids = kv
+                .keys_in_slot(0, slot, usize::MAX)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|k| super::keys::write_id(k))
+                .collect();
+            ks.insert(slot, ids);
+        };
+        match only {
+            Some(o) => o.iter().for_each(&mut visit),
+            None => Slot::all().for_each(&mut visit),
         }
         ks
     }
 
-    /// Appends a data-plane entry to a primary's log and replicates it. Ignored on a replica
-    /// (it gets its primary's entries) and on a crashed host.
+    /// Executes a data-plane write on a primary's keyspace and propagates it through its
+    /// replication stream (SYNCSLOTS entries go to its AOF too). Ignored on a replica (it
+    /// gets its primary's stream) and on a crashed host.
     fn append_op(&mut self, host: usize, op: Op) -> Result<(), Violation> {
         let primary = self
             .sim
             .node(host)
             .is_some_and(|n| n.topology().myself().is_primary());
-        if !primary {
+        if !primary || self.repl(host).is_none() {
             return Ok(());
         }
-        match &op {
-            Op::Imported { .. } => self.asm.stats.imported += 1,
-            Op::Drop { .. } => self.asm.stats.drops += 1,
-            Op::Sync { .. } => self.asm.stats.propagated += 1,
+        let now = self.sim.now().0;
+        let cmds: Vec<Vec<Vec<u8>>> = match op {
+            Op::Imported { write, slot } => {
+                self.asm.stats.imported += 1;
+                let key = self.tags.key(slot, write);
+                super::keys::restore_commands(&key, &super::keys::expected(write))
+            }
+            Op::Drop { slots } => {
+                self.asm.stats.drops += 1;
+                if slots.len() == ferrocluster_slot::SLOT_COUNT {
+                    vec![vec![b"FLUSHALL".to_vec()]]
+                } else {
+                    let kv = &self.data[host].kv;
+                    slots
+                        .iter()
+                        .flat_map(|s| kv.keys_in_slot(0, s, usize::MAX).unwrap_or_default())
+                        .map(|k| vec![b"DEL".to_vec(), k.to_vec()])
+                        .collect()
+                }
+            }
+            Op::Sync { argv } => {
+                self.asm.stats.propagated += 1;
+                self.data[host].aof_syncslots.push(argv.clone());
+                self.repl_feed(host, &argv)?;
+                return self.report(host);
+            }
+        };
+        for argv in cmds {
+            super::keys::execute(&mut self.data[host].kv, &argv, now)
+                .map_err(|e| self.dp_violation(host, format!("data-plane write: {}", e.0)))?;
+            self.repl_feed(host, &argv)?;
         }
-        let entry = OP_BIT | self.asm.ops.len() as u64;
-        self.asm.ops.push(op);
-        self.data[host].log.push(entry);
-        self.stream(host);
         self.report(host)
     }
 
@@ -653,7 +628,7 @@ impl World {
         self.after_sim()
     }
 
-    fn asm_command(
+    pub(super) fn asm_command(
         &mut self,
         host: usize,
         origin: Origin,

@@ -81,22 +81,27 @@ impl Readiness {
             .find_map(|(i, s)| s.verdict.not_ready().map(|r| (i, s, r)))
     }
 
-    /// One line for people, e.g. `cluster ok, failover-ready: no (replica <id> of shard 2 has
-    /// not synced yet)` or `cluster ok, failover-ready: yes`. Shard numbers are indexes into
-    /// [`Readiness::shards`].
+    /// One line for people, e.g. `cluster ok, failover-ready: no (replica <id> of primary <id>
+    /// has not synced yet)`, `... (shard of primary <id> has no replica)` or `cluster ok,
+    /// failover-ready: yes`. A shard is named by its primary's node ID, as CLUSTER NODES shows
+    /// it (not by its index in [`Readiness::shards`], which no reader sees).
     pub fn summary(&self) -> String {
         let state = if self.health.state_ok { "ok" } else { "fail" };
         let mut out = format!(
             "cluster {state}, failover-ready: {}",
             yes_no(self.failover_ready())
         );
-        if let Some((i, _, r)) = self.first_blocker() {
+        if let Some((_, shard, r)) = self.first_blocker() {
+            let p = &shard.primary;
             match r {
                 NotReady::NoEligibleReplica { replica, why } => {
-                    let _ = write!(out, " (replica {replica} of shard {i} {why})");
+                    let _ = write!(out, " (replica {replica} of primary {p} {why})");
+                }
+                NotReady::NoQuorum { .. } => {
+                    let _ = write!(out, " (shard of primary {p}: {r})");
                 }
                 other => {
-                    let _ = write!(out, " (shard {i} {other})");
+                    let _ = write!(out, " (shard of primary {p} {other})");
                 }
             }
         } else if !self.failover_ready() {

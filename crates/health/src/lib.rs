@@ -52,7 +52,11 @@
 //! assert_eq!(rd.quorum.verdict, QuorumVerdict::NotReady);
 //! assert_eq!(
 //!     rd.summary(),
-//!     format!("cluster ok, failover-ready: no (replica {} of shard 0 has not synced yet)", id('b'))
+//!     format!(
+//!         "cluster ok, failover-ready: no (replica {} of primary {} has not synced yet)",
+//!         id('b'),
+//!         id('a')
+//!     )
 //! );
 //! assert!(rd.info_fields().contains("failover_blocker:no_eligible_replica\r\n"));
 //!

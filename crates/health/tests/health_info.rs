@@ -274,8 +274,9 @@ fn readiness_turns_true_once_every_replica_has_synced() {
     assert_eq!(
         rd.summary(),
         format!(
-            "cluster ok, failover-ready: no (replica {} of shard 0 has not synced yet)",
-            r(0, 0)
+            "cluster ok, failover-ready: no (replica {} of primary {} has not synced yet)",
+            r(0, 0),
+            p(0)
         )
     );
     topo.node_mut(&r(0, 0)).unwrap().repl_offset = 10;
@@ -283,8 +284,9 @@ fn readiness_turns_true_once_every_replica_has_synced() {
     assert_eq!(
         eval(&topo).summary(),
         format!(
-            "cluster ok, failover-ready: no (replica {} of shard 2 has not synced yet)",
-            r(2, 0)
+            "cluster ok, failover-ready: no (replica {} of primary {} has not synced yet)",
+            r(2, 0),
+            p(2)
         )
     );
     topo.node_mut(&r(2, 0)).unwrap().repl_offset = 10;
@@ -305,7 +307,10 @@ fn summary_of_other_blockers() {
     ));
     assert_eq!(
         rd.summary(),
-        "cluster fail, failover-ready: no (shard 0 has no replica)"
+        format!(
+            "cluster fail, failover-ready: no (shard of primary {} has no replica)",
+            p(0)
+        )
     );
     let mut topo = cluster(3, 1, Me::Primary(0));
     for s in Slot::all() {

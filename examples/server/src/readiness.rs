@@ -28,8 +28,8 @@ pub const HELP: &[&str] = &[
     "    voting primaries is reachable but some shard cannot fail over) and -NOQUORUM <reason>",
     "    (too few voting primaries reachable to agree a FAIL or authorize a failover).",
     "SUMMARY",
-    "    One line for people, e.g. 'cluster ok, failover-ready: no (replica <id> of shard 2",
-    "    has not synced yet)'. The details are in INFO readiness.",
+    "    One line for people, e.g. 'cluster ok, failover-ready: no (replica <id> of primary",
+    "    <id> has not synced yet)'. The details are in INFO readiness.",
     "HELP",
     "    Prints this help.",
 ];

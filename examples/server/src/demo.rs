@@ -155,7 +155,7 @@ impl KindStr for redis::RedisError {
 }
 
 /// `FERROCLUSTER SUMMARY` of `port`: e.g. `cluster ok, failover-ready: no (replica <id> of
-/// shard 2 has not synced yet)`.
+/// primary <id> has not synced yet)`.
 fn readiness_summary(port: u16) -> String {
     match query_string(port, &["FERROCLUSTER", "SUMMARY"]) {
         Ok(s) => s,

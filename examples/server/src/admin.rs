@@ -778,6 +778,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.stop_writes_on_bgsave_error = shared
         .stop_writes_on_bgsave_error
         .load(std::sync::atomic::Ordering::Relaxed);
+    c.output_limits = *shared.output_limits.read();
     c
 }
 
@@ -936,6 +937,7 @@ fn config_set(
     shared
         .protected_mode
         .store(next.protected_mode, std::sync::atomic::Ordering::Relaxed);
+    *shared.output_limits.write() = next.output_limits;
     shared.stop_writes_on_bgsave_error.store(
         next.stop_writes_on_bgsave_error,
         std::sync::atomic::Ordering::Relaxed,

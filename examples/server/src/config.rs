@@ -967,7 +967,7 @@ pub static OPTIONS: &[Opt] = &[
     bool_opt!("dynamic-hz", None, mutable: false, dynamic_hz),
     Opt {
         multi: true,
-        ..opt!("client-output-buffer-limit", None, mutable: false, get: |c| show_output_limits(&c.output_limits), set: |c, v| {
+        ..opt!("client-output-buffer-limit", None, mutable: true, get: |c| show_output_limits(&c.output_limits), set: |c, v| {
             parse_output_limits(&mut c.output_limits, v)
         })
     },

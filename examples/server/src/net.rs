@@ -491,8 +491,8 @@ impl IoThread {
                                 c.close_after_flush = true;
                             }
                             what.write_to(&mut c.out, &mut c.client);
-                            let limits = &self.shared.config.output_limits;
-                            if over_output_limit(limits, c, crate::server::unix_ms()) {
+                            let limits = *self.shared.output_limits.read();
+                            if over_output_limit(&limits, c, crate::server::unix_ms()) {
                                 // client-output-buffer-limit: a subscriber this far behind
                                 // is disconnected.
                                 tracing::warn!(

@@ -2,7 +2,7 @@
 //! `tcp-keepalive`, `save`, `dbfilename`, `slowlog-*`, `latency-monitor-threshold`, taken from
 //! a config file and shown by CONFIG GET with Redis's names and values; Debian's whole Redis 7.0
 //! redis.conf (daemonize, pidfile, logfile, cluster mode, AOF); protected mode and
-//! stop-writes-on-bgsave-error against valkey-server 9.1. Ports 23230-23236.
+//! stop-writes-on-bgsave-error against valkey-server 9.1. Ports 23230-23238.
 
 #![allow(clippy::disallowed_methods)] // the test waits on the clock
 
@@ -375,4 +375,80 @@ fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
         "+OK\r\n"
     );
     assert_eq!(c.cmd_s(&["SET", "a", "2"]), "+OK\r\n");
+}
+
+/// `client-output-buffer-limit pubsub`: a subscriber that does not read is closed once its
+/// unsent output passes the hard limit, or stays over the soft limit longer than its seconds
+/// (the same sequence run on redis-server 7.0 beside ours, which closes it too; valkey-server
+/// 9.1 keeps large published payloads by reference in the output list, so its `omem` stays
+/// small and 30 MB pending does not reach 1 MiB there).
+#[test]
+fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
+    let dir = test_dir("pubsub-limit");
+    let _redis = common::start_real_server("redis-server", 23238, &dir.join("redis"), &[]);
+    let mut procs = common::Procs::default();
+    procs.start(&dir.join("ours"), 23237, &["--cluster-enabled", "no"]);
+    let payload = "x".repeat(100_000);
+    for port in [23238, 23237] {
+        let mut admin = Client::connect(port);
+        // Subscribers in CLIENT LIST (valkey's INFO pubsub_clients lags a closed one).
+        let subscribers = |admin: &mut Client| {
+            let list = bulk_text(&admin.cmd(&["CLIENT", "LIST"]));
+            list.lines()
+                .filter(|l| l.contains(" sub=1 "))
+                .count()
+                .to_string()
+        };
+        // Hard limit 1 MiB: 30 MB published to a subscriber that never reads.
+        assert_eq!(
+            admin.cmd_s(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 1mb 0 0"
+            ]),
+            "+OK\r\n",
+            "{port}"
+        );
+        let mut sub = Client::connect(port);
+        assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
+        assert_eq!(subscribers(&mut admin), "1", "{port}");
+        for _ in 0..300 {
+            admin.cmd(&["PUBLISH", "ch", &payload]);
+        }
+        wait_until(
+            Duration::from_secs(10),
+            &format!("{port}: closed (hard)"),
+            || subscribers(&mut admin) == "0",
+        );
+        drop(sub);
+        // Soft limit 64 KiB for 1 s: over it, then over it still after the second.
+        assert_eq!(
+            admin.cmd_s(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 0 64kb 1"
+            ]),
+            "+OK\r\n"
+        );
+        let mut sub = Client::connect(port);
+        assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
+        for _ in 0..100 {
+            admin.cmd(&["PUBLISH", "ch", &payload]);
+        }
+        assert_eq!(
+            subscribers(&mut admin),
+            "1",
+            "{port}: soft limit not yet past its time"
+        );
+        std::thread::sleep(Duration::from_millis(2100));
+        admin.cmd(&["PUBLISH", "ch", &payload]);
+        wait_until(
+            Duration::from_secs(10),
+            &format!("{port}: closed (soft)"),
+            || subscribers(&mut admin) == "0",
+        );
+        drop(sub);
+    }
 }

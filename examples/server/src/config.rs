@@ -26,6 +26,14 @@
 //! | `cluster-link-sendbuf-limit` | enforced by the bus driver (`ferrocluster_host::BusDriver`), at run time too: a link whose unsent bytes pass it is freed and counted |
 //! | `cluster-slot-stats-enabled` | no per-slot CPU and network accounting: only `no` (the default) is accepted |
 //!
+//! Every directive of Debian's Redis 7.0 `/etc/redis/redis.conf` is known (issue 19;
+//! `tests/redis_config.rs` starts ours with that whole file). `protected-mode`, `daemonize`,
+//! `disable-thp`, `stop-writes-on-bgsave-error`, `dynamic-hz` and `client-output-buffer-limit`
+//! (its pubsub class) do what they do in Valkey; a directive whose subject this server handles
+//! one way only (`rdbchecksum`, `lazyfree-*`, `tcp-backlog`, ...) takes only that value, and
+//! one whose subject this server does not have (streams, HyperLogLog, jemalloc, Sentinel's
+//! `replica-priority`) is read, checked and shown ([`Inert`]); each entry says why.
+//!
 //! `cluster-node-timeout 0`, which Valkey takes, is refused (the engine needs a positive
 //! timeout); a negative `cluster-blacklist-ttl`, which Valkey wraps around, is refused.
 
@@ -334,6 +342,9 @@ pub struct Inert {
     /// `proc-title-template` (default `{title} {listen-addr} {server-mode}`): see
     /// `set_proc_title`; checked as Valkey does (`{title}` present, only known variables).
     pub proc_title_template: String,
+    /// `repl-diskless-load` as given: `disabled` (default) or `swapdb`, which this server's
+    /// replica treats alike (see the option table).
+    pub repl_diskless_load: &'static str,
 }
 
 impl Default for Inert {
@@ -349,6 +360,7 @@ impl Default for Inert {
             jemalloc_bg_thread: true,
             set_proc_title: true,
             proc_title_template: "{title} {listen-addr} {server-mode}".into(),
+            repl_diskless_load: "disabled",
         }
     }
 }
@@ -1016,13 +1028,22 @@ pub static OPTIONS: &[Opt] = &[
         // 0: the full copy starts after `repl-diskless-sync-delay` whatever the replica count.
         only_default(v, "0", "the full copy never starts early on a replica count")
     }),
-    opt!("repl-diskless-load", None, mutable: false, get: |_| "disabled".into(), set: |_, v| {
-        if !["disabled", "on-empty-db", "swapdb"].contains(&v.to_ascii_lowercase().as_str()) {
-            return Err("argument(s) must be one of the following: disabled, on-empty-db, swapdb".into());
-        }
-        // `disabled`: the replica keeps its old data until the whole copy has arrived, then
-        // loads it (ours reads the whole payload before loading it).
-        only_default(v, "disabled", "a replica here receives the whole copy before loading it")
+    opt!("repl-diskless-load", None, mutable: false, get: |c| c.inert.repl_diskless_load.into(), set: |c, v| {
+        // Our replica decodes the copy into a staging keyspace and swaps it in at its end
+        // (`crate::repl`, Valkey's `swapdb`). `disabled` (Redis's default) is taken for the
+        // guarantee it gives: the old data set stays until the whole new copy has arrived, and
+        // a broken transfer leaves it. Where it differs: clients get -LOADING during the
+        // transfer here, where Redis with `disabled` serves the old data until the download
+        // ends. `on-empty-db` (drop the data set first) is refused.
+        c.inert.repl_diskless_load = match v.to_ascii_lowercase().as_str() {
+            "disabled" => "disabled",
+            "swapdb" => "swapdb",
+            "on-empty-db" => {
+                return Err("a replica here keeps its data set until the new copy is complete; only disabled or swapdb is accepted".into())
+            }
+            _ => return Err("argument(s) must be one of the following: disabled, on-empty-db, swapdb".into()),
+        };
+        Ok(())
     }),
     opt!("repl-disable-tcp-nodelay", None, mutable: false, get: |_| "no".into(), set: |_, v| {
         let on = parse_bool(v)?;
@@ -1642,7 +1663,7 @@ mod tests {
             "--always-show-logo yes",
             "--rdbchecksum no",
             "--notify-keyspace-events KEA",
-            "--repl-diskless-load swapdb",
+            "--repl-diskless-load on-empty-db",
             "--oom-score-adj yes",
             "--client-output-buffer-limit normal 1mb 0 0",
         ] {

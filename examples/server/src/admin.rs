@@ -772,6 +772,13 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.timeout_s = shared
         .idle_timeout_s
         .load(std::sync::atomic::Ordering::Relaxed);
+    c.protected_mode = shared
+        .protected_mode
+        .load(std::sync::atomic::Ordering::Relaxed);
+    c.stop_writes_on_bgsave_error = shared
+        .stop_writes_on_bgsave_error
+        .load(std::sync::atomic::Ordering::Relaxed);
+    c.output_limits = *shared.output_limits.read();
     c
 }
 
@@ -927,5 +934,13 @@ fn config_set(
     shared
         .idle_timeout_s
         .store(next.timeout_s, std::sync::atomic::Ordering::Relaxed);
+    shared
+        .protected_mode
+        .store(next.protected_mode, std::sync::atomic::Ordering::Relaxed);
+    *shared.output_limits.write() = next.output_limits;
+    shared.stop_writes_on_bgsave_error.store(
+        next.stop_writes_on_bgsave_error,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     Ok(deferred)
 }

@@ -771,7 +771,7 @@ const FSYNC_FAILED: &str = "fsync failed";
 
 /// Redis's `REDIS_AUTOSYNC_BYTES`: `aof-rewrite-incremental-fsync` fsyncs the new base this
 /// often, bytes.
-const AUTOSYNC_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const AUTOSYNC_BYTES: usize = 4 * 1024 * 1024;
 
 /// The rewrite's reason when `appendonly yes` is set at run time (Redis's log word).
 const ENABLING: &str = "AOF enabling";

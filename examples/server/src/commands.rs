@@ -327,6 +327,10 @@ fn route_plain(
     }
 }
 
+/// Valkey 9.1's `shared.bgsaveerr` (without `-` and CRLF): writes refused while
+/// `stop-writes-on-bgsave-error` is on and the last background save failed.
+pub const BGSAVE_ERR: &str = "MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Valkey logs for details about the RDB error.";
+
 /// Runs a command that passed the checks (for a container given by its top-level row, the
 /// subcommand's row is looked up here). Also used for EXEC, slot import links and the
 /// replication stream. Hands what a write changed to the replication / slot-migration hook
@@ -364,6 +368,14 @@ pub fn run(
     {
         if let Some(e) = shared.aof.write_denied() {
             out.error(&e);
+            return Flow::Continue;
+        }
+        if shared
+            .stop_writes_on_bgsave_error
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && state.persist.bgsave_failing()
+        {
+            out.error(BGSAVE_ERR);
             return Flow::Continue;
         }
     }

@@ -26,6 +26,14 @@
 //! | `cluster-link-sendbuf-limit` | enforced by the bus driver (`ferrocluster_host::BusDriver`), at run time too: a link whose unsent bytes pass it is freed and counted |
 //! | `cluster-slot-stats-enabled` | no per-slot CPU and network accounting: only `no` (the default) is accepted |
 //!
+//! Every directive of Debian's Redis 7.0 `/etc/redis/redis.conf` is known (issue 19;
+//! `tests/redis_config.rs` starts ours with that whole file). `protected-mode`, `daemonize`,
+//! `disable-thp`, `stop-writes-on-bgsave-error`, `dynamic-hz` and `client-output-buffer-limit`
+//! (its pubsub class) do what they do in Valkey; a directive whose subject this server handles
+//! one way only (`rdbchecksum`, `lazyfree-*`, `tcp-backlog`, ...) takes only that value, and
+//! one whose subject this server does not have (streams, HyperLogLog, jemalloc, Sentinel's
+//! `replica-priority`) is read, checked and shown ([`Inert`]); each entry says why.
+//!
 //! `cluster-node-timeout 0`, which Valkey takes, is refused (the engine needs a positive
 //! timeout); a negative `cluster-blacklist-ttl`, which Valkey wraps around, is refused.
 
@@ -166,6 +174,195 @@ pub struct Config {
     /// The replication options (`repl-*`, `primaryauth` / `primaryuser`), start-up only: the
     /// engine takes them when the server starts ([`Config::replication`]).
     pub repl: ReplOptions,
+    /// `protected-mode`: while on and the default user has no password (`requirepass` unset),
+    /// a client whose peer address is not loopback gets `-DENIED ...` and is closed (Valkey
+    /// `clientAcceptHandler`; `bind` does not matter, as in Redis 7.0 and Valkey 9.1, checked
+    /// against both). Default yes; CONFIG SET changes it.
+    pub protected_mode: bool,
+    /// `daemonize`: detach at start (`main::daemonize`) and, without `pidfile`, write the
+    /// pid to `/var/run/valkey.pid` (Valkey's `CONFIG_DEFAULT_PID_FILE`). Default no.
+    pub daemonize: bool,
+    /// `disable-thp`: turn transparent huge pages off for the process at start
+    /// (`prctl(PR_SET_THP_DISABLE)`, as Valkey's `linuxMadvFreeForkBugCheck` neighbour
+    /// `disableTHP` does). Default yes.
+    pub disable_thp: bool,
+    /// `stop-writes-on-bgsave-error`: while save points are set and the last background save
+    /// failed, writes (and PING) are refused with `-MISCONF` (Valkey
+    /// `writeCommandsDeniedByDiskError`). Default yes.
+    pub stop_writes_on_bgsave_error: bool,
+    /// `dynamic-hz`: the active expiry cycle runs faster with many clients (Valkey
+    /// `serverCron`: `hz` doubles while clients / hz > 200, at most 500). Default yes.
+    pub dynamic_hz: bool,
+    /// `client-output-buffer-limit`: per class (normal, replica, pubsub) hard limit, soft
+    /// limit (bytes) and soft seconds; 0 means no limit. See [`OutputLimits`].
+    pub output_limits: OutputLimits,
+    /// Directives Redis 7.0's redis.conf carries that shape things this server does not
+    /// have; read, checked and shown as Redis does ([`Inert`]).
+    pub inert: Inert,
+}
+
+/// One `client-output-buffer-limit` class (Valkey's `clientBufferLimitsConfig`): a client
+/// whose unsent output passes `hard` bytes, or stays above `soft` bytes for `soft_secs`
+/// seconds, is closed. 0: that limit is off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassLimit {
+    /// Hard limit, bytes.
+    pub hard: u64,
+    /// Soft limit, bytes.
+    pub soft: u64,
+    /// Seconds the soft limit may be passed.
+    pub soft_secs: u64,
+}
+
+/// `client-output-buffer-limit` for the three classes, Valkey's defaults
+/// (`normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60`). The pubsub class is enforced by
+/// `crate::net` on each message delivered; normal clients have no limit (only `0 0 0` is
+/// accepted); the replica class is read and shown but not enforced: a replica link's buffer here also carries the full copy, which Valkey
+/// sends apart from the output buffer, so a limit would cut every large full sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// `normal`
+    pub normal: ClassLimit,
+    /// `replica` (alias `slave`)
+    pub replica: ClassLimit,
+    /// `pubsub`
+    pub pubsub: ClassLimit,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        let mb = 1024 * 1024;
+        OutputLimits {
+            normal: ClassLimit {
+                hard: 0,
+                soft: 0,
+                soft_secs: 0,
+            },
+            replica: ClassLimit {
+                hard: 256 * mb,
+                soft: 64 * mb,
+                soft_secs: 60,
+            },
+            pubsub: ClassLimit {
+                hard: 32 * mb,
+                soft: 8 * mb,
+                soft_secs: 60,
+            },
+        }
+    }
+}
+
+fn show_output_limits(l: &OutputLimits) -> String {
+    // Valkey 9.1 still shows the replica class as `slave`.
+    [
+        ("normal", l.normal),
+        ("slave", l.replica),
+        ("pubsub", l.pubsub),
+    ]
+    .iter()
+    .map(|(n, c)| format!("{n} {} {} {}", c.hard, c.soft, c.soft_secs))
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// Valkey `setConfigClientOutputBufferLimitOption`: groups of `class hard soft seconds`.
+fn parse_output_limits(into: &mut OutputLimits, v: &str) -> Result<(), String> {
+    let words: Vec<&str> = v.split(' ').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() || !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut next = *into;
+    for g in words.chunks(4) {
+        let class = match g[0].to_ascii_lowercase().as_str() {
+            "normal" => &mut next.normal,
+            "replica" | "slave" => &mut next.replica,
+            "pubsub" => &mut next.pubsub,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let bad = || {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        };
+        let hard = parse_memory(g[1]).map_err(|_| bad())? as u64;
+        let soft = parse_memory(g[2]).map_err(|_| bad())? as u64;
+        let soft_secs: u64 = g[3].parse().map_err(|_| bad())?;
+        *class = ClassLimit {
+            hard,
+            soft,
+            soft_secs,
+        };
+    }
+    if next.normal
+        != (ClassLimit {
+            hard: 0,
+            soft: 0,
+            soft_secs: 0,
+        })
+    {
+        return Err("ferrocluster-server does not limit normal clients' output; only normal 0 0 0 is accepted".into());
+    }
+    *into = next;
+    Ok(())
+}
+
+/// Directives of Redis 7.0's redis.conf whose subject this server does not have, so that
+/// every value Redis takes is honoured here by doing nothing; each field says why. They are
+/// checked with Redis's ranges and shown by CONFIG GET as set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inert {
+    /// `replica-priority` (alias `slave-priority`, default 100): read by Sentinel only;
+    /// cluster failover ranks replicas by replication offset (Valkey `clusterGetReplicaRank`).
+    pub replica_priority: u32,
+    /// `acllog-max-len` (default 128): the most ACL LOG entries kept; this server has no ACL
+    /// users beyond the default one and records no ACL LOG entries, so the log never grows.
+    pub acllog_max_len: u64,
+    /// `oom-score-adj-values` (default `0 200 800`): used only with `oom-score-adj` on,
+    /// which only `no` is accepted for.
+    pub oom_score_adj_values: [i32; 3],
+    /// `hll-sparse-max-bytes` (default 3000): the HyperLogLog sparse encoding limit; no
+    /// HyperLogLog commands here.
+    pub hll_sparse_max_bytes: u64,
+    /// `stream-node-max-bytes` (default 4096): stream radix node size; no streams here.
+    pub stream_node_max_bytes: u64,
+    /// `stream-node-max-entries` (default 100): likewise.
+    pub stream_node_max_entries: u64,
+    /// `activerehashing` (default yes): Redis spends cron time finishing an incremental
+    /// rehash of the main dictionary; our tables grow in one step and are never left half
+    /// rehashed, so there is nothing to finish either way.
+    pub activerehashing: bool,
+    /// `jemalloc-bg-thread` (default yes): jemalloc's purging thread; this server does not use
+    /// jemalloc, and Redis built without jemalloc takes the option and ignores it too
+    /// (`set_jemalloc_bg_thread` is empty there).
+    pub jemalloc_bg_thread: bool,
+    /// `set-proc-title` (default yes): Redis rewrites its argv title "when possible"
+    /// (`redisSetProcTitle` is empty where `USE_SETPROCTITLE` is not defined); this server
+    /// forbids the unsafe code that rewriting argv takes, so it is the "not possible" case.
+    pub set_proc_title: bool,
+    /// `proc-title-template` (default `{title} {listen-addr} {server-mode}`): see
+    /// `set_proc_title`; checked as Valkey does (`{title}` present, only known variables).
+    pub proc_title_template: String,
+    /// `repl-diskless-load` as given: `disabled` (default) or `swapdb`, which this server's
+    /// replica treats alike (see the option table).
+    pub repl_diskless_load: &'static str,
+}
+
+impl Default for Inert {
+    fn default() -> Self {
+        Inert {
+            replica_priority: 100,
+            acllog_max_len: 128,
+            oom_score_adj_values: [0, 200, 800],
+            hll_sparse_max_bytes: 3000,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
+            activerehashing: true,
+            jemalloc_bg_thread: true,
+            set_proc_title: true,
+            proc_title_template: "{title} {listen-addr} {server-mode}".into(),
+            repl_diskless_load: "disabled",
+        }
+    }
 }
 
 /// The replication directives, Valkey 9's names, units and defaults, except
@@ -269,6 +466,13 @@ impl Default for Config {
             aof: crate::aof::AofOptions::default(),
             limits: crate::types::Limits::default(),
             repl: ReplOptions::default(),
+            protected_mode: true,
+            daemonize: false,
+            disable_thp: true,
+            stop_writes_on_bgsave_error: true,
+            dynamic_hz: true,
+            output_limits: OutputLimits::default(),
+            inert: Inert::default(),
         }
     }
 }
@@ -767,7 +971,175 @@ pub static OPTIONS: &[Opt] = &[
     int_opt!("zset-max-listpack-value", Some("zset-max-ziplist-value"), mutable: true, 0, LLONG_MAX, limits.zset_max_listpack_value),
     int_opt!("list-max-listpack-size", Some("list-max-ziplist-size"), mutable: true, -INT_MAX - 1, INT_MAX, limits.list_max_listpack_size),
     int_opt!("list-compress-depth", None, mutable: true, 0, INT_MAX, limits.list_compress_depth),
+    // The directives of Redis 7.0's redis.conf (issue 19). Implemented:
+    bool_opt!("protected-mode", None, mutable: true, protected_mode),
+    bool_opt!("daemonize", None, mutable: false, daemonize),
+    bool_opt!("disable-thp", None, mutable: false, disable_thp),
+    bool_opt!("stop-writes-on-bgsave-error", None, mutable: true, stop_writes_on_bgsave_error),
+    bool_opt!("dynamic-hz", None, mutable: false, dynamic_hz),
+    Opt {
+        multi: true,
+        ..opt!("client-output-buffer-limit", None, mutable: true, get: |c| show_output_limits(&c.output_limits), set: |c, v| {
+            parse_output_limits(&mut c.output_limits, v)
+        })
+    },
+    // Satisfied by what this server always does; any other value is refused:
+    opt!("tcp-backlog", None, mutable: false, get: |_| ferrocluster_host::listen::BACKLOG.to_string(), set: |_, v| {
+        int::<i32>(v, 0, INT_MAX)?;
+        // Every listening socket is made with this backlog (`ferrocluster_host::listen`).
+        only_default(v, "511", "ferrocluster-server listens with a backlog of 511")
+    }),
+    opt!("always-show-logo", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        only_default(yes_no(on).as_str(), "no", "ferrocluster-server shows no ASCII logo")
+    }),
+    opt!("rdbcompression", None, mutable: false, get: |_| "yes".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // The RDB encoder compresses strings over 20 bytes with LZF (`ferrocluster_rdb`).
+        only_default(yes_no(on).as_str(), "yes", "ferrocluster-server always compresses RDB strings with LZF")
+    }),
+    opt!("rdbchecksum", None, mutable: false, get: |_| "yes".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // Every RDB written ends with its CRC64 and every one read is checked.
+        only_default(yes_no(on).as_str(), "yes", "ferrocluster-server always writes and checks the RDB CRC64")
+    }),
+    opt!("rdb-save-incremental-fsync", None, mutable: false, get: |_| "yes".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // `persist::write_atomically` fsyncs every 4 MiB of an RDB as it writes it.
+        only_default(yes_no(on).as_str(), "yes", "ferrocluster-server always fsyncs the RDB every 4 MiB")
+    }),
+    opt!("rdb-del-sync-files", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // The full copy for a replica is made in memory: no RDB file is written for it.
+        only_default(yes_no(on).as_str(), "no", "ferrocluster-server writes no RDB files for replication")
+    }),
+    opt!("replica-serve-stale-data", Some("slave-serve-stale-data"), mutable: false, get: |_| "yes".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // A replica whose link is down keeps answering from the data set it has.
+        only_default(yes_no(on).as_str(), "yes", "a replica here always serves its data while the link is down")
+    }),
+    opt!("replica-read-only", Some("slave-read-only"), mutable: false, get: |_| "yes".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // Clients' writes to a replica are refused with -READONLY (tests/replica_writes.rs).
+        only_default(yes_no(on).as_str(), "yes", "a replica here always refuses clients' writes")
+    }),
+    opt!("repl-diskless-sync-max-replicas", None, mutable: false, get: |_| "0".into(), set: |_, v| {
+        int::<u32>(v, 0, INT_MAX)?;
+        // 0: the full copy starts after `repl-diskless-sync-delay` whatever the replica count.
+        only_default(v, "0", "the full copy never starts early on a replica count")
+    }),
+    opt!("repl-diskless-load", None, mutable: false, get: |c| c.inert.repl_diskless_load.into(), set: |c, v| {
+        // Our replica decodes the copy into a staging keyspace and swaps it in at its end
+        // (`crate::repl`, Valkey's `swapdb`). `disabled` (Redis's default) is taken for the
+        // guarantee it gives: the old data set stays until the whole new copy has arrived, and
+        // a broken transfer leaves it. Where it differs: clients get -LOADING during the
+        // transfer here, where Redis with `disabled` serves the old data until the download
+        // ends. `on-empty-db` (drop the data set first) is refused.
+        c.inert.repl_diskless_load = match v.to_ascii_lowercase().as_str() {
+            "disabled" => "disabled",
+            "swapdb" => "swapdb",
+            "on-empty-db" => {
+                return Err("a replica here keeps its data set until the new copy is complete; only disabled or swapdb is accepted".into())
+            }
+            _ => return Err("argument(s) must be one of the following: disabled, on-empty-db, swapdb".into()),
+        };
+        Ok(())
+    }),
+    opt!("repl-disable-tcp-nodelay", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        // Every client socket, replica links included, has TCP_NODELAY set.
+        only_default(yes_no(on).as_str(), "no", "replica links always have TCP_NODELAY")
+    }),
+    opt!("lazyfree-lazy-eviction", None, mutable: false, get: |_| "no".into(), set: |_, v| lazy_no(v)),
+    opt!("lazyfree-lazy-expire", None, mutable: false, get: |_| "no".into(), set: |_, v| lazy_no(v)),
+    opt!("lazyfree-lazy-server-del", None, mutable: false, get: |_| "no".into(), set: |_, v| lazy_no(v)),
+    opt!("lazyfree-lazy-user-del", None, mutable: false, get: |_| "no".into(), set: |_, v| lazy_no(v)),
+    opt!("lazyfree-lazy-user-flush", None, mutable: false, get: |_| "no".into(), set: |_, v| lazy_no(v)),
+    opt!("replica-lazy-flush", Some("slave-lazy-flush"), mutable: false, get: |_| "no".into(), set: |_, v| lazy_no(v)),
+    opt!("oom-score-adj", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+        if !["no", "yes", "relative", "absolute"].contains(&v.to_ascii_lowercase().as_str()) {
+            return Err("argument(s) must be one of the following: no, yes, relative, absolute".into());
+        }
+        only_default(v, "no", "ferrocluster-server does not change its oom_score_adj")
+    }),
+    opt!("notify-keyspace-events", None, mutable: false, get: |_| String::new(), set: |_, v| {
+        only_default(v, "", "ferrocluster-server sends no keyspace notifications")
+    }),
+    // Subjects this server does not have (see `Inert`):
+    int_opt!("replica-priority", Some("slave-priority"), mutable: false, 0, INT_MAX, inert.replica_priority),
+    int_opt!("acllog-max-len", None, mutable: false, 0, LLONG_MAX, inert.acllog_max_len),
+    Opt {
+        multi: true,
+        ..opt!("oom-score-adj-values", None, mutable: false, get: |c| {
+            let [a, b, d] = c.inert.oom_score_adj_values;
+            format!("{a} {b} {d}")
+        }, set: |c, v| {
+            let bad = || "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".to_string();
+            let vals: Vec<i32> = v
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(|w| w.parse::<i32>().ok().filter(|n| (-2000..=2000).contains(n)).ok_or_else(bad))
+                .collect::<Result<_, _>>()?;
+            c.inert.oom_score_adj_values = vals.try_into().map_err(|_| bad())?;
+            Ok(())
+        })
+    },
+    int_opt!("hll-sparse-max-bytes", None, mutable: false, 0, LLONG_MAX, inert.hll_sparse_max_bytes),
+    int_opt!("stream-node-max-bytes", None, mutable: false, 0, LLONG_MAX, inert.stream_node_max_bytes),
+    int_opt!("stream-node-max-entries", None, mutable: false, 0, LLONG_MAX, inert.stream_node_max_entries),
+    bool_opt!("activerehashing", None, mutable: false, inert.activerehashing),
+    bool_opt!("jemalloc-bg-thread", None, mutable: false, inert.jemalloc_bg_thread),
+    bool_opt!("set-proc-title", None, mutable: false, inert.set_proc_title),
+    opt!("proc-title-template", None, mutable: false, get: |c| c.inert.proc_title_template.clone(), set: |c, v| {
+        if !valid_title_template(v) {
+            return Err("template format is invalid or contains unknown variables".into());
+        }
+        c.inert.proc_title_template = v.to_string();
+        Ok(())
+    }),
 ];
+
+/// Valkey `validateProcTitleTemplate`: braces balanced around known variables, `{title}`
+/// among them.
+fn valid_title_template(v: &str) -> bool {
+    const KNOWN: [&str; 7] = [
+        "title",
+        "listen-addr",
+        "server-mode",
+        "port",
+        "tls-port",
+        "unixsocket",
+        "config-file",
+    ];
+    let mut rest = v;
+    let mut title = false;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest.as_bytes()[open] == b'}' {
+            return false;
+        }
+        let Some(close) = rest[open..].find('}') else {
+            return false;
+        };
+        let name = &rest[open + 1..open + close];
+        if !KNOWN.contains(&name) {
+            return false;
+        }
+        title |= name == "title";
+        rest = &rest[open + close + 1..];
+    }
+    title
+}
+
+/// The `lazyfree-*` options: `no` frees in the caller's thread, which is what this server
+/// always does (memory is freed when the value is dropped).
+fn lazy_no(v: &str) -> Result<(), String> {
+    let on = parse_bool(v)?;
+    only_default(
+        yes_no(on).as_str(),
+        "no",
+        "ferrocluster-server always frees values in the thread that deletes them",
+    )
+}
 
 /// The option named `name` (or its alias), ASCII case-insensitively.
 pub fn option(name: &str) -> Option<&'static Opt> {
@@ -1273,6 +1645,74 @@ mod tests {
         assert!(parse_args(&args("--cluster-slot-stats-enabled NO"), no_file).is_ok());
         let c = server(parse_args(&args("--cluster-link-sendbuf-limit 1kb"), no_file).unwrap());
         assert_eq!(c.cluster.link_sendbuf_limit_bytes, 1024);
+    }
+
+    /// Redis 7.0 redis.conf directives: a value this server cannot honour is refused with the
+    /// line and why; bad values get valkey-server 9.1.2's texts (CONFIG SET on the real
+    /// server); `client-output-buffer-limit` is shown as Valkey shows it.
+    #[test]
+    fn redis_conf_directives_refuse_what_is_not_honoured() {
+        let text = "lazyfree-lazy-eviction no\nprotected-mode yes\nlazyfree-lazy-expire yes\n";
+        let e = Config::default()
+            .apply_file("r.conf", text, &no_file)
+            .unwrap_err();
+        assert_eq!(e.at, "line 3 of r.conf");
+        assert!(e.reason.ends_with("; only no is accepted"), "{e}");
+        for bad in [
+            "--tcp-backlog 1024",
+            "--always-show-logo yes",
+            "--rdbchecksum no",
+            "--notify-keyspace-events KEA",
+            "--repl-diskless-load on-empty-db",
+            "--oom-score-adj yes",
+            "--client-output-buffer-limit normal 1mb 0 0",
+        ] {
+            let e = parse_args(&args(bad), no_file).unwrap_err();
+            assert!(e.reason.contains("only"), "{bad}: {e}");
+        }
+        for (bad, why) in [
+            (
+                "--client-output-buffer-limit normal 1 2",
+                "Wrong number of arguments in buffer limit configuration.",
+            ),
+            (
+                "--client-output-buffer-limit bogus 1 2 3",
+                "Invalid client class specified in buffer limit configuration.",
+            ),
+            (
+                "--client-output-buffer-limit normal x 2 3",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "--oom-score-adj-values 0 200 3000",
+                "Invalid oom-score-adj-values, elements must be between -2000 and 2000.",
+            ),
+            (
+                "--proc-title-template {nope}",
+                "template format is invalid or contains unknown variables",
+            ),
+        ] {
+            assert_eq!(
+                parse_args(&args(bad), no_file).unwrap_err().reason,
+                why,
+                "{bad}"
+            );
+        }
+        let c = server(
+            parse_args(&args("--client-output-buffer-limit pubsub 1mb 512kb 5 slave 0 0 0 --proc-title-template x-{title}"), no_file).unwrap(),
+        );
+        assert_eq!(
+            c.output_limits.pubsub,
+            ClassLimit {
+                hard: 1 << 20,
+                soft: 512 << 10,
+                soft_secs: 5
+            }
+        );
+        assert_eq!(
+            (option("client-output-buffer-limit").unwrap().get)(&c),
+            "normal 0 0 0 slave 0 0 0 pubsub 1048576 524288 5"
+        );
     }
 
     #[test]

@@ -71,6 +71,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Invocation::Demo { base_port } => demo::run(base_port),
+        Invocation::Server(config)
+            if config.daemonize && std::env::var_os(DAEMON_CHILD).is_none() =>
+        {
+            daemonize(&args)
+        }
         Invocation::Server(config) => match run_server(*config) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -79,6 +84,51 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// Set in the environment of the process `daemonize` starts (which then runs the server).
+const DAEMON_CHILD: &str = "FERROCLUSTER_DAEMONIZED";
+
+/// `daemonize yes` (Valkey `daemonize`: fork, the parent exits 0, the child `setsid`s and
+/// points its standard streams at /dev/null). This crate forbids unsafe code, so `fork` is
+/// not at hand: the same program is started again with the same arguments (and
+/// [`DAEMON_CHILD`] set), in a process group of its own so the terminal's signals do not
+/// reach it, standard streams on /dev/null; this process exits 0 once it started. The server
+/// (the new process) writes the pid file, `/var/run/valkey.pid` when none is configured.
+fn daemonize(args: &[String]) -> ExitCode {
+    use std::os::unix::process::CommandExt as _;
+    use std::process::{Command, Stdio};
+    let started = std::env::current_exe().and_then(|exe| {
+        Command::new(exe)
+            .args(args)
+            .env(DAEMON_CHILD, "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+    });
+    match started {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            say(&format!("ferrocluster-server: can't daemonize: {e}"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Valkey `serverCron` with `dynamic-hz yes`: the configured `hz` doubled while there are
+/// more than 200 clients per cycle (`MAX_CLIENTS_PER_CLOCK_TICK`), at most 500
+/// (`CONFIG_MAX_HZ`).
+fn dynamic_hz(configured: u32, clients: u64) -> u32 {
+    let mut hz = configured.max(1);
+    while clients / u64::from(hz) > 200 {
+        hz *= 2;
+        if hz > 500 {
+            return 500;
+        }
+    }
+    hz
 }
 
 /// Writes a line to stderr, ignoring a failed write (`eprintln!` would panic, and the exit code
@@ -116,6 +166,16 @@ fn init_logging(config: &config::Config) -> Result<(), String> {
 
 fn run_server(mut config: config::Config) -> Result<(), String> {
     init_logging(&config)?;
+    if config.disable_thp {
+        // Valkey `disable-thp yes`: transparent huge pages off for the whole process (the
+        // flag is the process's, inherited by every thread started after it).
+        if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+            tracing::warn!("Failed to disable transparent huge pages: {e}");
+        }
+    }
+    if config.daemonize && config.pidfile.is_none() {
+        config.pidfile = Some("/var/run/valkey.pid".into());
+    }
     types::set_limits(config.limits);
     config.maxclients = net::adjust_open_files_limit(config.maxclients)?;
     // Redis refuses to start when it cannot chdir to `dir`; we also need to write there.
@@ -207,7 +267,6 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("timer".into())
         .spawn(move || {
-            let expire_every = 1000 / u64::from(shared.config.hz.max(1));
             let mut last_expire = 0;
             let mut last_sample = 0;
             loop {
@@ -225,7 +284,12 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                     st.rates.sample(now, commands, net_in, net_out);
                     persist::cron(&shared, &mut st, now);
                 }
-                if now.saturating_sub(last_expire) >= expire_every {
+                let hz = if shared.config.dynamic_hz {
+                    dynamic_hz(shared.config.hz, shared.stats.snapshot().0)
+                } else {
+                    shared.config.hz.max(1)
+                };
+                if now.saturating_sub(last_expire) >= 1000 / u64::from(hz) {
                     last_expire = now;
                     // Like Redis's active cycle: repeat while a quarter or more of the examined
                     // keys were expired, at most 25 ms per tick, releasing the lock between steps.
@@ -245,4 +309,17 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Valkey `serverCron`'s doubling: 10 hz with up to 2000 clients, 20 with 2001, capped at
+    /// 500.
+    #[test]
+    fn dynamic_hz_doubles_with_clients() {
+        assert_eq!(super::dynamic_hz(10, 0), 10);
+        assert_eq!(super::dynamic_hz(10, 2000 + 9), 10);
+        assert_eq!(super::dynamic_hz(10, 2010), 20);
+        assert_eq!(super::dynamic_hz(10, 1_000_000), 500);
+    }
 }

@@ -83,6 +83,8 @@ struct Conn {
     close_after_flush: bool,
     /// Waiting for WRITABLE.
     want_write: bool,
+    /// Since when (unix ms) the output has been over the class's soft limit.
+    soft_since: Option<u64>,
 }
 
 /// Creates the I/O threads; returns their handles (index = thread number).
@@ -239,6 +241,24 @@ fn refusal_text(cluster: bool) -> &'static [u8] {
 
 /// Best effort, as Valkey's: the reply is written once, errors ignored, and the connection
 /// dropped.
+/// The reply to a client refused by protected mode, Valkey 9.1's text (`clientAcceptHandler`;
+/// Redis 7.0's says `Redis is running in protected mode ...` and names Redis where this says
+/// nothing or "it"; Valkey's words are followed, as everywhere in this server).
+pub const PROTECTED_DENIED: &str = "-DENIED Running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers, you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting from the same host the server is running, however MAKE SURE it's not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Protected mode (Valkey `clientAcceptHandler`): on, no password for the default user and a
+/// peer that is not loopback (`connIsLocal`: 127.0.0.0/8, `::1`, or either mapped in IPv6).
+/// The `bind` list plays no part, as in Redis 7.0 and Valkey 9.1.
+fn protected_denies(shared: &Shared, peer: std::net::SocketAddr) -> bool {
+    let local = match peer.ip() {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    };
+    shared.protected_mode.load(Ordering::Relaxed) && shared.config.requirepass.is_none() && !local
+}
+
 fn refuse(shared: &Shared, mut s: std::net::TcpStream) {
     use std::io::Write as _;
     let _ = s.write_all(refusal_text(shared.config.cluster_enabled));
@@ -299,8 +319,14 @@ pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec
     };
     loop {
         match listener.accept() {
-            Ok((s, _)) => {
+            Ok((mut s, peer)) => {
                 errors.flush();
+                if protected_denies(&shared, peer) {
+                    use std::io::Write as _;
+                    let _ = s.write_all(PROTECTED_DENIED.as_bytes());
+                    shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
                 let gate = &shared.clients;
                 let connected = shared.stats.snapshot().0 as usize;
                 let bus = if shared.config.cluster_enabled {
@@ -465,9 +491,10 @@ impl IoThread {
                                 c.close_after_flush = true;
                             }
                             what.write_to(&mut c.out, &mut c.client);
-                            if c.out.buf.len() > output_limit(&c.client) {
-                                // redis-server's client-output-buffer-limit (pubsub hard
-                                // limit 32 MiB): a subscriber this far behind is disconnected.
+                            let limits = *self.shared.output_limits.read();
+                            if over_output_limit(&limits, c, crate::server::unix_ms()) {
+                                // client-output-buffer-limit: a subscriber this far behind
+                                // is disconnected.
                                 tracing::warn!(
                                     client = c.client.id,
                                     "output buffer limit reached, closing the client"
@@ -603,6 +630,7 @@ impl IoThread {
             client,
             close_after_flush: false,
             want_write: false,
+            soft_since: None,
         });
         // Bytes may already be waiting; edge-triggered readiness would not report them again.
         self.to_read.push(token);
@@ -724,15 +752,25 @@ impl IoThread {
     }
 }
 
-/// The output buffer size past which a lagging consumer is disconnected, bytes.
-fn output_limit(client: &crate::client::ClientCtx) -> usize {
-    // A replica link is not limited: its first bytes are the whole full copy, and a limit
-    // below it would make the replica resync forever.
-    if client.subscriptions() > 0 && !client.is_replica_link {
-        32 * 1024 * 1024
-    } else {
-        usize::MAX
+/// Whether a subscriber's unsent output passed the pubsub class of
+/// `client-output-buffer-limit` (Valkey `checkClientOutputBufferLimits`): at least `hard`
+/// bytes, or at least `soft` bytes for more than `soft_secs` seconds. Other clients are not
+/// limited (`crate::config::OutputLimits` says why). `now` is unix ms.
+fn over_output_limit(limits: &crate::config::OutputLimits, c: &mut Conn, now: u64) -> bool {
+    if c.client.subscriptions() == 0 || c.client.is_replica_link {
+        return false;
     }
+    let class = limits.pubsub;
+    let used = c.out.buf.len() as u64;
+    if class.hard > 0 && used >= class.hard {
+        return true;
+    }
+    if class.soft > 0 && used >= class.soft {
+        let since = *c.soft_since.get_or_insert(now);
+        return now.saturating_sub(since) > class.soft_secs * 1000;
+    }
+    c.soft_since = None;
+    false
 }
 
 /// `tcp-keepalive` on a client socket as Redis's `anetKeepAlive`: SO_KEEPALIVE, the first

@@ -97,6 +97,12 @@ pub struct Persistence {
 }
 
 impl Persistence {
+    /// Valkey `writeCommandsDeniedByDiskError`'s RDB case: save points are set and the last
+    /// background save failed (`rdb_last_bgsave_status:err`).
+    pub fn bgsave_failing(&self) -> bool {
+        !self.points.is_empty() && !self.last_bgsave_ok
+    }
+
     /// The state of a server started at `start_ms` with `points`.
     pub fn new(start_ms: u64, points: Vec<SavePoint>) -> Persistence {
         Persistence {
@@ -141,7 +147,8 @@ fn snapshot(state: &State, now: u64) -> Result<Vec<u8>, String> {
 }
 
 /// Writes `bytes` as `path` through the temporary file `tmp_name` in the same directory,
-/// fsynced and renamed, then fsyncs the directory.
+/// fsynced every 4 MiB as it is written (Redis's `rdb-save-incremental-fsync yes`,
+/// `REDIS_AUTOSYNC_BYTES`) and at its end, renamed, then fsyncs the directory.
 ///
 /// # Errors
 /// The failed step and the OS error.
@@ -167,7 +174,10 @@ pub fn write_atomically_on(
         format!("{what} {}: {e}", tmp.display())
     };
     let mut f = disk.create(&tmp).map_err(|e| fail("can't create", e))?;
-    crate::fsio::write_all(f.as_mut(), bytes).map_err(|(_, e)| fail("can't write", e))?;
+    for chunk in bytes.chunks(crate::aof::AUTOSYNC_BYTES) {
+        crate::fsio::write_all(f.as_mut(), chunk).map_err(|(_, e)| fail("can't write", e))?;
+        f.sync().map_err(|e| fail("can't fsync", e))?;
+    }
     f.sync().map_err(|e| fail("can't fsync", e))?;
     drop(f);
     disk.rename(&tmp, path)

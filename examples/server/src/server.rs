@@ -241,6 +241,13 @@ pub struct Shared {
     pub directory: Mutex<std::collections::HashMap<u64, (usize, usize)>>,
     /// `timeout` in force, seconds (CONFIG SET changes it).
     pub idle_timeout_s: AtomicU64,
+    /// `protected-mode` in force (CONFIG SET changes it; `crate::net` reads it on accept).
+    pub protected_mode: std::sync::atomic::AtomicBool,
+    /// `client-output-buffer-limit` in force (CONFIG SET changes it; `crate::net` reads it on
+    /// each delivery).
+    pub output_limits: RwLock<crate::config::OutputLimits>,
+    /// `stop-writes-on-bgsave-error` in force (CONFIG SET changes it).
+    pub stop_writes_on_bgsave_error: std::sync::atomic::AtomicBool,
     /// This `Shared` itself, for work a command hands to a thread (BGSAVE); set once at start.
     pub me: OnceLock<std::sync::Weak<Shared>>,
     /// MONITOR connections (`crate::monitor`).
@@ -279,6 +286,9 @@ impl Shared {
         let run_id = random_hex(&mut seed_rng);
         let clients = crate::net::ClientGate::new(config.maxclients);
         let idle_timeout_s = config.timeout_s;
+        let (protected_mode, stop_writes) =
+            (config.protected_mode, config.stop_writes_on_bgsave_error);
+        let output_limits = config.output_limits;
         let aof = Arc::new(crate::aof::Aof::new(
             Arc::new(crate::fsio::OsDisk),
             &config.dir,
@@ -318,6 +328,9 @@ impl Shared {
             me: OnceLock::new(),
             directory: Mutex::new(std::collections::HashMap::new()),
             idle_timeout_s: AtomicU64::new(idle_timeout_s),
+            protected_mode: std::sync::atomic::AtomicBool::new(protected_mode),
+            stop_writes_on_bgsave_error: std::sync::atomic::AtomicBool::new(stop_writes),
+            output_limits: RwLock::new(output_limits),
             io: OnceLock::new(),
             clients,
             start_ms: now,

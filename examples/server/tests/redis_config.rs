@@ -1,6 +1,8 @@
 //! Directives a Redis user's config carries (issue 19): `include`, `pidfile`, `timeout`,
 //! `tcp-keepalive`, `save`, `dbfilename`, `slowlog-*`, `latency-monitor-threshold`, taken from
-//! a config file and shown by CONFIG GET with Redis's names and values. Ports 23230-23231.
+//! a config file and shown by CONFIG GET with Redis's names and values; Debian's whole Redis 7.0
+//! redis.conf (daemonize, pidfile, logfile, cluster mode, AOF); protected mode and
+//! stop-writes-on-bgsave-error against valkey-server 9.1. Ports 23230-23238.
 
 #![allow(clippy::disallowed_methods)] // the test waits on the clock
 
@@ -104,4 +106,349 @@ fn an_include_that_cannot_be_read_is_refused_with_its_line() {
         err.contains("line 3 of") && err.contains("can't open the included file"),
         "{err}"
     );
+}
+
+/// Kills a daemonized server by its pid (from its pid file) if the test ends early.
+struct Daemon(Option<u32>);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// Debian's installed /etc/redis/redis.conf (Redis 7.0.15), whole, with only `port`, `dir`,
+/// `appendonly` and `cluster-enabled` changed, and `pidfile` / `logfile` moved to the test's
+/// directory (the directives stay as Debian writes them: `daemonize yes`, a pid file, a log
+/// file): ours starts with it, detaches, serves as a cluster node with the AOF on, and stops.
+#[test]
+fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
+    let debian = std::fs::read_to_string("/etc/redis/redis.conf")
+        .expect("/etc/redis/redis.conf (Debian's redis-server package, .ci/run installs it)");
+    let dir = test_dir("debian-conf");
+    let (pidfile, logfile) = (dir.join("redis.pid"), dir.join("redis.log"));
+    let mut changed = 0;
+    let mut conf: String = debian
+        .lines()
+        .map(|l| {
+            let word = l.split_whitespace().next().unwrap_or("");
+            let new = match word {
+                "port" => "port 23232".to_string(),
+                "dir" => format!("dir {}", dir.display()),
+                "appendonly" => "appendonly yes".into(),
+                "cluster-enabled" => "cluster-enabled yes".into(),
+                "pidfile" => format!("pidfile {}", pidfile.display()),
+                "logfile" => format!("logfile {}", logfile.display()),
+                _ => return format!("{l}\n"),
+            };
+            changed += 1;
+            format!("{new}\n")
+        })
+        .collect();
+    // Debian's file leaves `cluster-enabled` commented out (Redis's default is no).
+    if !conf.lines().any(|l| l.starts_with("cluster-enabled")) {
+        conf.push_str("cluster-enabled yes\n");
+    }
+    assert_eq!(
+        changed, 5,
+        "port, dir, appendonly, pidfile, logfile in Debian's file"
+    );
+    assert!(conf.contains("\ndaemonize yes\n") && conf.contains("\nprotected-mode yes\n"));
+    let path = dir.join("redis.conf");
+    std::fs::write(&path, &conf).unwrap();
+    // daemonize yes: the process started exits 0 at once, the server goes on.
+    let out = std::process::Command::new(BIN).arg(&path).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::wait_for_port(23232, Duration::from_secs(15));
+    let mut daemon = Daemon(None);
+    wait_until(Duration::from_secs(5), "the pid file", || pidfile.exists());
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    daemon.0 = Some(pid);
+    // disable-thp yes: THP is off for the server process.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.contains("THP_enabled:\t0"), "{status}");
+    let mut c = Client::connect(23232);
+    assert!(bulk_text(&c.cmd(&["INFO", "cluster"])).contains("cluster_enabled:1"));
+    assert!(bulk_text(&c.cmd(&["INFO", "persistence"])).contains("aof_enabled:1"));
+    assert_eq!(get(&mut c, "protected-mode"), "yes");
+    assert_eq!(get(&mut c, "daemonize"), "yes");
+    assert_eq!(
+        get(&mut c, "client-output-buffer-limit"),
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+    );
+    assert_eq!(
+        c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    wait_until(Duration::from_secs(10), "cluster_state:ok", || {
+        bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    assert_eq!(c.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
+    assert_eq!(c.cmd_s(&["GET", "k"]), "$1\r\nv\r\n");
+    let log = std::fs::read_to_string(&logfile).unwrap();
+    assert!(log.contains("ready to accept connections"), "{log}");
+    c.send_raw(&common::encode(&[b"SHUTDOWN"]));
+    wait_until(
+        Duration::from_secs(10),
+        "the pid file removed at shutdown",
+        || !pidfile.exists(),
+    );
+    wait_until(Duration::from_secs(10), "the server gone", || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    daemon.0 = None;
+    let aof_dir = dir.join("appendonlydir");
+    let aof = std::fs::read_dir(&aof_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().ends_with(".incr.aof"))
+        .expect("an incremental AOF file");
+    let text = String::from_utf8_lossy(&std::fs::read(aof.path()).unwrap()).into_owned();
+    assert!(text.contains("SET\r\n$1\r\nk\r\n$1\r\nv"), "{text}");
+}
+
+/// The address tests give a non-loopback client: added to `lo` inside a network namespace
+/// the test makes for itself (`unshare -n`), so nothing outside it sees the address.
+const OUTSIDE: &str = "192.0.2.1";
+
+/// Runs this test again inside its own network namespace where `OUTSIDE` is an address of
+/// `lo`; true when this process is that run.
+fn in_own_netns(test: &str) -> bool {
+    if std::env::var_os("FC_TEST_NETNS").is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("unshare")
+        .args(["-n", "sh", "-c"])
+        .arg(format!(
+            "ip link set lo up && ip addr add {OUTSIDE}/32 dev lo && exec \"$0\" --exact {test} --nocapture --test-threads 1"
+        ))
+        .arg(exe)
+        .env("FC_TEST_NETNS", "1")
+        .output()
+        .expect("unshare (util-linux) and ip (iproute2)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "the run in its own network namespace failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+/// What a client connecting from `OUTSIDE` gets before the server closes (or nothing, then
+/// PING's reply).
+fn from_outside(port: u16) -> String {
+    let mut c = Client::connect_to(OUTSIDE, port);
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    // The refusal is sent at accept; a PING may meet a reset socket, which is fine.
+    let _ = std::io::Write::write_all(&mut c.stream, b"PING\r\n");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                if got == b"+PONG\r\n" || got.starts_with(b"-NOAUTH") {
+                    break;
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// `protected-mode yes` without a password: a client from a non-loopback address gets
+/// valkey-server 9.1's `-DENIED ...` and is closed, whatever `bind` says (checked against the
+/// real server beside ours); a loopback client is served; `CONFIG SET protected-mode no` or
+/// a password lets the outside client in.
+#[test]
+fn protected_mode_refuses_outside_clients_as_valkey_does() {
+    if !in_own_netns("protected_mode_refuses_outside_clients_as_valkey_does") {
+        return;
+    }
+    let dir = test_dir("protected-mode");
+    let _valkey = common::start_real_server(
+        "valkey-server",
+        23234,
+        &dir.join("valkey"),
+        &["--bind", "0.0.0.0", "--protected-mode", "yes"],
+    );
+    let expected = from_outside(23234);
+    assert!(
+        expected.starts_with("-DENIED Running in protected mode"),
+        "{expected}"
+    );
+    let mut procs = common::Procs::default();
+    procs.start(
+        &dir.join("ours"),
+        23233,
+        &[
+            "--cluster-enabled",
+            "no",
+            "--bind",
+            "0.0.0.0",
+            "--protected-mode",
+            "yes",
+        ],
+    );
+    assert_eq!(from_outside(23233), expected);
+    let mut local = Client::connect(23233);
+    assert_eq!(local.cmd_s(&["PING"]), "+PONG\r\n");
+    assert!(bulk_text(&local.cmd(&["INFO", "stats"])).contains("rejected_connections:1"));
+    assert_eq!(
+        local.cmd_s(&["CONFIG", "SET", "protected-mode", "no"]),
+        "+OK\r\n"
+    );
+    assert_eq!(from_outside(23233), "+PONG\r\n");
+    procs.kill(23233);
+    // A password for the default user: protected mode lets the client in (to authenticate).
+    procs.start(
+        &dir.join("ours-pass"),
+        23233,
+        &[
+            "--cluster-enabled",
+            "no",
+            "--bind",
+            "0.0.0.0",
+            "--requirepass",
+            "pw",
+        ],
+    );
+    assert!(from_outside(23233).starts_with("-NOAUTH"));
+}
+
+/// `stop-writes-on-bgsave-error yes` (the default) with save points: after a failed BGSAVE
+/// (its directory gone) writes are refused with valkey-server 9.1's `-MISCONF` text, captured
+/// from the real server put in the same state; `CONFIG SET stop-writes-on-bgsave-error no`
+/// lets them through.
+#[test]
+fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
+    let dir = test_dir("bgsave-error");
+    let fail_bgsave = |port: u16| -> String {
+        let mut c = Client::connect(port);
+        assert_eq!(c.cmd_s(&["SET", "a", "1"]), "+OK\r\n");
+        let _ = c.cmd(&["BGSAVE"]);
+        wait_until(
+            Duration::from_secs(10),
+            "rdb_last_bgsave_status:err",
+            || bulk_text(&c.cmd(&["INFO", "persistence"])).contains("rdb_last_bgsave_status:err"),
+        );
+        c.cmd_s(&["SET", "a", "2"])
+    };
+    let vdir = dir.join("valkey");
+    let _valkey = common::start_real_server("valkey-server", 23236, &vdir, &["--save", "3600 1"]);
+    std::fs::remove_dir_all(&vdir).unwrap();
+    let expected = fail_bgsave(23236);
+    assert!(
+        expected.starts_with("-MISCONF Valkey is configured to save RDB"),
+        "{expected}"
+    );
+    let mut procs = common::Procs::default();
+    let odir = procs.start(
+        &dir.join("ours"),
+        23235,
+        &["--cluster-enabled", "no", "--save", "3600 1"],
+    );
+    std::fs::remove_dir_all(&odir).unwrap();
+    assert_eq!(fail_bgsave(23235), expected);
+    let mut c = Client::connect(23235);
+    assert_eq!(c.cmd_s(&["GET", "a"]), "$1\r\n1\r\n");
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"]),
+        "+OK\r\n"
+    );
+    assert_eq!(c.cmd_s(&["SET", "a", "2"]), "+OK\r\n");
+}
+
+/// `client-output-buffer-limit pubsub`: a subscriber that does not read is closed once its
+/// unsent output passes the hard limit, or stays over the soft limit longer than its seconds
+/// (the same sequence run on redis-server 7.0 beside ours, which closes it too; valkey-server
+/// 9.1 keeps large published payloads by reference in the output list, so its `omem` stays
+/// small and 30 MB pending does not reach 1 MiB there).
+#[test]
+fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
+    let dir = test_dir("pubsub-limit");
+    let _redis = common::start_real_server("redis-server", 23238, &dir.join("redis"), &[]);
+    let mut procs = common::Procs::default();
+    procs.start(&dir.join("ours"), 23237, &["--cluster-enabled", "no"]);
+    let payload = "x".repeat(100_000);
+    for port in [23238, 23237] {
+        let mut admin = Client::connect(port);
+        // Subscribers in CLIENT LIST (valkey's INFO pubsub_clients lags a closed one).
+        let subscribers = |admin: &mut Client| {
+            let list = bulk_text(&admin.cmd(&["CLIENT", "LIST"]));
+            list.lines()
+                .filter(|l| l.contains(" sub=1 "))
+                .count()
+                .to_string()
+        };
+        // Hard limit 1 MiB: 30 MB published to a subscriber that never reads.
+        assert_eq!(
+            admin.cmd_s(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 1mb 0 0"
+            ]),
+            "+OK\r\n",
+            "{port}"
+        );
+        let mut sub = Client::connect(port);
+        assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
+        assert_eq!(subscribers(&mut admin), "1", "{port}");
+        for _ in 0..300 {
+            admin.cmd(&["PUBLISH", "ch", &payload]);
+        }
+        wait_until(
+            Duration::from_secs(10),
+            &format!("{port}: closed (hard)"),
+            || subscribers(&mut admin) == "0",
+        );
+        drop(sub);
+        // Soft limit 64 KiB for 1 s: over it, then over it still after the second.
+        assert_eq!(
+            admin.cmd_s(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 0 64kb 1"
+            ]),
+            "+OK\r\n"
+        );
+        let mut sub = Client::connect(port);
+        assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
+        for _ in 0..100 {
+            admin.cmd(&["PUBLISH", "ch", &payload]);
+        }
+        assert_eq!(
+            subscribers(&mut admin),
+            "1",
+            "{port}: soft limit not yet past its time"
+        );
+        std::thread::sleep(Duration::from_millis(2100));
+        admin.cmd(&["PUBLISH", "ch", &payload]);
+        wait_until(
+            Duration::from_secs(10),
+            &format!("{port}: closed (soft)"),
+            || subscribers(&mut admin) == "0",
+        );
+        drop(sub);
+    }
 }

@@ -77,14 +77,14 @@ pub enum InvariantViolation {
 
 /// The epochs one nodes.conf carries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Epochs {
+pub(crate) struct Epochs {
     current: u64,
     config: u64,
     last_vote: u64,
 }
 
 impl Epochs {
-    fn of(topo: &Topology) -> Epochs {
+    pub(crate) fn of(topo: &Topology) -> Epochs {
         Epochs {
             current: topo.current_epoch.0,
             config: topo.myself().config_epoch.0,

@@ -945,9 +945,7 @@ pub(crate) fn apply_config_to_myself(topo: &mut Topology, c: &ClusterConfig) {
 /// (see `Output::Persist::fsync`): the epochs and myself's role and primary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SavedVars {
-    current_epoch: u64,
-    config_epoch: u64,
-    last_vote_epoch: u64,
+    epochs: crate::checks::Epochs,
     primary: bool,
     replica_of: Option<NodeId>,
 }
@@ -956,9 +954,7 @@ impl SavedVars {
     fn of(topo: &Topology) -> SavedVars {
         let me = topo.myself();
         SavedVars {
-            current_epoch: topo.current_epoch.0,
-            config_epoch: me.config_epoch.0,
-            last_vote_epoch: topo.last_vote_epoch.0,
+            epochs: crate::checks::Epochs::of(topo),
             primary: me.flags.contains(NodeFlags::PRIMARY),
             replica_of: me.primary,
         }

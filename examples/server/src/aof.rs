@@ -779,45 +779,25 @@ const ENABLING: &str = "AOF enabling";
 /// The data set as the rewrite commands (`ferrocluster_dataplane::aof::AofWriter`, each key
 /// then its `PEXPIREAT`), a `SELECT` before each database: a `.base.aof`.
 fn write_commands(state: &State, now: u64) -> Result<Vec<u8>, String> {
-    use ferrocluster_kvstore::{KeyExpiry, ScanOptions};
-    let kv = &state.kv;
     let mut out = Vec::new();
-    for db in 0..kv.databases() {
-        if kv.dbsize(db).unwrap_or(0) == 0 {
-            continue;
-        }
-        let d = db.to_string();
-        ferrocluster_dataplane::resp::encode_command(
-            &mut out,
-            &[b"SELECT".as_slice(), d.as_bytes()],
-        );
-        let mut cursor = 0;
-        loop {
-            let opts = ScanOptions {
-                count: 1000,
-                ..ScanOptions::default()
-            };
-            let Ok(page) = kv.scan(db, cursor, &opts, now) else {
-                break;
-            };
-            for k in &page.keys {
-                let Some(v) = kv.get(db, k, now).ok().flatten() else {
-                    continue;
-                };
-                let at = match kv.expiry(db, k, now) {
-                    Ok(KeyExpiry::At(t)) => i64::try_from(t).ok(),
-                    _ => None,
-                };
-                ferrocluster_dataplane::aof::AofWriter::new(&mut out, k)
-                    .value(v, at)
-                    .map_err(|e| format!("key {:?}: {e}", String::from_utf8_lossy(k)))?;
-            }
-            cursor = page.cursor;
-            if cursor == 0 {
-                break;
-            }
-        }
-    }
+    crate::snapshot::for_each_key(
+        &state.kv,
+        now,
+        &mut out,
+        |out, db| {
+            let d = db.to_string();
+            ferrocluster_dataplane::resp::encode_command(
+                out,
+                &[b"SELECT".as_slice(), d.as_bytes()],
+            );
+            Ok(())
+        },
+        |out, k, v, at| {
+            ferrocluster_dataplane::aof::AofWriter::new(out, k)
+                .value(v, at)
+                .map_err(|e| format!("key {:?}: {e}", String::from_utf8_lossy(k)))
+        },
+    )?;
     Ok(out)
 }
 

@@ -28,12 +28,43 @@ pub fn write_rdb(kv: &KvStore<Value>, aux: &[(&str, String)], now: u64) -> Resul
     for (k, v) in aux {
         w.aux(k.as_bytes(), v.as_bytes()).map_err(err)?;
     }
+    for_each_key(
+        kv,
+        now,
+        &mut w,
+        |w, db| w.select_db(db as u64).map_err(err),
+        |w, k, v, expire_ms| {
+            let meta = EntryMeta {
+                expire_ms,
+                ..EntryMeta::default()
+            };
+            w.entry(k, v, meta)
+                .map_err(|e| format!("key {:?}: {e}", String::from_utf8_lossy(k)))
+        },
+    )?;
+    w.finish().map_err(err)?;
+    Ok(w.take())
+}
+
+/// Visits every key of `kv` live at `now`, database by database, writing into `sink`:
+/// `on_db(sink, db)` before the first key of each non-empty database, then
+/// `on_key(sink, key, value, expiry)` with the absolute expiry in ms. The one walk behind the RDB writer here and the AOF rewrite's `.base.aof`
+/// (`crate::aof`). Stops at the first error either callback returns.
+///
+/// # Errors
+/// The first error of `on_db` or `on_key`.
+pub fn for_each_key<S>(
+    kv: &KvStore<Value>,
+    now: u64,
+    sink: &mut S,
+    on_db: impl Fn(&mut S, usize) -> Result<(), String>,
+    on_key: impl Fn(&mut S, &[u8], &Value, Option<i64>) -> Result<(), String>,
+) -> Result<(), String> {
     for db in 0..kv.databases() {
-        let keys = kv.dbsize(db).unwrap_or(0);
-        if keys == 0 {
+        if kv.dbsize(db).unwrap_or(0) == 0 {
             continue;
         }
-        w.select_db(db as u64).map_err(err)?;
+        on_db(sink, db)?;
         let mut cursor = 0;
         loop {
             let opts = ScanOptions {
@@ -47,16 +78,11 @@ pub fn write_rdb(kv: &KvStore<Value>, aux: &[(&str, String)], now: u64) -> Resul
                 let Some(v) = kv.get(db, k, now).ok().flatten() else {
                     continue;
                 };
-                let expire_ms = match kv.expiry(db, k, now) {
+                let at = match kv.expiry(db, k, now) {
                     Ok(KeyExpiry::At(t)) => i64::try_from(t).ok(),
                     _ => None,
                 };
-                let meta = EntryMeta {
-                    expire_ms,
-                    ..EntryMeta::default()
-                };
-                w.entry(k, v, meta)
-                    .map_err(|e| format!("key {:?}: {e}", String::from_utf8_lossy(k)))?;
+                on_key(sink, k, v, at)?;
             }
             cursor = page.cursor;
             if cursor == 0 {
@@ -64,8 +90,7 @@ pub fn write_rdb(kv: &KvStore<Value>, aux: &[(&str, String)], now: u64) -> Resul
             }
         }
     }
-    w.finish().map_err(err)?;
-    Ok(w.take())
+    Ok(())
 }
 
 /// An RDB being loaded piece by piece into a keyspace of its own (a replica's full sync: the

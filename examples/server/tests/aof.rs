@@ -259,18 +259,19 @@ fn small_aof(dir: &Path, port: u16) -> std::path::PathBuf {
     dir.join("appendonlydir/appendonly.aof.1.incr.aof")
 }
 
+/// Appends `bytes` to the file at `path`.
+fn append(path: &std::path::Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
 #[test]
 fn a_torn_last_command_is_cut_with_aof_load_truncated_yes_and_refused_with_no() {
     let dir = test_dir("aof-torn");
     let port = 23264;
     let incr = small_aof(&dir, port);
     let whole = std::fs::read(&incr).unwrap().len() as u64;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&incr)
-        .unwrap();
-    f.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1").unwrap();
-    drop(f);
+    append(&incr, b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1");
     // Redis 7.0.15's lines for the same file (see the module docs of src/aof.rs).
     let (code, err) = run_to_exit(
         &dir,
@@ -332,12 +333,7 @@ fn a_file_that_is_not_commands_refuses_to_start_with_the_file_offset_and_reason(
     let port = 23265;
     let incr = small_aof(&dir, port);
     let whole = std::fs::read(&incr).unwrap().len() as u64;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&incr)
-        .unwrap();
-    f.write_all(b"xx garbage\r\n").unwrap();
-    drop(f);
+    append(&incr, b"xx garbage\r\n");
     // Refused even with aof-load-truncated yes, as redis-server 7.0.15 does.
     let (code, err) = run_to_exit(
         &dir,

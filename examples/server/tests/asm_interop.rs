@@ -12,7 +12,7 @@
 
 mod mixed;
 
-use mixed::keys::{check_on, content, dbsize, keys_in, SLOTS};
+use mixed::keys::{check_on, content, dbsize, keys_in, make_keys, SLOTS};
 use mixed::{cmd, wait_for, Client, Kind, Member, Mixed, Reply, Role};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -285,14 +285,7 @@ fn migrateslots_under_writes_between_ours_and_valkey_9() {
     let (lo, _) = valkey.slots.expect("valkey owns the first slots");
     let keys = keys_in(&m, lo);
     let mut v = Client::connect(valkey.port).unwrap();
-    for k in &keys {
-        for c in &k.make {
-            let args: Vec<&str> = c.iter().map(String::as_str).collect();
-            let r = v.cmd(&args);
-            assert!(!matches!(r, Reply::Error(_)), "{args:?}: {r:?}");
-        }
-    }
-    let want: Vec<String> = keys.iter().map(|k| content(&mut v, &k.name)).collect();
+    let want = make_keys(&mut v, &keys);
     let made = keys.len() as i64;
     let t = tag_in(valkey.port, lo);
     let mut acked = Acked::default();

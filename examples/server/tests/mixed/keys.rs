@@ -91,6 +91,19 @@ pub fn keys_in(m: &Mixed, lo: u16) -> Vec<Key> {
     keys
 }
 
+/// Makes `keys` on `c` (every command must succeed) and returns their contents as
+/// [`content`] reads them, in order: what a migration must carry.
+pub fn make_keys(c: &mut Client, keys: &[Key]) -> Vec<String> {
+    for k in keys {
+        for m in &k.make {
+            let args: Vec<&str> = m.iter().map(String::as_str).collect();
+            let r = c.cmd(&args);
+            assert!(!matches!(r, Reply::Error(_)), "{args:?}: {r:?}");
+        }
+    }
+    keys.iter().map(|k| content(c, &k.name)).collect()
+}
+
 /// A key's content as ordinary commands read it, in an order-free form.
 pub fn content(c: &mut Client, key: &str) -> String {
     let ty = c.cmd(&["TYPE", key]).text();

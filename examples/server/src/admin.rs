@@ -617,7 +617,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("server") {
         let uptime = now.saturating_sub(shared.start_ms) / 1000;
         text.push_str(&format!(
-            "# Server\r\nredis_version:{COMPAT_VERSION}\r\nferrocluster_version:{}\r\nredis_mode:{}\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:\r\nio_threads_active:{}\r\n\r\n",
+            "# Server\r\nredis_version:{COMPAT_VERSION}\r\nferrocluster_version:{}\r\nredis_mode:{}\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:{}\r\n\r\n",
             env!("CARGO_PKG_VERSION"),
             if cfg.cluster_enabled { "cluster" } else { "standalone" },
             std::env::consts::OS,
@@ -628,6 +628,8 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             uptime / 86400,
             cfg.hz,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            // Redis's `config_file:` is empty when started without one.
+            cfg.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
             cfg.io_threads,
         ));
     }
@@ -842,8 +844,26 @@ pub fn config(
         shared.clients.reset_rejected();
         out.ok();
     } else if eq(sub, "rewrite") {
-        // Valkey's texts; this server never rewrites its config file.
-        out.error("ERR The server is running without a config file");
+        if args.len() != 2 {
+            out.error("ERR wrong number of arguments for 'config|rewrite' command");
+            return;
+        }
+        // Valkey's `configRewriteCommand`: its texts and log lines.
+        let Some(path) = shared.config.config_file.as_deref() else {
+            out.error("ERR The server is running without a config file");
+            return;
+        };
+        match crate::rewrite::rewrite_file(path, &live_config(shared, state)) {
+            Ok(()) => {
+                tracing::info!("CONFIG REWRITE executed with success.");
+                out.ok();
+            }
+            Err(e) => {
+                let reason = strerror(&e);
+                tracing::warn!("CONFIG-REWRITE failed: {reason}");
+                out.error(&format!("ERR Rewriting config file: {reason}"));
+            }
+        }
     } else if eq(sub, "help") {
         help(out, "CONFIG", CONFIG_HELP);
     } else {
@@ -851,6 +871,15 @@ pub fn config(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(sub)
         ));
+    }
+}
+
+/// An I/O error as C's `strerror` words it (without Rust's ` (os error N)`).
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }
 

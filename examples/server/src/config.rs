@@ -100,6 +100,9 @@ pub struct Config {
     pub cluster_config_file: String,
     /// `dir`: working directory for nodes.conf. Default `.`.
     pub dir: PathBuf,
+    /// The config file the server started with, as an absolute path (`None`: started with
+    /// flags only). Not an option: INFO's `config_file` and CONFIG REWRITE's target.
+    pub config_file: Option<PathBuf>,
     /// Every `cluster-*` option the engine uses (Valkey's defaults), `cluster-port` and the
     /// client port included; the table in the module docs says which option goes where.
     pub cluster: ClusterConfig,
@@ -163,6 +166,11 @@ pub struct Config {
     /// `save`: the RDB save points (Redis 7.0's default `3600 1 300 100 60 10000`; `""`:
     /// none).
     pub save: Vec<crate::persist::SavePoint>,
+    /// Loading state, not an option: a `save` line or flag has been read. The first one
+    /// replaces the default points, later ones add theirs (`save 900 1` then `save 300 10`
+    /// is both; `save ""` clears), as Redis 7.0's `setConfigSaveOption` does while reading
+    /// the config.
+    pub save_loaded: bool,
     /// `dbfilename`: the RDB file in `dir`. Default `dump.rdb`.
     pub dbfilename: String,
     /// The AOF directives (`appendonly`, `appendfilename`, `appenddirname`, `appendfsync`,
@@ -442,6 +450,7 @@ impl Default for Config {
             cluster_enabled: true,
             cluster_config_file: "nodes.conf".into(),
             dir: PathBuf::from("."),
+            config_file: None,
             cluster: ClusterConfig::default(),
             cluster_databases: 1,
             cluster_config_save_behavior: SaveBehavior::Sync,
@@ -462,6 +471,7 @@ impl Default for Config {
             pidfile: None,
             latency_monitor_threshold: 0,
             save: crate::persist::default_save_points(),
+            save_loaded: false,
             dbfilename: "dump.rdb".into(),
             aof: crate::aof::AofOptions::default(),
             limits: crate::types::Limits::default(),
@@ -640,6 +650,12 @@ pub struct Opt {
     pub mutable: bool,
     /// Takes several words in a flag or file line (joined with spaces), as `bind` does.
     pub multi: bool,
+    /// A free-text value (a path, a name, a password): CONFIG REWRITE always writes it in
+    /// double quotes, as Redis's `rewriteConfigStringOption` (`sdscatrepr`) does.
+    pub quoted: bool,
+    /// A byte count: CONFIG REWRITE writes it with Redis's `gb`/`mb`/`kb` units where they
+    /// divide it (`rewriteConfigFormatMemory`).
+    pub memory: bool,
     /// The value as CONFIG GET shows it.
     pub get: fn(&Config) -> String,
     /// Reads a value into the config.
@@ -654,10 +670,28 @@ macro_rules! opt {
             hidden: false,
             mutable: $m,
             multi: false,
+            quoted: false,
+            memory: false,
             get: $get,
             set: $set,
         }
     };
+}
+
+/// `opt` with a free-text value ([`Opt::quoted`]).
+const fn quoted(opt: Opt) -> Opt {
+    Opt {
+        quoted: true,
+        ..opt
+    }
+}
+
+/// `opt` with a byte-count value ([`Opt::memory`]).
+const fn memory(opt: Opt) -> Opt {
+    Opt {
+        memory: true,
+        ..opt
+    }
 }
 
 macro_rules! bool_opt {
@@ -695,18 +729,22 @@ pub static OPTIONS: &[Opt] = &[
             Ok(())
         })
     },
-    opt!("dir", None, mutable: false, get: |c| c.dir.display().to_string(), set: |c, v| {
-        c.dir = PathBuf::from(v);
-        Ok(())
-    }),
+    quoted(
+        opt!("dir", None, mutable: false, get: |c| c.dir.display().to_string(), set: |c, v| {
+            c.dir = PathBuf::from(v);
+            Ok(())
+        }),
+    ),
     bool_opt!("cluster-enabled", None, mutable: false, cluster_enabled),
-    opt!("cluster-config-file", None, mutable: false, get: |c| c.cluster_config_file.clone(), set: |c, v| {
-        if v.is_empty() {
-            return Err("cluster-config-file can't be empty".into());
-        }
-        c.cluster_config_file = v.to_string();
-        Ok(())
-    }),
+    quoted(
+        opt!("cluster-config-file", None, mutable: false, get: |c| c.cluster_config_file.clone(), set: |c, v| {
+            if v.is_empty() {
+                return Err("cluster-config-file can't be empty".into());
+            }
+            c.cluster_config_file = v.to_string();
+            Ok(())
+        }),
+    ),
     int_opt!("cluster-port", None, mutable: false, 0, 65535, cluster.cluster_port),
     opt!("cluster-databases", None, mutable: false, get: |c| c.cluster_databases.to_string(), set: |c, v| {
         // The keyspace holds at most 16 databases (Valkey allows more).
@@ -726,38 +764,48 @@ pub static OPTIONS: &[Opt] = &[
         hidden: true,
         ..int_opt!("cluster-ping-interval", None, mutable: true, 0, LLONG_MAX, cluster.ping_interval_ms)
     },
-    opt!("cluster-announce-ip", None, mutable: true, get: |c| opt_text(&c.cluster.announce_ip), set: |c, v| {
-        c.cluster.announce_ip = match v {
-            "" => None,
-            _ => Some(v.parse::<IpAddr>().map_err(|_| {
-                "cluster-announce-ip must be an IP address (ferrocluster announces an address)"
-                    .to_string()
-            })?),
-        };
-        Ok(())
-    }),
-    opt!("cluster-announce-client-ipv4", None, mutable: true, get: |c| opt_text(&c.cluster.announce_client_ipv4), set: |c, v| {
-        c.cluster.announce_client_ipv4 = match v {
-            "" => None,
-            _ => Some(v.parse().map_err(|_| "Invalid IPv4 address".to_string())?),
-        };
-        Ok(())
-    }),
-    opt!("cluster-announce-client-ipv6", None, mutable: true, get: |c| opt_text(&c.cluster.announce_client_ipv6), set: |c, v| {
-        c.cluster.announce_client_ipv6 = match v {
-            "" => None,
-            _ => Some(v.parse().map_err(|_| "Invalid IPv6 address".to_string())?),
-        };
-        Ok(())
-    }),
-    opt!("cluster-announce-hostname", None, mutable: true, get: |c| opt_text(&c.cluster.announce_hostname), set: |c, v| {
-        c.cluster.announce_hostname = hostname(v)?;
-        Ok(())
-    }),
-    opt!("cluster-announce-human-nodename", None, mutable: true, get: |c| opt_text(&c.cluster.announce_human_nodename), set: |c, v| {
-        c.cluster.announce_human_nodename = nodename(v)?;
-        Ok(())
-    }),
+    quoted(
+        opt!("cluster-announce-ip", None, mutable: true, get: |c| opt_text(&c.cluster.announce_ip), set: |c, v| {
+            c.cluster.announce_ip = match v {
+                "" => None,
+                _ => Some(v.parse::<IpAddr>().map_err(|_| {
+                    "cluster-announce-ip must be an IP address (ferrocluster announces an address)"
+                        .to_string()
+                })?),
+            };
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("cluster-announce-client-ipv4", None, mutable: true, get: |c| opt_text(&c.cluster.announce_client_ipv4), set: |c, v| {
+            c.cluster.announce_client_ipv4 = match v {
+                "" => None,
+                _ => Some(v.parse().map_err(|_| "Invalid IPv4 address".to_string())?),
+            };
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("cluster-announce-client-ipv6", None, mutable: true, get: |c| opt_text(&c.cluster.announce_client_ipv6), set: |c, v| {
+            c.cluster.announce_client_ipv6 = match v {
+                "" => None,
+                _ => Some(v.parse().map_err(|_| "Invalid IPv6 address".to_string())?),
+            };
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("cluster-announce-hostname", None, mutable: true, get: |c| opt_text(&c.cluster.announce_hostname), set: |c, v| {
+            c.cluster.announce_hostname = hostname(v)?;
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("cluster-announce-human-nodename", None, mutable: true, get: |c| opt_text(&c.cluster.announce_human_nodename), set: |c, v| {
+            c.cluster.announce_human_nodename = nodename(v)?;
+            Ok(())
+        }),
+    ),
     int_opt!("cluster-announce-port", None, mutable: true, 0, 65535, cluster.announce_port),
     int_opt!("cluster-announce-tls-port", None, mutable: true, 0, 65535, cluster.announce_tls_port),
     int_opt!("cluster-announce-bus-port", None, mutable: true, 0, 65535, cluster.announce_bus_port),
@@ -807,10 +855,12 @@ pub static OPTIONS: &[Opt] = &[
         };
         Ok(())
     }),
-    opt!("cluster-link-sendbuf-limit", None, mutable: true, get: |c| c.cluster.link_sendbuf_limit_bytes.to_string(), set: |c, v| {
-        c.cluster.link_sendbuf_limit_bytes = parse_memory(v)? as u64;
-        Ok(())
-    }),
+    memory(
+        opt!("cluster-link-sendbuf-limit", None, mutable: true, get: |c| c.cluster.link_sendbuf_limit_bytes.to_string(), set: |c, v| {
+            c.cluster.link_sendbuf_limit_bytes = parse_memory(v)? as u64;
+            Ok(())
+        }),
+    ),
     opt!("cluster-slot-stats-enabled", None, mutable: true, get: |_| "no".into(), set: |_, v| {
         let on = parse_bool(v)?;
         only_default(
@@ -819,10 +869,12 @@ pub static OPTIONS: &[Opt] = &[
             "ferrocluster keeps no per-slot CPU time and network bytes",
         )
     }),
-    opt!("requirepass", None, mutable: false, get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| {
-        c.requirepass = non_empty(v);
-        Ok(())
-    }),
+    quoted(
+        opt!("requirepass", None, mutable: false, get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| {
+            c.requirepass = non_empty(v);
+            Ok(())
+        }),
+    ),
     opt!("loglevel", None, mutable: false, get: |c| c.loglevel.name().into(), set: |c, v| {
         c.loglevel = match v.to_ascii_lowercase().as_str() {
             "debug" => LogLevel::Debug,
@@ -838,10 +890,12 @@ pub static OPTIONS: &[Opt] = &[
         };
         Ok(())
     }),
-    opt!("logfile", None, mutable: false, get: |c| c.logfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), set: |c, v| {
-        c.logfile = non_empty(v).map(PathBuf::from);
-        Ok(())
-    }),
+    quoted(
+        opt!("logfile", None, mutable: false, get: |c| c.logfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), set: |c, v| {
+            c.logfile = non_empty(v).map(PathBuf::from);
+            Ok(())
+        }),
+    ),
     opt!("io-threads", None, mutable: false, get: |c| c.io_threads.to_string(), set: |c, v| {
         c.io_threads = int(v, 1, 128)?;
         Ok(())
@@ -850,31 +904,41 @@ pub static OPTIONS: &[Opt] = &[
         c.io_busy_polls = int(v, 0, 100_000)?;
         Ok(())
     }),
-    opt!("proto-max-bulk-len", None, mutable: false, get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| {
-        c.proto_max_bulk_len = parse_memory(v)?.max(1);
-        Ok(())
-    }),
-    opt!("client-query-buffer-limit", None, mutable: false, get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| {
-        c.client_query_buffer_limit = parse_memory(v)?.max(1024);
-        Ok(())
-    }),
-    opt!("repl-backlog-size", None, mutable: false, get: |c| c.repl.backlog_size.to_string(), set: |c, v| {
-        c.repl.backlog_size = (parse_memory(v)? as u64).max(1);
-        Ok(())
-    }),
+    memory(
+        opt!("proto-max-bulk-len", None, mutable: false, get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| {
+            c.proto_max_bulk_len = parse_memory(v)?.max(1);
+            Ok(())
+        }),
+    ),
+    memory(
+        opt!("client-query-buffer-limit", None, mutable: false, get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| {
+            c.client_query_buffer_limit = parse_memory(v)?.max(1024);
+            Ok(())
+        }),
+    ),
+    memory(
+        opt!("repl-backlog-size", None, mutable: false, get: |c| c.repl.backlog_size.to_string(), set: |c, v| {
+            c.repl.backlog_size = (parse_memory(v)? as u64).max(1);
+            Ok(())
+        }),
+    ),
     int_opt!("repl-backlog-ttl", None, mutable: false, 0, LLONG_MAX, repl.backlog_ttl_s),
     int_opt!("repl-timeout", None, mutable: false, 1, INT_MAX, repl.timeout_s),
     int_opt!("repl-ping-replica-period", Some("repl-ping-slave-period"), mutable: false, 1, INT_MAX, repl.ping_period_s),
     bool_opt!("repl-diskless-sync", None, mutable: false, repl.diskless_sync),
     int_opt!("repl-diskless-sync-delay", None, mutable: false, 0, INT_MAX, repl.diskless_sync_delay_s),
-    opt!("primaryauth", Some("masterauth"), mutable: false, get: |c| c.repl.primary_auth.clone().unwrap_or_default(), set: |c, v| {
-        c.repl.primary_auth = non_empty(v);
-        Ok(())
-    }),
-    opt!("primaryuser", Some("masteruser"), mutable: false, get: |c| c.repl.primary_user.clone().unwrap_or_default(), set: |c, v| {
-        c.repl.primary_user = non_empty(v);
-        Ok(())
-    }),
+    quoted(
+        opt!("primaryauth", Some("masterauth"), mutable: false, get: |c| c.repl.primary_auth.clone().unwrap_or_default(), set: |c, v| {
+            c.repl.primary_auth = non_empty(v);
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("primaryuser", Some("masteruser"), mutable: false, get: |c| c.repl.primary_user.clone().unwrap_or_default(), set: |c, v| {
+            c.repl.primary_user = non_empty(v);
+            Ok(())
+        }),
+    ),
     opt!("hz", None, mutable: false, get: |c| c.hz.to_string(), set: |c, v| {
         c.hz = int::<u32>(v, 0, INT_MAX)?.clamp(1, 500);
         Ok(())
@@ -895,10 +959,12 @@ pub static OPTIONS: &[Opt] = &[
         c.tcp_keepalive_s = int(v, 0, INT_MAX)?;
         Ok(())
     }),
-    opt!("pidfile", None, mutable: false, get: |c| c.pidfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), set: |c, v| {
-        c.pidfile = (!v.is_empty()).then(|| PathBuf::from(v));
-        Ok(())
-    }),
+    quoted(
+        opt!("pidfile", None, mutable: false, get: |c| c.pidfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), set: |c, v| {
+            c.pidfile = (!v.is_empty()).then(|| PathBuf::from(v));
+            Ok(())
+        }),
+    ),
     opt!("metrics-port", None, mutable: false, get: |c| c.metrics_port.to_string(), set: |c, v| {
         c.metrics_port = int(v, 0, 65535)?;
         Ok(())
@@ -913,7 +979,7 @@ pub static OPTIONS: &[Opt] = &[
     }),
     // Shown for the tools that read them; values that would ask for something this server
     // does not have are refused.
-    opt!("databases", None, mutable: false, get: |c| if c.cluster_enabled { c.cluster_databases } else { 16 }.to_string(), set: |_, v| {
+    opt!("databases", None, mutable: false, get: |_| "16".into(), set: |_, v| {
         int::<u32>(v, 1, INT_MAX)?;
         only_default(v, "16", "the standalone keyspace has 16 databases (cluster mode: cluster-databases)")
     }),
@@ -924,22 +990,28 @@ pub static OPTIONS: &[Opt] = &[
             Ok(())
         })
     },
-    opt!("dbfilename", None, mutable: false, get: |c| c.dbfilename.clone(), set: |c, v| {
-        if v.is_empty() || v.contains('/') {
-            return Err("dbfilename can't be a path, just a filename".into());
-        }
-        c.dbfilename = v.to_string();
-        Ok(())
-    }),
+    quoted(
+        opt!("dbfilename", None, mutable: false, get: |c| c.dbfilename.clone(), set: |c, v| {
+            if v.is_empty() || v.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            c.dbfilename = v.to_string();
+            Ok(())
+        }),
+    ),
     bool_opt!("appendonly", None, mutable: true, aof.enabled),
-    opt!("appendfilename", None, mutable: false, get: |c| c.aof.filename.clone(), set: |c, v| {
-        c.aof.filename = crate::aof::valid_name(v, "appendfilename")?;
-        Ok(())
-    }),
-    opt!("appenddirname", None, mutable: false, get: |c| c.aof.dirname.clone(), set: |c, v| {
-        c.aof.dirname = crate::aof::valid_name(v, "appenddirname")?;
-        Ok(())
-    }),
+    quoted(
+        opt!("appendfilename", None, mutable: false, get: |c| c.aof.filename.clone(), set: |c, v| {
+            c.aof.filename = crate::aof::valid_name(v, "appendfilename")?;
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("appenddirname", None, mutable: false, get: |c| c.aof.dirname.clone(), set: |c, v| {
+            c.aof.dirname = crate::aof::valid_name(v, "appenddirname")?;
+            Ok(())
+        }),
+    ),
     opt!("appendfsync", None, mutable: true, get: |c| c.aof.fsync.name().into(), set: |c, v| {
         c.aof.fsync = crate::aof::Fsync::parse(v)?;
         Ok(())
@@ -953,14 +1025,18 @@ pub static OPTIONS: &[Opt] = &[
         let on = parse_bool(v)?;
         only_default(yes_no(on).as_str(), "no", "ferrocluster-server writes no AOF timestamp annotations")
     }),
-    opt!("auto-aof-rewrite-min-size", None, mutable: true, get: |c| c.aof.rewrite_min_size.to_string(), set: |c, v| {
-        c.aof.rewrite_min_size = parse_memory(v)? as u64;
-        Ok(())
-    }),
-    opt!("maxmemory", None, mutable: true, get: |_| "0".into(), set: |_, v| {
-        let n = parse_memory(v)?;
-        only_default(&n.to_string(), "0", "ferrocluster-server has no memory limit")
-    }),
+    memory(
+        opt!("auto-aof-rewrite-min-size", None, mutable: true, get: |c| c.aof.rewrite_min_size.to_string(), set: |c, v| {
+            c.aof.rewrite_min_size = parse_memory(v)? as u64;
+            Ok(())
+        }),
+    ),
+    memory(
+        opt!("maxmemory", None, mutable: true, get: |_| "0".into(), set: |_, v| {
+            let n = parse_memory(v)?;
+            only_default(&n.to_string(), "0", "ferrocluster-server has no memory limit")
+        }),
+    ),
     // Encoding thresholds (Redis 7.0 names and ranges; the `ziplist` names are aliases).
     int_opt!("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), mutable: true, 0, LLONG_MAX, limits.hash_max_listpack_entries),
     int_opt!("hash-max-listpack-value", Some("hash-max-ziplist-value"), mutable: true, 0, LLONG_MAX, limits.hash_max_listpack_value),
@@ -1062,9 +1138,11 @@ pub static OPTIONS: &[Opt] = &[
         }
         only_default(v, "no", "ferrocluster-server does not change its oom_score_adj")
     }),
-    opt!("notify-keyspace-events", None, mutable: false, get: |_| String::new(), set: |_, v| {
-        only_default(v, "", "ferrocluster-server sends no keyspace notifications")
-    }),
+    quoted(
+        opt!("notify-keyspace-events", None, mutable: false, get: |_| String::new(), set: |_, v| {
+            only_default(v, "", "ferrocluster-server sends no keyspace notifications")
+        }),
+    ),
     // Subjects this server does not have (see `Inert`):
     int_opt!("replica-priority", Some("slave-priority"), mutable: false, 0, INT_MAX, inert.replica_priority),
     int_opt!("acllog-max-len", None, mutable: false, 0, LLONG_MAX, inert.acllog_max_len),
@@ -1090,13 +1168,15 @@ pub static OPTIONS: &[Opt] = &[
     bool_opt!("activerehashing", None, mutable: false, inert.activerehashing),
     bool_opt!("jemalloc-bg-thread", None, mutable: false, inert.jemalloc_bg_thread),
     bool_opt!("set-proc-title", None, mutable: false, inert.set_proc_title),
-    opt!("proc-title-template", None, mutable: false, get: |c| c.inert.proc_title_template.clone(), set: |c, v| {
-        if !valid_title_template(v) {
-            return Err("template format is invalid or contains unknown variables".into());
-        }
-        c.inert.proc_title_template = v.to_string();
-        Ok(())
-    }),
+    quoted(
+        opt!("proc-title-template", None, mutable: false, get: |c| c.inert.proc_title_template.clone(), set: |c, v| {
+            if !valid_title_template(v) {
+                return Err("template format is invalid or contains unknown variables".into());
+            }
+            c.inert.proc_title_template = v.to_string();
+            Ok(())
+        }),
+    ),
 ];
 
 /// Valkey `validateProcTitleTemplate`: braces balanced around known variables, `{title}`
@@ -1163,6 +1243,15 @@ impl Config {
             ([_, _, ..], true) => args.join(" "),
             _ => return Err("wrong number of arguments".into()),
         };
+        if opt.name == "save" {
+            let points = crate::persist::parse_save(&value)?;
+            if !self.save_loaded || points.is_empty() {
+                self.save.clear();
+                self.save_loaded = true;
+            }
+            self.save.extend(points);
+            return Ok(());
+        }
         (opt.set)(self, &value)
     }
 
@@ -1330,41 +1419,19 @@ pub fn config_set(
     Ok(opts)
 }
 
-/// Splits a config line into words; double-quoted words may hold spaces.
-fn split_words(line: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let Some(&c) = chars.peek() else { break };
-        let mut word = String::new();
-        if c == '"' || c == '\'' {
-            chars.next();
-            let mut closed = false;
-            for ch in chars.by_ref() {
-                if ch == c {
-                    closed = true;
-                    break;
-                }
-                word.push(ch);
-            }
-            if !closed {
-                return Err("unbalanced quotes in configuration line".into());
-            }
-        } else {
-            while let Some(&ch) = chars.peek() {
-                if ch.is_whitespace() {
-                    break;
-                }
-                word.push(ch);
-                chars.next();
-            }
-        }
-        out.push(word);
-    }
-    Ok(out)
+/// Splits a config line into words as Valkey 9's `sdssplitargs` does for config files
+/// (`loadServerConfigFromString`): the same rules as inline commands
+/// ([`crate::resp::split_inline`]: quotes, `\xHH` and `\n`-style escapes in `"..."`), so a
+/// value CONFIG REWRITE wrote in quotes reads back unchanged.
+pub(crate) fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut buf = Vec::new();
+    let mut words = Vec::new();
+    crate::resp::split_inline(line.as_bytes(), &mut buf, &mut words)
+        .map_err(|()| "unbalanced quotes in configuration line".to_string())?;
+    Ok(words
+        .into_iter()
+        .map(|r| String::from_utf8_lossy(&buf[r]).into_owned())
+        .collect())
 }
 
 /// What the command line asks for.
@@ -1418,6 +1485,10 @@ pub fn parse_args(
                 reason: format!("can't open the config file: {e}"),
             })?;
             config.apply_file(first, &text, &read_file)?;
+            // Redis keeps the absolute path (`getAbsolutePath`): CONFIG REWRITE writes there
+            // whatever the working directory is by then.
+            config.config_file =
+                Some(std::path::absolute(first).unwrap_or_else(|_| PathBuf::from(first)));
             rest = &rest[1..];
         }
     }
@@ -1504,6 +1575,27 @@ mod tests {
             Invocation::Server(c) => *c,
             other => panic!("expected a server invocation, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn save_lines_add_up_and_quoted_values_take_escapes() {
+        // redis-server 7.0: the first `save` line read replaces the defaults, later lines and
+        // flags add to it; `save ""` clears.
+        let file =
+            |_: &str| Ok("save 900 1\nsave 300 10\nrequirepass \"a\\x41\\\"b c\"\n".to_string());
+        let c = server(parse_args(&args("f.conf --save 60 5"), file).unwrap());
+        assert_eq!((option("save").unwrap().get)(&c), "900 1 300 10 60 5");
+        assert_eq!(c.requirepass.as_deref(), Some("aA\"b c"));
+        assert!(c
+            .config_file
+            .as_ref()
+            .is_some_and(|p| p.is_absolute() && p.ends_with("f.conf")));
+        let flags = ["f.conf", "--save", ""].map(String::from);
+        let c = server(parse_args(&flags, file).unwrap());
+        assert_eq!((option("save").unwrap().get)(&c), "");
+        let c = server(parse_args(&args("--port 7000"), no_file).unwrap());
+        assert_eq!(c.config_file, None);
+        assert_eq!((option("save").unwrap().get)(&c), "3600 1 300 100 60 10000");
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod rates;
 mod readiness;
 mod repl;
 mod resp;
+mod rewrite;
 mod server;
 mod slowlog;
 mod snapshot;

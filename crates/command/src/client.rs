@@ -145,6 +145,15 @@ impl ClientState {
         self.multi.as_ref().is_some_and(|t| t.dirty)
     }
 
+    /// Marks the open transaction failed, so its EXEC answers EXECABORT (Valkey
+    /// `flagTransaction`): for a command the host refused before queueing it (an `-OOM` under
+    /// `maxmemory`, say). Does nothing outside MULTI.
+    pub fn flag_transaction(&mut self) {
+        if let Some(tx) = self.multi.as_mut() {
+            tx.dirty = true;
+        }
+    }
+
     /// Handles one command from this client: resolves it in the table of every built-in
     /// command ([`builtin_table`]), routes it ([`route`]), applies the connection commands
     /// and the MULTI rules, and consumes the ASKING flag. `ctx` and `keys` are only read.
@@ -372,12 +381,6 @@ impl ClientState {
             _ if spec.name == "failover" => Err(CommandError::FailoverInClusterMode.into()),
             _ => return None,
         })
-    }
-
-    fn flag_transaction(&mut self) {
-        if let Some(tx) = self.multi.as_mut() {
-            tx.dirty = true;
-        }
     }
 
     fn after_command(&mut self, was_asking: bool) {

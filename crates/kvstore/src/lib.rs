@@ -80,6 +80,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod access;
 mod bits;
 mod error;
 mod glob;
@@ -92,6 +93,7 @@ mod store;
 mod table;
 mod value;
 
+pub use access::Sampled;
 pub use error::KvError;
 pub use glob::glob_match;
 pub use key::INLINE_KEY_LEN;

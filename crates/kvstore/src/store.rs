@@ -43,6 +43,8 @@ pub(crate) struct Db<V> {
     pub(crate) expires: u64,
     /// Sum of those keys' deadlines (ms).
     pub(crate) deadline_sum: u128,
+    /// Sum of the slot tables' memory figures (bytes).
+    pub(crate) memory: u64,
 }
 
 impl<V: KvValue> Db<V> {
@@ -56,6 +58,7 @@ impl<V: KvValue> Db<V> {
             group_visible: Box::new([0; GROUPS]),
             expires: 0,
             deadline_sum: 0,
+            memory: 0,
         }
     }
 
@@ -99,6 +102,7 @@ impl<V: KvValue> Db<V> {
         let table = self.slots.get_mut(slot)?.as_mut()?;
         let (entry, deadline) = SlotTable::remove_at(table, pos, hash, hasher);
         table.memory = table.memory.saturating_sub(entry.memory());
+        self.memory = self.memory.saturating_sub(entry.memory());
         let volatile = table.has_deadlines();
         self.track_deadline(deadline, None);
         let now_empty = self.slots[slot].as_ref().is_none_or(|t| t.len() == 0);
@@ -155,12 +159,14 @@ struct ExpireCursor {
 ///   [`KvStore::expire_cycle`] reclaims them.
 /// * Hidden slots (importing, facts sheet A.12/D.3): see [`KvStore::hide_slot`].
 pub struct KvStore<V, S = DefaultHashBuilder> {
-    dbs: Vec<Option<Box<Db<V>>>>,
-    hidden: SlotBits,
+    pub(crate) dbs: Vec<Option<Box<Db<V>>>>,
+    pub(crate) hidden: SlotBits,
     /// Host-fed SLOT-STATS counters; empty until first fed.
     host: Vec<HostCounters>,
-    hasher: KeyHasher<S>,
+    pub(crate) hasher: KeyHasher<S>,
     expire_cursor: ExpireCursor,
+    /// The access word new keys get while access is tracked (`None`: not tracked).
+    pub(crate) access_init: Option<u32>,
 }
 
 impl<V: KvValue> KvStore<V> {
@@ -190,6 +196,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             host: Vec::new(),
             hasher: KeyHasher::new(hasher),
             expire_cursor: ExpireCursor::default(),
+            access_init: None,
         })
     }
 
@@ -198,7 +205,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         self.dbs.len()
     }
 
-    fn check_db(&self, db: usize) -> Result<(), KvError> {
+    pub(crate) fn check_db(&self, db: usize) -> Result<(), KvError> {
         if db < self.dbs.len() {
             Ok(())
         } else {
@@ -225,7 +232,11 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
 
     /// Slot table and position of `key` in `db`, expired or not.
     #[inline(always)]
-    fn locate(&self, db: usize, key: SlotKey<'_>) -> Result<Option<Located<'_, V>>, KvError> {
+    pub(crate) fn locate(
+        &self,
+        db: usize,
+        key: SlotKey<'_>,
+    ) -> Result<Option<Located<'_, V>>, KvError> {
         let Some(d) = self.db(db)? else {
             return Ok(None);
         };
@@ -275,7 +286,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
 
     /// Looks a key up for writing: the db (created on demand), slot, position and hash; deletes
     /// the key first when it is expired at `now`.
-    fn locate_mut(
+    pub(crate) fn locate_mut(
         &mut self,
         db: usize,
         key: SlotKey<'_>,
@@ -329,11 +340,15 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let Some((slot, pos, _)) = self.locate_mut(db, key, now)? else {
             return Ok(None);
         };
-        let Some(table) = self.dbs[db]
-            .as_deref_mut()
-            .and_then(|d| d.slots.get_mut(slot))
-            .and_then(|t| t.as_deref_mut())
+        let Some(Db {
+            slots,
+            memory: db_memory,
+            ..
+        }) = self.dbs[db].as_deref_mut()
         else {
+            return Ok(None);
+        };
+        let Some(table) = slots.get_mut(slot).and_then(|t| t.as_deref_mut()) else {
             return Ok(None);
         };
         let SlotTable {
@@ -344,6 +359,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         Ok(Some(ValueMut {
             value,
             memory,
+            db_memory,
             before,
         }))
     }
@@ -397,13 +413,22 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         let probe = self.hasher.probe(key);
         let (slot, hash) = (probe.slot, probe.hash);
         let hidden = self.hidden.get(slot);
+        let access = self.access_init;
         let d = self.dbs[db].get_or_insert_with(|| Box::new(Db::new()));
         let table = d.slots[slot].get_or_insert_with(SlotTable::new);
         if let Some(pos) = table.find(&probe) {
             let expired = table.is_expired(pos, now);
             let new_heap = value.heap_size() as u64;
             let old = std::mem::replace(&mut table.entries[pos].value, value);
-            table.memory = table.memory.saturating_sub(old.heap_size() as u64) + new_heap;
+            let old_heap = old.heap_size() as u64;
+            table.memory = table.memory.saturating_sub(old_heap) + new_heap;
+            d.memory = d.memory.saturating_sub(old_heap) + new_heap;
+            if expired {
+                // A key that had expired is new to the caller: its access starts afresh.
+                if let (Some(w), Some(cell)) = (access, table.access_mut(pos)) {
+                    *cell = w;
+                }
+            }
             let before = table.deadline(pos);
             table.set_deadline(pos, expire_at);
             let after = table.deadline(pos);
@@ -413,8 +438,10 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             return Ok(if expired { None } else { Some(old) });
         }
         let key = CompactKey::new(key.key());
-        table.memory += entry_memory(&key, &value);
-        let pos = SlotTable::push(table, hash, key, value, &self.hasher);
+        let bytes = entry_memory(&key, &value);
+        table.memory += bytes;
+        d.memory += bytes;
+        let pos = SlotTable::push(table, hash, key, value, access, &self.hasher);
         if expire_at.is_some() {
             table.set_deadline(pos, expire_at);
             let after = table.deadline(pos);
@@ -700,6 +727,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
                 let (expires, sum) = t.deadline_totals();
                 d.expires -= expires;
                 d.deadline_sum -= sum;
+                d.memory = d.memory.saturating_sub(t.memory);
                 let n = t.len() as u64;
                 out.keys += n;
                 d.keys -= n;
@@ -784,7 +812,11 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     }
 
     /// The `r`-th visible key (0-based) in slot order, then storage order.
-    fn nth_visible<'a>(&self, d: &'a Db<V>, mut r: u64) -> Option<(&'a SlotTable<V>, usize)> {
+    pub(crate) fn nth_visible<'a>(
+        &self,
+        d: &'a Db<V>,
+        mut r: u64,
+    ) -> Option<(&'a SlotTable<V>, usize)> {
         let g = d.group_visible.iter().position(|&n| {
             if r < n {
                 true
@@ -906,6 +938,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
 pub struct ValueMut<'a, V: KvValue> {
     value: &'a mut V,
     memory: &'a mut u64,
+    db_memory: &'a mut u64,
     before: usize,
 }
 
@@ -925,10 +958,9 @@ impl<V: KvValue> DerefMut for ValueMut<'_, V> {
 impl<V: KvValue> Drop for ValueMut<'_, V> {
     fn drop(&mut self) {
         let after = self.value.heap_size() as u64;
-        *self.memory = self
-            .memory
-            .saturating_sub(self.before as u64)
-            .saturating_add(after);
+        for m in [&mut *self.memory, &mut *self.db_memory] {
+            *m = m.saturating_sub(self.before as u64).saturating_add(after);
+        }
     }
 }
 

@@ -89,12 +89,17 @@ pub(crate) struct Table<V, W: ?Sized> {
     /// field costs 8 bytes, not 24, in the header.
     #[allow(clippy::box_collection)]
     deadlines: Option<Box<Vec<u64>>>,
+    /// Access words parallel to `entries` (the host's LRU clock or LFU counter of each key,
+    /// Redis's 24-bit `robj.lru`); allocated only while the store tracks access
+    /// ([`crate::KvStore::set_access_tracking`]). Boxed like `deadlines`.
+    #[allow(clippy::box_collection)]
+    access: Option<Box<Vec<u32>>>,
     /// Sum of [`Entry::memory`] over the entries (bytes).
     pub(crate) memory: u64,
-    /// Tombstone words in the index.
-    tombstones: usize,
+    /// Tombstone words in the index (32 bits: with `volatile`, the header stays 64 bytes).
+    tombstones: u32,
     /// Entries with a deadline.
-    volatile: usize,
+    volatile: u32,
     /// The index when it is not inline (then `words` is empty).
     wide: Option<Box<Wide>>,
     /// The inline index words.
@@ -114,18 +119,19 @@ fn boxed<V>(
     n: usize,
     entries: Vec<Entry<V>>,
     deadlines: Option<Box<Vec<u64>>>,
+    access: Option<Box<Vec<u32>>>,
     memory: u64,
-    volatile: usize,
+    volatile: u32,
     wide: Option<Box<Wide>>,
 ) -> Box<SlotTable<V>> {
     macro_rules! make {
         ($($n:literal),*) => {
             match n {
                 $($n => Box::new(Table {
-                    entries, deadlines, memory, tombstones: 0, volatile, wide, words: [0u16; $n],
+                    entries, deadlines, access, memory, tombstones: 0, volatile, wide, words: [0u16; $n],
                 }) as Box<SlotTable<V>>,)*
                 _ => Box::new(Table {
-                    entries, deadlines, memory, tombstones: 0, volatile, wide, words: [0u16; 0],
+                    entries, deadlines, access, memory, tombstones: 0, volatile, wide, words: [0u16; 0],
                 }),
             }
         };
@@ -136,12 +142,33 @@ fn boxed<V>(
 impl<V: KvValue> SlotTable<V> {
     /// An empty table (no index words yet).
     pub(crate) fn new() -> Box<SlotTable<V>> {
-        boxed(0, Vec::new(), None, 0, 0, None)
+        boxed(0, Vec::new(), None, None, 0, 0, None)
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The access word of the entry at `pos`, while access is tracked.
+    #[inline]
+    pub(crate) fn access(&self, pos: usize) -> Option<u32> {
+        self.access.as_ref()?.get(pos).copied()
+    }
+
+    /// The access word of the entry at `pos`, mutable, while access is tracked.
+    #[inline]
+    pub(crate) fn access_mut(&mut self, pos: usize) -> Option<&mut u32> {
+        self.access.as_mut()?.get_mut(pos)
+    }
+
+    /// Starts tracking access with every entry at `init`, or stops (`None`).
+    pub(crate) fn set_access_all(&mut self, init: Option<u32>) {
+        self.access = init.map(|w| {
+            let mut v = Vec::with_capacity(self.entries.capacity());
+            v.resize(self.entries.len(), w);
+            Box::new(v)
+        });
     }
 
     /// Whether any entry has a deadline.
@@ -245,12 +272,14 @@ impl<V: KvValue> SlotTable<V> {
         had
     }
 
-    /// Appends a new entry (the key must not be present) to `this` and returns its position.
+    /// Appends a new entry (the key must not be present) to `this` and returns its position;
+    /// `access` is its access word while access is tracked.
     pub(crate) fn push<S: BuildHasher>(
         this: &mut Box<SlotTable<V>>,
         hash: u64,
         key: CompactKey,
         value: V,
+        access: Option<u32>,
         hasher: &KeyHasher<S>,
     ) -> usize {
         let t = &mut **this;
@@ -266,8 +295,16 @@ impl<V: KvValue> SlotTable<V> {
             }
             d.push(NO_DEADLINE);
         }
+        if let Some(w) = access {
+            let cap = t.entries.capacity();
+            let a = t.access.get_or_insert_with(|| Box::new(vec![w; pos]));
+            if a.len() == a.capacity() {
+                a.reserve_exact(cap - a.len());
+            }
+            a.push(w);
+        }
         let len = t.entries.len();
-        let filled = len + t.tombstones;
+        let filled = len + t.tombstones as usize;
         if !with_index!(t, w => fits_words(w, filled, len)) {
             // The rebuild indexes every entry, the new one included.
             Self::rebuild(this, hasher);
@@ -293,6 +330,7 @@ impl<V: KvValue> SlotTable<V> {
         let t = &mut **this;
         let entries = std::mem::take(&mut t.entries);
         let deadlines = t.deadlines.take();
+        let access = t.access.take();
         let hash_at = |p: usize| hasher.hash(entries[p].key.as_bytes());
         let (words, wide) = match class {
             Some(c) => (c, None),
@@ -301,7 +339,9 @@ impl<V: KvValue> SlotTable<V> {
             }
             None => (0, Some(Box::new(Wide::U64(index::build(want, n, hash_at))))),
         };
-        let mut fresh = boxed(words, entries, deadlines, t.memory, t.volatile, wide);
+        let mut fresh = boxed(
+            words, entries, deadlines, access, t.memory, t.volatile, wide,
+        );
         if fresh.wide.is_none() {
             let Table { entries, words, .. } = &mut *fresh;
             for (p, e) in entries.iter().enumerate() {
@@ -330,7 +370,7 @@ impl<V: KvValue> SlotTable<V> {
                 }
             }
         });
-        t.tombstones = t.tombstones.saturating_add_signed(delta);
+        t.tombstones = (t.tombstones as usize).saturating_add_signed(delta) as u32;
         let deadline = t.deadline(pos);
         if deadline.is_some() {
             t.set_deadline(pos, None);
@@ -338,6 +378,9 @@ impl<V: KvValue> SlotTable<V> {
         let entry = t.entries.swap_remove(pos);
         if let Some(d) = t.deadlines.as_mut() {
             d.swap_remove(pos);
+        }
+        if let Some(a) = t.access.as_mut() {
+            a.swap_remove(pos);
         }
         if pos != last {
             let moved = hasher.hash(t.entries[pos].key.as_bytes());
@@ -352,6 +395,9 @@ impl<V: KvValue> SlotTable<V> {
             let cap = t.entries.capacity();
             if let Some(d) = t.deadlines.as_mut() {
                 d.shrink_to(cap);
+            }
+            if let Some(a) = t.access.as_mut() {
+                a.shrink_to(cap);
             }
         }
         let cap = with_index!(t, w => w.len());
@@ -379,7 +425,7 @@ mod tests {
     #[test]
     fn every_class_gets_its_word_count() {
         for c in CLASSES.into_iter().chain([0]) {
-            let t = boxed::<Vec<u8>>(c, Vec::new(), None, 0, 0, None);
+            let t = boxed::<Vec<u8>>(c, Vec::new(), None, None, 0, 0, None);
             assert_eq!(t.words.len(), c);
         }
         // The header is 64 bytes, so each class fills a 64-byte allocator step.
@@ -400,7 +446,7 @@ mod tests {
             }
         });
         assert!(seen.iter().all(|&x| x), "a position is missing");
-        assert_eq!(tombstones, t.tombstones);
+        assert_eq!(tombstones, t.tombstones as usize);
         for &i in model {
             let k = key(usize::from(i));
             let pos = t
@@ -422,7 +468,7 @@ mod tests {
                 prop_assert_eq!(found.is_some(), model.contains(&i));
                 match (insert, found) {
                     (true, None) => {
-                        SlotTable::push(&mut t, s.hash(&k), CompactKey::new(&k), vec![], &s);
+                        SlotTable::push(&mut t, s.hash(&k), CompactKey::new(&k), vec![], None, &s);
                         model.insert(i);
                     }
                     (false, Some(pos)) if t.len() > 1 => {
@@ -448,7 +494,7 @@ mod tests {
             let k = key(i);
             let h = s.hash(&k[..]);
             assert_eq!(t.find(&s.probe(SlotKey::new(&k))), None);
-            SlotTable::push(&mut t, h, CompactKey::new(&k), vec![], &s);
+            SlotTable::push(&mut t, h, CompactKey::new(&k), vec![], None, &s);
         }
         assert!(matches!(t.wide.as_deref(), Some(Wide::U64(_))));
         for i in (0..70_000).step_by(7) {
@@ -484,7 +530,14 @@ mod tests {
         let mut t = SlotTable::<Vec<u8>>::new();
         for i in 0..4 {
             let k = key(i);
-            SlotTable::push(&mut t, s.hash(&k[..]), CompactKey::new(&k), vec![], &s);
+            SlotTable::push(
+                &mut t,
+                s.hash(&k[..]),
+                CompactKey::new(&k),
+                vec![],
+                None,
+                &s,
+            );
         }
         t.set_deadline(3, Some(500));
         assert!(t.has_deadlines());

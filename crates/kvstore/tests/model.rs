@@ -236,6 +236,9 @@ fn check(store: &KvStore<Vec<u8>>, m: &Model) {
         assert_eq!(stats.memory_bytes, mem, "memory of slot {slot}");
         assert_eq!(store.is_hidden(slot), m.hidden.contains(&slot));
     }
+    // The data set's size (maxmemory's measure) is every key's memory, all slots and dbs.
+    let all: u64 = m.map.iter().map(|((_, k), (v, _))| memory_of(k, v)).sum();
+    assert_eq!(store.memory_bytes(), all, "memory_bytes");
 }
 
 fn full_scan(

@@ -645,9 +645,14 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("memory") {
         let rss = rss_bytes();
         text.push_str(&format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_dataset:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:libc\r\n\r\n",
             human(rss),
             human(rss),
+            // What `maxmemory` is compared with (crate::evict): the data set's bytes.
+            state.kv.memory_bytes(),
+            state.evict.settings().bytes,
+            human(state.evict.settings().bytes),
+            state.evict.settings().policy.name(),
         ));
     }
     if want("persistence") {
@@ -658,11 +663,12 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n\r\n",
             state.commands_processed,
             state.rates.info_lines(),
             shared.clients.rejected(),
             state.expired_keys,
+            state.evict.evicted_keys,
             state.keyspace_hits,
             state.keyspace_misses,
             pubsub.channel_count(),
@@ -769,6 +775,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.limits = crate::types::limits();
     (c.slowlog_log_slower_than, c.slowlog_max_len) = state.slowlog.limits();
     c.latency_monitor_threshold = state.latency.threshold();
+    c.maxmemory = state.evict.settings();
     c.save = state.persist.points.clone();
     c.aof = shared.aof.options();
     c.timeout_s = shared
@@ -837,6 +844,7 @@ pub fn config(
         state.commands_processed = 0;
         state.slowlog.reset_stats();
         state.expired_keys = 0;
+        state.evict.evicted_keys = 0;
         state.keyspace_hits = 0;
         state.keyspace_misses = 0;
         state.repl.stats = crate::repl::SyncStats::default();
@@ -949,6 +957,7 @@ fn config_set(
         .slowlog
         .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
     state.latency.set_threshold(next.latency_monitor_threshold);
+    state.evict.configure(next.maxmemory, &mut state.kv, now);
     state.persist.points = next.save.clone();
     if next.aof != before.aof {
         shared.aof.set_options(&next.aof);

@@ -147,6 +147,11 @@ pub fn execute(
         out.error(&err);
         return Flow::Continue;
     }
+    if queue_refused_on_oom(shared, state, client, Some(&spec), now) {
+        client.multi_error = true;
+        out.error(crate::evict::OOM_ERR);
+        return Flow::Continue;
+    }
     if let Some(queue) = client.multi.as_mut() {
         let immediate = matches!(
             spec.cmd,
@@ -208,6 +213,13 @@ fn execute_cluster(
         }
     }
     let ends_transaction = spec.is_some_and(|s| matches!(s.cmd, Cmd::Exec | Cmd::Discard));
+    if queue_refused_on_oom(shared, state, client, spec, now) {
+        if let Some(cs) = client.cluster.as_mut() {
+            cs.flag_transaction();
+        }
+        out.error(crate::evict::OOM_ERR);
+        return Flow::Continue;
+    }
     let flow = match crate::cluster::dispatch(state, client, args, out) {
         crate::cluster::ClusterDispatch::Done => Flow::Continue,
         crate::cluster::ClusterDispatch::Run => match resolve(args) {
@@ -221,6 +233,14 @@ fn execute_cluster(
             }
         },
         crate::cluster::ClusterDispatch::Exec(queue) => {
+            let denyoom = queue.iter().any(|q| {
+                crate::cluster::queued_spec(q).is_some_and(|s| s.has(CommandFlags::DENYOOM))
+            });
+            if over_maxmemory(shared, state, client, denyoom, now) {
+                crate::cmd::txn::unwatch(state, client.id);
+                out.error(EXEC_OOM);
+                return Flow::Continue;
+            }
             if crate::cmd::txn::exec_aborts(state, client.id, now) {
                 out.null_array();
                 return Flow::Continue;
@@ -331,6 +351,53 @@ fn route_plain(
 /// `stop-writes-on-bgsave-error` is on and the last background save failed.
 pub const BGSAVE_ERR: &str = "MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Valkey logs for details about the RDB error.";
 
+/// Redis `processCommand`'s memory check: with `maxmemory` set, keys are evicted first
+/// (`crate::evict`); `true` when the command must then be refused with `-OOM`: it may grow
+/// memory (`denyoom`: a `denyoom` command, or an EXEC whose queue holds one) and the data set
+/// is still over the limit. Replication and slot import links, and the commands inside an
+/// EXEC (checked as the EXEC), are not checked.
+fn over_maxmemory(
+    shared: &Shared,
+    state: &mut State,
+    client: &ClientCtx,
+    denyoom: bool,
+    now: u64,
+) -> bool {
+    if state.evict.settings().bytes == 0
+        || client.io_thread == usize::MAX
+        || client.is_replica_link
+        || client.in_exec
+    {
+        return false;
+    }
+    let fits = crate::evict::Eviction::perform(state, now).is_ok();
+    // Evicted keys invalidate client-side caches now, refused or not.
+    state.tracking.send(shared);
+    !fits && denyoom
+}
+
+/// Redis `processCommand`: inside MULTI, under `maxmemory`, any command but EXEC, DISCARD,
+/// QUIT and RESET is refused with `-OOM` while the data set stays over the limit (queueing
+/// may grow memory without bound), and the transaction fails. (In cluster mode this check
+/// comes before routing, Redis's after: a queued command for another node's slot gets `-OOM`
+/// here where Redis answers `-MOVED`.)
+fn queue_refused_on_oom(
+    shared: &Shared,
+    state: &mut State,
+    client: &ClientCtx,
+    spec: Option<&Spec>,
+    now: u64,
+) -> bool {
+    let in_multi = client.multi.is_some() || client.cluster.as_ref().is_some_and(|c| c.in_multi());
+    let passes =
+        spec.is_some_and(|s| matches!(s.cmd, Cmd::Exec | Cmd::Discard | Cmd::Quit | Cmd::Reset));
+    in_multi && !passes && over_maxmemory(shared, state, client, true, now)
+}
+
+/// Redis `rejectCommand` for an EXEC refused by [`over_maxmemory`] (`execCommandAbort`).
+const EXEC_OOM: &str =
+    "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.";
+
 /// Runs a command that passed the checks (for a container given by its top-level row, the
 /// subcommand's row is looked up here). Also used for EXEC, slot import links and the
 /// replication stream. Hands what a write changed to the replication / slot-migration hook
@@ -359,6 +426,10 @@ pub fn run(
             }
         }
     };
+    if over_maxmemory(shared, state, client, spec.has(CommandFlags::DENYOOM), now) {
+        out.error(crate::evict::OOM_ERR);
+        return Flow::Continue;
+    }
     // Redis `processCommand`: while the AOF cannot be written, a primary refuses writes (and
     // PING) from clients with `-MISCONF` (`writeCommandsDeniedByDiskError`).
     if (spec.is_write() || spec.cmd == Cmd::Ping)
@@ -399,6 +470,12 @@ pub fn run(
     let duration_us = started.elapsed().as_micros() as u64;
     let prop = std::mem::take(&mut ctx.prop);
     let wrote_error = out_error_at(ctx.out, before);
+    if ctx.state.kv.tracks_access() && crate::evict::touches_keys(spec.name) {
+        let argv: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
+        let keys: Vec<&[u8]> = spec.info.key_positions(&argv).map(|p| argv[p]).collect();
+        let st = &mut *ctx.state;
+        st.evict.touch(&mut st.kv, &mut st.rng, db, &keys, now);
+    }
     record(shared, &mut ctx, duration_us, wrote_error);
     if spec.is_write() && !wrote_error {
         propagate(state_of(&mut ctx), db, spec, args, prop, now);
@@ -911,6 +988,29 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
         crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
         ctx.error("EXECABORT Transaction discarded because of previous errors.");
         return Flow::Continue;
+    }
+    // `run` evicted before this EXEC; still over the limit, a queue that may grow memory is
+    // refused whole.
+    let limit = ctx.state.evict.settings().bytes;
+    if limit > 0 && !ctx.state.repl.is_replica() && ctx.state.kv.memory_bytes() > limit {
+        let denyoom = queue.iter().any(|cmd| {
+            let ranges: Vec<std::ops::Range<usize>> = {
+                let mut at = 0;
+                cmd.iter()
+                    .map(|a| {
+                        at += a.len();
+                        at - a.len()..at
+                    })
+                    .collect()
+            };
+            let flat = cmd.concat();
+            resolve(&Args::new(&flat, &ranges)).is_ok_and(|s| s.has(CommandFlags::DENYOOM))
+        });
+        if denyoom {
+            crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
+            ctx.error(EXEC_OOM);
+            return Flow::Continue;
+        }
     }
     if crate::cmd::txn::exec_aborts(ctx.state, ctx.client.id, ctx.now) {
         ctx.out.null_array();

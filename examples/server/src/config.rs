@@ -171,6 +171,9 @@ pub struct Config {
     /// is both; `save ""` clears), as Redis 7.0's `setConfigSaveOption` does while reading
     /// the config.
     pub save_loaded: bool,
+    /// `maxmemory`, `maxmemory-policy`, `maxmemory-samples`, `lfu-log-factor`,
+    /// `lfu-decay-time` (`crate::evict`).
+    pub maxmemory: crate::evict::MaxMemory,
     /// `dbfilename`: the RDB file in `dir`. Default `dump.rdb`.
     pub dbfilename: String,
     /// The AOF directives (`appendonly`, `appendfilename`, `appenddirname`, `appendfsync`,
@@ -472,6 +475,7 @@ impl Default for Config {
             latency_monitor_threshold: 0,
             save: crate::persist::default_save_points(),
             save_loaded: false,
+            maxmemory: crate::evict::MaxMemory::default(),
             dbfilename: "dump.rdb".into(),
             aof: crate::aof::AofOptions::default(),
             limits: crate::types::Limits::default(),
@@ -1032,11 +1036,22 @@ pub static OPTIONS: &[Opt] = &[
         }),
     ),
     memory(
-        opt!("maxmemory", None, mutable: true, get: |_| "0".into(), set: |_, v| {
-            let n = parse_memory(v)?;
-            only_default(&n.to_string(), "0", "ferrocluster-server has no memory limit")
+        opt!("maxmemory", None, mutable: true, get: |c| c.maxmemory.bytes.to_string(), set: |c, v| {
+            c.maxmemory.bytes = parse_memory(v)? as u64;
+            Ok(())
         }),
     ),
+    opt!("maxmemory-policy", None, mutable: true, get: |c| c.maxmemory.policy.name().into(), set: |c, v| {
+        c.maxmemory.policy = crate::evict::Policy::parse(v)?;
+        Ok(())
+    }),
+    int_opt!("maxmemory-samples", None, mutable: true, 1, 64, maxmemory.samples),
+    int_opt!("lfu-log-factor", None, mutable: true, 0, INT_MAX, maxmemory.lfu_log_factor),
+    int_opt!("lfu-decay-time", None, mutable: true, 0, INT_MAX, maxmemory.lfu_decay_time),
+    opt!("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), mutable: false, get: |_| "yes".into(), set: |_, v| {
+        let on = parse_bool(v)?;
+        only_default(yes_no(on).as_str(), "yes", "replicas here never evict: their primary's DELs keep them in step")
+    }),
     // Encoding thresholds (Redis 7.0 names and ranges; the `ziplist` names are aliases).
     int_opt!("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), mutable: true, 0, LLONG_MAX, limits.hash_max_listpack_entries),
     int_opt!("hash-max-listpack-value", Some("hash-max-ziplist-value"), mutable: true, 0, LLONG_MAX, limits.hash_max_listpack_value),

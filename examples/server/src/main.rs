@@ -23,6 +23,7 @@ mod cmd;
 mod commands;
 mod config;
 mod demo;
+mod evict;
 mod fsio;
 mod latency;
 mod legacy;
@@ -284,6 +285,8 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                     let commands = st.commands_processed;
                     st.rates.sample(now, commands, net_in, net_out);
                     persist::cron(&shared, &mut st, now);
+                    let s = &mut *st;
+                    s.evict.tick(&mut s.kv, now);
                 }
                 let hz = if shared.config.dynamic_hz {
                     dynamic_hz(shared.config.hz, shared.stats.snapshot().0)

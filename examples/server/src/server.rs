@@ -67,6 +67,8 @@ pub struct State {
     pub latency: crate::latency::Latency,
     /// INFO's instantaneous figures (`crate::rates`).
     pub rates: crate::rates::Rates,
+    /// `maxmemory` and eviction (`crate::evict`).
+    pub evict: crate::evict::Eviction,
 }
 
 /// Lock-free counters.
@@ -279,7 +281,7 @@ impl Shared {
         } else {
             16
         };
-        let kv = KvStore::new(databases).map_err(|e| e.to_string())?;
+        let mut kv = KvStore::new(databases).map_err(|e| e.to_string())?;
         let repl_cfg = config.replication(databases as u32);
         let now = unix_ms();
         let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
@@ -297,9 +299,12 @@ impl Shared {
         let mut repl =
             crate::repl::ReplState::new(repl_cfg, rand_core::RngCore::next_u64(&mut seed_rng))?;
         repl.aof = Some(Arc::clone(&aof));
+        let mut evict = crate::evict::Eviction::default();
+        evict.configure(config.maxmemory, &mut kv, now);
         Ok(Shared {
             state: Mutex::new(State {
                 kv,
+                evict,
                 rng: ChaCha8Rng::seed_from_u64(now),
                 cluster,
                 repl,

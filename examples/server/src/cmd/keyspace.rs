@@ -339,8 +339,9 @@ fn persist(ctx: &mut Ctx<'_, '_>) {
     ctx.out.int(i64::from(had));
 }
 
-/// `OBJECT ENCODING | FREQ | REFCOUNT | HELP` (IDLETIME: see the report; an access clock is
-/// not kept). A missing key is a null reply.
+/// `OBJECT ENCODING | FREQ | REFCOUNT | HELP`, and IDLETIME while an LRU `maxmemory-policy`
+/// keeps access clocks (`crate::evict`; none is kept otherwise). A missing key is a null
+/// reply.
 fn object(ctx: &mut Ctx<'_, '_>) {
     let sub = ctx.spec.name;
     if sub == "object|help" {
@@ -375,7 +376,18 @@ fn object(ctx: &mut Ctx<'_, '_>) {
             let n = v.refcount();
             ctx.out.int(n);
         }
-        // No LFU policy can be selected here (maxmemory-policy is noeviction).
+        // The access words exist while an LRU or LFU `maxmemory-policy` is set (crate::evict).
+        "object|freq" if ctx.state.evict.settings().policy.is_lfu() => {
+            let word = ctx.state.kv.access_word(ctx.db, ctx.arg(2), ctx.now).ok().flatten();
+            let f = word.map_or(0, |w| ctx.state.evict.freq(w, ctx.now));
+            ctx.out.int(i64::from(f));
+        }
+        "object|idletime" if ctx.state.evict.settings().policy.is_lfu() => ctx.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        "object|idletime" if ctx.state.kv.tracks_access() => {
+            let word = ctx.state.kv.access_word(ctx.db, ctx.arg(2), ctx.now).ok().flatten();
+            let idle = word.map_or(0, |w| ctx.state.evict.idle_secs(w, ctx.now));
+            ctx.out.int(idle as i64);
+        }
         "object|freq" => ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
         _ => ctx.error(&format!(
             "ERR unknown subcommand '{}'. Try OBJECT HELP.",

@@ -5,10 +5,13 @@
 # of 3); ours is criterion's `rdb/decode_file` (feed 64 KiB chunks to RdbDecoder, insert every
 # entry into a KvStore, as a server loads) and `rdb/decode_file_only` (the decoder alone) on
 # that same dump.rdb. Ratio = server time / our time (> 1: we load faster).
+# Then whole servers at start-up: redis-server 7.0 and ferrocluster-server (release) each
+# started on that file, their "DB loaded from disk: X seconds" log lines (both time the read
+# and the decode into the keyspace).
 #
 #   /work/tools/nsrun <namespace> benches/rdb-load-compare.sh
 #
-# Listens on 127.0.0.1:23846-23847 (run it inside a network namespace). One run, side by side.
+# Listens on 127.0.0.1:23846-23849 (run it inside a network namespace). One run, side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/real-servers.sh
@@ -60,3 +63,34 @@ for n in redis:23846 valkey:23847; do
   read -r ours only < <(ours_time "$file")
   python3 -c "print(f'{\"$name\":<8} {$(stat -c %s "$file"):>10}  {$srv:>13}  {$ours:>11}  {$srv / $ours:.2f}x  {$only:>18}  {$srv / $only:.2f}x')"
 done
+
+loaded_secs() { # log file -> the seconds of its "DB loaded from disk" line
+  for _ in $(seq 600); do
+    if grep -q "DB loaded from disk" "$1" 2>/dev/null; then
+      grep -o "DB loaded from disk: [0-9.]*" "$1" | tail -1 | awk '{print $5}'
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "no load line in $1" >&2
+  cat "$1" >&2
+  exit 1
+}
+
+cargo build -q --release -p ferrocluster-server
+echo
+echo "start-up load of the redis-server 7.0 file (1M keys)"
+file="$work/redis/dump.rdb"
+for who in redis-start ours-start; do
+  mkdir -p "$work/$who"
+  cp "$file" "$work/$who/dump.rdb"
+done
+redis-server --port 23848 --bind 127.0.0.1 --dir "$work/redis-start" --save "" \
+  --appendonly no --logfile "$work/redis-start/log" &
+pids+=($!)
+redis_s=$(loaded_secs "$work/redis-start/log")
+target/release/ferrocluster-server --port 23849 --bind 127.0.0.1 --dir "$work/ours-start" \
+  --cluster-enabled no --save "" --logfile "$work/ours-start/log" &
+pids+=($!)
+ours_s=$(loaded_secs "$work/ours-start/log")
+python3 -c "print(f'redis-server {$redis_s} s, ferrocluster-server {$ours_s} s: ratio {$redis_s / $ours_s:.2f}x (> 1: we load faster)')"

@@ -167,6 +167,9 @@ pub struct KvStore<V, S = DefaultHashBuilder> {
     expire_cursor: ExpireCursor,
     /// The access word new keys get while access is tracked (`None`: not tracked).
     pub(crate) access_init: Option<u32>,
+    /// Keys deleted because they had expired, while the host asks for them
+    /// ([`KvStore::log_expired`]).
+    expired_log: Option<Vec<(usize, Bytes)>>,
 }
 
 impl<V: KvValue> KvStore<V> {
@@ -197,6 +200,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             hasher: KeyHasher::new(hasher),
             expire_cursor: ExpireCursor::default(),
             access_init: None,
+            expired_log: None,
         })
     }
 
@@ -306,7 +310,10 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             return Ok(None);
         };
         if table.is_expired(pos, now) {
-            d.remove_entry(slot, pos, hash, hidden, &self.hasher);
+            let gone = d.remove_entry(slot, pos, hash, hidden, &self.hasher);
+            if let (Some(log), Some((e, _))) = (self.expired_log.as_mut(), gone) {
+                log.push((db, Bytes::copy_from_slice(e.key.as_bytes())));
+            }
             return Ok(None);
         }
         Ok(Some((slot, pos, hash)))
@@ -424,9 +431,13 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             table.memory = table.memory.saturating_sub(old_heap) + new_heap;
             d.memory = d.memory.saturating_sub(old_heap) + new_heap;
             if expired {
-                // A key that had expired is new to the caller: its access starts afresh.
+                // A key that had expired is new to the caller: its access starts afresh,
+                // and the expired one is logged as deleted.
                 if let (Some(w), Some(cell)) = (access, table.access_mut(pos)) {
                     *cell = w;
+                }
+                if let Some(log) = self.expired_log.as_mut() {
+                    log.push((db, Bytes::copy_from_slice(key.key())));
                 }
             }
             let before = table.deadline(pos);
@@ -593,7 +604,10 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
                 if t.is_expired(pos, now) {
                     let hash = hasher.hash(t.entries[pos].key.as_bytes());
                     // The last entry (already examined) moves into `pos`.
-                    d.remove_entry(slot, pos, hash, false, hasher);
+                    let gone = d.remove_entry(slot, pos, hash, false, hasher);
+                    if let (Some(log), Some((e, _))) = (self.expired_log.as_mut(), gone) {
+                        log.push((db, Bytes::copy_from_slice(e.key.as_bytes())));
+                    }
                     expired += 1;
                 }
             }
@@ -609,6 +623,29 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         }
         self.expire_cursor = ExpireCursor { db, slot, top };
         expired
+    }
+
+    /// Starts (or stops) recording the keys this store deletes because they expired, by
+    /// [`KvStore::expire_cycle`] or by a mutating call that met one (Redis
+    /// `deleteExpiredKeyAndPropagate`): a primary MUST send a `DEL` for each to its replicas
+    /// and AOF before the effect of the command that met it, so that replicas, which do not
+    /// expire keys themselves, stay in step. Take them with [`KvStore::take_expired`].
+    pub fn log_expired(&mut self, on: bool) {
+        self.expired_log = on.then(Vec::new);
+    }
+
+    /// The keys deleted as expired since the last call, as (database, key), in deletion
+    /// order; empty while not recording.
+    pub fn take_expired(&mut self) -> Vec<(usize, Bytes)> {
+        self.expired_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Whether any expired key waits in the log of [`KvStore::log_expired`].
+    pub fn has_expired(&self) -> bool {
+        self.expired_log.as_ref().is_some_and(|l| !l.is_empty())
     }
 
     /// DBSIZE: keys in `db` outside hidden slots (expired keys not yet reclaimed included). O(1).

@@ -509,3 +509,31 @@ fn keys_differing_in_trailing_zeros_stay_apart() {
         }
     }
 }
+
+#[test]
+fn expired_keys_are_logged_for_the_host_to_propagate() {
+    let mut s: KvStore<Vec<u8>> = KvStore::new(2).unwrap();
+    s.insert_with_expiry(0, b"cycle", b"v".to_vec(), Some(10), 0)
+        .unwrap();
+    s.insert_with_expiry(1, b"lazy", b"v".to_vec(), Some(10), 0)
+        .unwrap();
+    s.insert_with_expiry(0, b"over", b"v".to_vec(), Some(10), 0)
+        .unwrap();
+    s.insert(0, b"kept", b"v".to_vec(), 0).unwrap();
+    // Not recording: nothing is kept.
+    assert_eq!(s.expire_cycle(5, usize::MAX), 0);
+    assert!(s.take_expired().is_empty());
+    s.log_expired(true);
+    // A mutating call that meets an expired key, an overwrite of one, the active cycle.
+    assert!(s.remove(1, b"lazy", 20).unwrap().is_none());
+    assert!(s.insert(0, b"over", b"new".to_vec(), 20).unwrap().is_none());
+    assert!(s.has_expired());
+    assert_eq!(s.expire_cycle(20, usize::MAX), 1);
+    let key = Bytes::from_static;
+    assert_eq!(
+        s.take_expired(),
+        [(1, key(b"lazy")), (0, key(b"over")), (0, key(b"cycle"))]
+    );
+    assert!(!s.has_expired());
+    assert!(s.take_expired().is_empty());
+}

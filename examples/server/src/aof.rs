@@ -1029,7 +1029,7 @@ fn load_rdb(st: &mut State, bytes: &[u8], name: &str) -> Result<(), String> {
     let mut loader = crate::snapshot::RdbLoader::new(st.kv.databases()).map_err(refused)?;
     loader.feed(bytes, now).map_err(refused)?;
     let (kv, keys) = loader.finish(now).map_err(refused)?;
-    st.kv = kv;
+    drop(st.install_kv(kv, now));
     tracing::info!("Done loading RDB, keys loaded: {keys}.");
     Ok(())
 }

@@ -186,6 +186,12 @@ impl Eviction {
         }
     }
 
+    /// A data set put in place of the old one (`State::install_kv`): it keeps access words
+    /// exactly when the policy wants them.
+    pub fn adopt(&self, kv: &mut KvStore<Value>, now: u64) {
+        kv.set_access_tracking(self.init_word(now));
+    }
+
     /// The access word a new key gets at `now` (ms), `None` without an LRU/LFU policy.
     fn init_word(&self, now: u64) -> Option<u32> {
         let p = self.settings.policy;

@@ -301,6 +301,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                     loop {
                         let n = st.kv.expire_cycle(now, 2000);
                         st.expired_keys += n;
+                        repl::propagate_expired(&mut st);
                         if n < 500 || started.elapsed() > std::time::Duration::from_millis(25) {
                             let ms = started.elapsed().as_millis() as u64;
                             st.latency.add_if_needed("expire-cycle", ms, now);

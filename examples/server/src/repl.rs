@@ -211,6 +211,7 @@ impl ReplState {
 /// Appends the effect of a write command to the replication stream (primary only) and offers
 /// it to the slot migration export links of its slot (`crate::migrate::forward`).
 pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now: u64) {
+    propagate_expired(state);
     let to_repl = !state.repl.is_replica();
     let to_asm = state.migr.forwarding();
     let to_aof = state.repl.aof_on();
@@ -231,8 +232,26 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
     }
 }
 
+/// `DEL key` for every key the store deleted because it expired (`KvStore::take_expired`),
+/// before any other effect goes out (Redis `deleteExpiredKeyAndPropagate`): replicas do not
+/// expire keys themselves (a valkey-server replica keeps an expired key and would apply a
+/// later INCR to its old value). A replica drops the log: its primary sends the DELs.
+pub fn propagate_expired(state: &mut State) {
+    if !state.kv.has_expired() {
+        return;
+    }
+    let expired = state.kv.take_expired();
+    if state.repl.is_replica() {
+        return;
+    }
+    for (db, key) in &expired {
+        emit(state, *db, key, &[b"DEL", key]);
+    }
+}
+
 /// One key's effect to the replicas and the export links.
 fn emit(state: &mut State, db: usize, key: &[u8], parts: &[&[u8]]) {
+    propagate_expired(state);
     state.repl.feed(db, parts, unix_ms());
     if state.migr.forwarding() {
         crate::migrate::forward(state, db, key, parts);
@@ -250,6 +269,7 @@ pub fn propagate_dels(state: &mut State, db: usize, keys: &[&[u8]]) {
 /// `CLUSTER SETSLOT`, which replicas apply as coming from their primary). It touches no
 /// database; the engine may put a `SELECT` before it, which changes nothing.
 pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
+    propagate_expired(state);
     state.repl.feed_stream(0, parts, unix_ms());
 }
 
@@ -367,7 +387,7 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
                 Ok(done) => done,
                 Err(e) => return load_failed(state, &e, now),
             };
-            let old = std::mem::replace(&mut state.kv, kv);
+            let old = state.install_kv(kv, now);
             // The old data set is freed on a background thread (Valkey's lazyfree of the
             // replaced databases).
             std::thread::spawn(move || drop(old));

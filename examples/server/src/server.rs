@@ -81,6 +81,17 @@ pub struct Stats {
 }
 
 impl State {
+    /// Puts a data set loaded from a file or a full sync in place of the current one, with the
+    /// store's host settings carried over (the expired-key log of
+    /// `crate::repl::propagate_expired`, the access words of an LRU/LFU `maxmemory-policy`).
+    /// Returns the old data set, for the caller to free where it likes.
+    pub fn install_kv(&mut self, mut kv: KvStore<Value>, now: u64) -> KvStore<Value> {
+        kv.log_expired(true);
+        let old = std::mem::replace(&mut self.kv, kv);
+        self.evict.adopt(&mut self.kv, now);
+        old
+    }
+
     /// Whether client writes are paused at `now`.
     pub fn writes_paused(&self, now: u64) -> bool {
         self.writes_paused_until.is_some_and(|t| now < t)
@@ -299,6 +310,9 @@ impl Shared {
         let mut repl =
             crate::repl::ReplState::new(repl_cfg, rand_core::RngCore::next_u64(&mut seed_rng))?;
         repl.aof = Some(Arc::clone(&aof));
+        // A primary sends a DEL for every key that expires (crate::repl::propagate_expired);
+        // `State::install_kv` keeps it so for a data set loaded later.
+        kv.log_expired(true);
         let mut evict = crate::evict::Eviction::default();
         evict.configure(config.maxmemory, &mut kv, now);
         Ok(Shared {

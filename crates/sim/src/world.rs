@@ -6,6 +6,9 @@
 //!
 //! * **Data**: every host keeps a [`ferrocluster_kvstore::KvStore`] of small values (strings
 //!   and lists, module `keys`); client writes are real commands on it.
+//! * **Connections** (module `tcp`): the data plane's connections between hosts (replication
+//!   links, slot migration data connections) follow one set of rules: latency, order,
+//!   partitions that hold bytes, refused and timed-out connects, closes and crashes.
 //! * **Replication** (module `repl`): every host runs a
 //!   [`ferrocluster_dataplane::Replication`] in the role its node gives it
 //!   (`replicate_from` / `become_primary` when the node's view of myself changes), over
@@ -55,9 +58,11 @@
 mod asm;
 mod keys;
 mod repl;
+mod tcp;
 
-pub use asm::{AsmConfig, AsmStats, CONNECT_TIMEOUT_MS, WRONGPASS};
+pub use asm::{AsmConfig, AsmStats, WRONGPASS};
 pub use keys::Val;
+pub use tcp::CONNECT_TIMEOUT_MS;
 
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;

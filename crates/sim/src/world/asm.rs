@@ -10,15 +10,13 @@
 //! reads it is the plane's; this module keeps the transport and the keyspace glue.
 //!
 //! # Transport
-//! `Connect` reaches the host at the target's client address after two latencies (SYN,
-//! SYN-ACK); a crashed host refuses; a partition makes the connect retry every second and
-//! fail after [`CONNECT_TIMEOUT_MS`] (`Connection timed out`). Bytes take a latency and never
-//! overtake each other on one connection; a blocked direction holds them (TCP
-//! retransmission) until the partition heals or an end closes, and the source's plane is
-//! told what its direction holds (`AsmPlane::handle_unsent`: the link's backlog and its
-//! output buffer limit count it). A crash closes the host's ends at once; the peer hears the
-//! close one latency later. [`World::break_migration_links`] resets every data connection
-//! between two hosts (both ends hear the close).
+//! Module `tcp`'s connections (as the replication links'): `Connect` is answered after two
+//! latencies (SYN, SYN-ACK), refused by a crashed host, retried across a partition and timed
+//! out (`Connection timed out`); bytes keep their order, a partition holds them, a crash or
+//! close reaches the peer one latency later. The bytes a partition holds in the source's
+//! direction are told to its plane (`AsmPlane::handle_unsent`: the link's backlog and its
+//! output buffer limit count them). [`World::break_migration_links`] resets every data
+//! connection between two hosts (both ends hear the close).
 //!
 //! # Target
 //! A data connection is an ordinary client connection of the target until its node accepts
@@ -54,6 +52,7 @@
 //! AOF with `Origin::Aof`, then `AfterLoad`.
 
 use super::keys::Val;
+use super::tcp::{Left, Next, Seg, Syn, Tcp, SYN_RETRY_MS};
 use super::{DataEv, World};
 use crate::cluster::ClusterSimExt;
 use crate::sim::{host_ip, Violation, CLIENT_PORT};
@@ -69,13 +68,8 @@ use ferrocluster_node::{
 use ferrocluster_slot::{key_hash_slot, Slot, SlotSet};
 use ferrocluster_topology::Millis;
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// A connect across a partition fails after this long (the reference server's connect
-/// timeout), ms.
-pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
-/// How often a connect across a partition retries (SYN retransmission), ms.
-pub(super) const SYN_RETRY_MS: u64 = 1_000;
 /// The error of a refused AUTH (Valkey's text; the reply line is `-` and this).
 pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 /// The password a source sends when its node asks for AUTH (`primaryauth`).
@@ -133,24 +127,11 @@ pub(super) enum AsmEv {
     SnapshotEnd { host: usize, conn: u64 },
 }
 
-#[derive(Debug)]
-enum Seg {
-    Bytes(Vec<u8>),
-    Fin,
-}
-
 /// One data connection: end 0 the source, end 1 the target.
 #[derive(Debug)]
 struct Conn {
-    /// Source host and target host; `usize::MAX` for an address no host has.
-    ends: [usize; 2],
+    tcp: Tcp,
     job: JobName,
-    started: Millis,
-    connected: bool,
-    open: [bool; 2],
-    /// `dirs[d]`: bytes sent by end `d`, with their ready time.
-    dirs: [VecDeque<(Millis, Seg)>; 2],
-    last_ready: [Millis; 2],
     /// The bytes of the source's direction a partition holds, as last told to its plane.
     stalled: u64,
     /// The target's plane passed `SNAPSHOT-EOF` on it: later commands are streamed writes.
@@ -334,17 +315,15 @@ impl World {
             .asm
             .conns
             .iter()
-            .filter(|(_, c)| c.connected && (c.ends == [a, b] || c.ends == [b, a]))
+            .filter(|(_, c)| c.tcp.accepted && (c.tcp.ends == [a, b] || c.tcp.ends == [b, a]))
             .map(|(&id, _)| id)
             .collect();
         for &id in &ids {
-            if let Some(c) = self.asm.conns.get_mut(&id) {
-                c.dirs[0].clear();
-                c.dirs[1].clear();
-            }
-            for side in 0..2 {
-                let open = self.asm.conns.get(&id).is_some_and(|c| c.open[side]);
-                if open {
+            let Some(open) = self.asm.conns.get_mut(&id).map(|c| c.tcp.reset()) else {
+                continue;
+            };
+            for (side, is_open) in open.into_iter().enumerate() {
+                if is_open {
                     // The reset reaches each end as a FIN from the other.
                     self.asm_push(id, 1 - side, Seg::Fin);
                 }
@@ -358,7 +337,7 @@ impl World {
         self.asm
             .conns
             .values()
-            .filter(|c| c.open[0] || c.open[1])
+            .filter(|c| !c.tcp.is_closed())
             .count()
     }
 
@@ -524,27 +503,18 @@ impl World {
             .asm
             .conns
             .iter()
-            .filter_map(|(&id, c)| c.ends.iter().position(|&e| e == host).map(|s| (id, s)))
+            .filter_map(|(&id, c)| c.tcp.ends.iter().position(|&e| e == host).map(|s| (id, s)))
             .collect();
         for (id, side) in ids {
             let Some(c) = self.asm.conns.get_mut(&id) else {
                 continue;
             };
-            if !c.connected {
-                // A source gone before the SYN-ACK: nobody to hear it. A target: the connect
-                // finds it down (refused).
-                if side == 0 {
+            match c.tcp.crash(side) {
+                Left::Nothing => {
                     self.asm.conns.remove(&id);
                 }
-                continue;
-            }
-            let was_open = c.open[side];
-            c.open[side] = false;
-            c.dirs[1 - side].clear();
-            if was_open && c.open[1 - side] {
-                self.asm_push(id, side, Seg::Fin);
-            } else if !c.open[1 - side] {
-                self.asm.conns.remove(&id);
+                Left::Fin => self.asm_push(id, side, Seg::Fin),
+                Left::Pending => {}
             }
         }
         let output_limit = self.asm.hosts[host].output_limit;
@@ -881,13 +851,8 @@ impl World {
                 self.asm.conns.insert(
                     id,
                     Conn {
-                        ends: [h, dst],
+                        tcp: Tcp::new(h, dst, now),
                         job,
-                        started: now,
-                        connected: false,
-                        open: [true, true],
-                        dirs: [VecDeque::new(), VecDeque::new()],
-                        last_ready: [now, now],
                         stalled: 0,
                         streaming: false,
                     },
@@ -993,8 +958,7 @@ impl World {
 
     /// Which end of `conn` host `h` holds (0 = source, 1 = target), if it is open.
     fn side_of(&self, conn: u64, h: usize) -> Option<usize> {
-        let c = self.asm.conns.get(&conn)?;
-        (0..2).find(|&s| c.ends[s] == h && c.open[s])
+        self.asm.conns.get(&conn)?.tcp.side_of(h)
     }
 
     /// Host `h` closes its end of `conn`: the peer hears it one latency later.
@@ -1008,11 +972,12 @@ impl World {
         let Some(c) = self.asm.conns.get_mut(&conn) else {
             return;
         };
-        c.open[side] = false;
-        if !c.connected || !c.open[1 - side] {
-            self.asm.conns.remove(&conn);
-        } else {
-            self.asm_push(conn, side, Seg::Fin);
+        match c.tcp.close(side) {
+            Left::Nothing => {
+                self.asm.conns.remove(&conn);
+            }
+            Left::Fin => self.asm_push(conn, side, Seg::Fin),
+            Left::Pending => {}
         }
     }
 
@@ -1023,20 +988,14 @@ impl World {
         let Some(c) = self.asm.conns.get(&conn) else {
             return;
         };
-        let (src, dst) = (c.ends[0], c.ends[1]);
+        let [src, dst] = c.tcp.ends;
         let p = self.sim.partitions();
-        let held: u64 = if dst != usize::MAX && !p.delivers(src, dst) {
-            c.dirs[0]
-                .iter()
-                .map(|(_, s)| match s {
-                    Seg::Bytes(b) => b.len() as u64,
-                    Seg::Fin => 0,
-                })
-                .sum()
+        let held = if dst != usize::MAX && !p.delivers(src, dst) {
+            c.tcp.undelivered(0)
         } else {
             0
         };
-        if held == c.stalled || !c.open[0] || !self.sim.is_up(src) {
+        if held == c.stalled || !c.tcp.open[0] || !self.sim.is_up(src) {
             return;
         }
         if let Some(c) = self.asm.conns.get_mut(&conn) {
@@ -1047,17 +1006,14 @@ impl World {
 
     // ----- the wire -----
 
-    /// Sends `seg` from end `side`: ready one latency from now, never before what that end
-    /// sent earlier.
+    /// Sends `seg` from end `side` (module `tcp`).
     fn asm_push(&mut self, conn: u64, side: usize, seg: Seg) {
         let now = self.sim.now();
         let lat = self.latency();
         let Some(c) = self.asm.conns.get_mut(&conn) else {
             return;
         };
-        let ready = now.saturating_add_ms(lat).max(c.last_ready[side]);
-        c.last_ready[side] = ready;
-        c.dirs[side].push_back((ready, seg));
+        let ready = c.tcp.push(side, seg, now, lat);
         self.schedule(ready, DataEv::Asm(AsmEv::Flush { conn, dir: side }));
     }
 
@@ -1066,33 +1022,31 @@ impl World {
         let Some(c) = self.asm.conns.get(&conn) else {
             return Ok(());
         };
-        let ([src, dst], job, started) = (c.ends, c.job, c.started);
-        if !c.open[0] || !self.sim.is_up(src) {
+        let ([src, dst], job) = (c.tcp.ends, c.job);
+        if !c.tcp.open[0] || !self.sim.is_up(src) {
             self.asm.conns.remove(&conn);
             return Ok(());
         }
-        let p = self.sim.partitions();
-        let net_ok = dst != usize::MAX && p.delivers(src, dst) && p.delivers(dst, src);
-        let fail = if net_ok && !self.sim.is_up(dst) {
-            Some("Connection refused")
-        } else if net_ok {
-            None
-        } else if now.since(started) >= CONNECT_TIMEOUT_MS {
-            // A partition or an address nobody has: the SYN is never answered.
-            Some("Connection timed out")
-        } else {
-            let at = now.saturating_add_ms(SYN_RETRY_MS);
-            self.schedule(at, DataEv::Asm(AsmEv::Connect { conn }));
-            return Ok(());
+        let error = match c
+            .tcp
+            .syn(now, self.sim.partitions(), self.sim.is_up(dst), false)
+        {
+            Syn::Accept => None,
+            Syn::Refused => Some("Connection refused"),
+            Syn::TimedOut => Some("Connection timed out"),
+            Syn::Retry => {
+                let at = now.saturating_add_ms(SYN_RETRY_MS);
+                self.schedule(at, DataEv::Asm(AsmEv::Connect { conn }));
+                return Ok(());
+            }
         };
-        if let Some(error) = fail {
+        if let Some(error) = error {
             self.asm.conns.remove(&conn);
             self.plane(src).handle_connect_failed(job, error, now);
             return self.asm_drain(src);
         }
         if let Some(c) = self.asm.conns.get_mut(&conn) {
-            c.connected = true;
-            c.last_ready = [now, now];
+            c.tcp.accept(now);
         }
         self.asm.hosts[dst]
             .clients
@@ -1110,40 +1064,24 @@ impl World {
             let Some(c) = self.asm.conns.get_mut(&conn) else {
                 return Ok(());
             };
-            let (from, to) = (c.ends[dir], c.ends[1 - dir]);
-            match c.dirs[dir].front() {
-                Some((at, _)) if *at <= now => {}
-                _ => {
-                    if dir == 0 {
-                        self.note_stalled(conn);
-                        return self.asm_drain(from);
+            let [from, to] = [c.tcp.ends[dir], c.tcp.ends[1 - dir]];
+            let up = self.sim.is_up(to);
+            match c.tcp.next(dir, now, self.sim.partitions(), up) {
+                n @ (Next::Wait | Next::Held) => {
+                    if matches!(n, Next::Held) {
+                        // Retransmitted a cron period later.
+                        let at = now.saturating_add_ms(self.cfg.cron_ms);
+                        self.schedule(at, DataEv::Asm(AsmEv::Flush { conn, dir }));
                     }
-                    return Ok(());
-                }
-            }
-            if !self.sim.partitions().delivers(from, to) {
-                // Held by the partition: try again a cron period later.
-                let at = now.saturating_add_ms(self.cfg.cron_ms);
-                self.schedule(at, DataEv::Asm(AsmEv::Flush { conn, dir }));
-                if dir == 0 {
+                    if dir == 1 {
+                        return Ok(());
+                    }
                     self.note_stalled(conn);
                     return self.asm_drain(from);
                 }
-                return Ok(());
-            }
-            let Some(c) = self.asm.conns.get_mut(&conn) else {
-                return Ok(());
-            };
-            let Some((_, seg)) = c.dirs[dir].pop_front() else {
-                return Ok(());
-            };
-            if !c.open[1 - dir] || !self.sim.is_up(to) {
-                continue; // the receiver is gone: the bytes vanish
-            }
-            match seg {
-                Seg::Fin => {
-                    c.open[1 - dir] = false;
-                    if !c.open[dir] {
+                Next::Lost => {}
+                Next::Seg(Seg::Fin) => {
+                    if c.tcp.is_closed() {
                         self.asm.conns.remove(&conn);
                     }
                     let d = &mut self.asm.hosts[to];
@@ -1152,8 +1090,8 @@ impl World {
                     self.plane(to).handle_closed(ConnId(conn), now);
                     self.asm_drain(to)?;
                 }
-                Seg::Bytes(b) if dir == 0 => self.at_target(to, conn, &b)?,
-                Seg::Bytes(b) => {
+                Next::Seg(Seg::Bytes(b)) if dir == 0 => self.at_target(to, conn, &b)?,
+                Next::Seg(Seg::Bytes(b)) => {
                     self.plane(to).handle_bytes(ConnId(conn), &b, now);
                     self.asm_drain(to)?;
                 }

@@ -113,7 +113,7 @@ pub struct ScheduleReport {
     pub checked: usize,
     /// Replicas that became primary.
     pub promotions: usize,
-    /// The slot migration data plane's counters (connections, snapshots, imported keys).
+    /// The slot migration data plane's counters (connections, snapshots, imported commands).
     pub asm: AsmStats,
 }
 

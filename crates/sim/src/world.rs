@@ -1,11 +1,14 @@
-//! The data plane of the simulated hosts: a real keyspace, the shipped replication engine,
-//! write pauses and a writing client, beside the cluster bus the [`ClusterSim`] carries.
+//! The data plane of the simulated hosts: a real keyspace, the shipped replication and slot
+//! migration engines, write pauses and a writing client, beside the cluster bus the [`ClusterSim`] carries.
 //!
 //! A [`World`] owns a [`ClusterSim`] and plays the part of each host that the node leaves to
 //! it (DESIGN.md, the Sans-IO contract), with the code a real host ships:
 //!
 //! * **Data**: every host keeps a [`ferrocluster_kvstore::KvStore`] of small values (strings
 //!   and lists, module `keys`); client writes are real commands on it.
+//! * **Connections** (module `tcp`): the data plane's connections between hosts (replication
+//!   links, slot migration data connections) follow one set of rules: latency, order,
+//!   partitions that hold bytes, refused and timed-out connects, closes and crashes.
 //! * **Replication** (module `repl`): every host runs a
 //!   [`ferrocluster_dataplane::Replication`] in the role its node gives it
 //!   (`replicate_from` / `become_primary` when the node's view of myself changes), over
@@ -35,9 +38,12 @@
 //!   replication ID and offset it was at); a restarted host's engine resumes from them and
 //!   resyncs (partially when its primary's backlog allows).
 //!
-//! * **Atomic slot migration** (module `asm`, Valkey 9 `CLUSTER MIGRATESLOTS`): the host side
-//!   of every `Event::Migration` request: data connections to the target's client port with
-//!   latency, partitions and crashes, the snapshot of the slots' keys, forwarded writes,
+//! * **Atomic slot migration** (module `asm`, Valkey 9 `CLUSTER MIGRATESLOTS`): every host
+//!   runs the shipped [`ferrocluster_dataplane::AsmPlane`] and carries out its node's
+//!   `Event::Migration` requests with it: data connections to the target's client port with
+//!   latency, partitions and crashes carrying the plane's bytes (AUTH, SYNCSLOTS messages,
+//!   the snapshot's commands read page by page from the keyspace, held and streamed writes),
+//!   the target's plane parsing them into commands its keyspace executes,
 //!   hide/reveal/drop, migration commands propagated to replicas through the replication
 //!   stream and kept in the AOF, and the host-reported failures a test injects (target OOM
 //!   [`World::set_import_oom`], output buffer limit [`World::set_output_buffer_limit`], AUTH
@@ -52,9 +58,11 @@
 mod asm;
 mod keys;
 mod repl;
+mod tcp;
 
-pub use asm::{AsmConfig, AsmStats, CONNECT_TIMEOUT_MS, WRONGPASS};
+pub use asm::{AsmConfig, AsmStats, WRONGPASS};
 pub use keys::Val;
+pub use tcp::CONNECT_TIMEOUT_MS;
 
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;
@@ -198,7 +206,7 @@ pub struct World {
     next_request: u64,
     reports: u64,
     slot_deletions: u64,
-    asm: asm::AsmPlane,
+    asm: asm::AsmWorld,
     repl_conns: BTreeMap<u64, ReplConn>,
     next_repl_conn: u64,
     tags: Tags,
@@ -241,7 +249,7 @@ impl World {
             next_request: 0,
             reports: 0,
             slot_deletions: 0,
-            asm: asm::AsmPlane::new(n),
+            asm: asm::AsmWorld::new(n),
             repl_conns: BTreeMap::new(),
             next_repl_conn: 1,
             tags: Tags::default(),
@@ -527,7 +535,7 @@ impl World {
             offset,
         };
         self.acked.push(ack);
-        self.asm_forward(t, slot, id)?;
+        self.asm_feed(t, &argv)?;
         // The offset reaches the node on the host's next turn (module docs, "Replication").
         Ok(Ok(ack))
     }
@@ -698,6 +706,7 @@ impl World {
                 let next = now.saturating_add_ms(self.cfg.cron_ms);
                 self.schedule(next, DataEv::Cron);
                 self.repl_timers()?;
+                self.asm_timers()?;
                 for h in 0..self.sim.hosts() {
                     if self.sim.is_up(h) {
                         self.ids[h] = self.sim.id(h);

@@ -431,10 +431,7 @@ fn every_acknowledged_concurrent_write_reaches_the_new_owner() {
         [1, 2, 3],
         |seed| -> Res {
             let mut w = world(seed, config())?;
-            w.set_asm_config(AsmConfig {
-                snapshot_ms: 300,
-                ..AsmConfig::default()
-            });
+            w.set_asm_config(AsmConfig { snapshot_ms: 300 });
             seed_keys(&mut w)?;
             let set: Vec<Slot> = slots().iter().collect();
             w.start_writer(set, 3);
@@ -479,10 +476,7 @@ fn every_acknowledged_concurrent_write_reaches_the_new_owner() {
 /// target and its replica hold staged, hidden keys. Returns the world and the keys.
 fn midway(seed: u64, cfg: ClusterConfig) -> Result<(World, Keys), Box<dyn Error>> {
     let mut w = world(seed, cfg)?;
-    w.set_asm_config(AsmConfig {
-        snapshot_ms: 400,
-        ..AsmConfig::default()
-    });
+    w.set_asm_config(AsmConfig { snapshot_ms: 400 });
     seed_keys(&mut w)?;
     let before = acked_ids(&w, 0);
     migrate(&mut w)?;
@@ -570,13 +564,11 @@ fn an_output_buffer_overrun_rolls_back() {
         [1, 2],
         |seed| -> Res {
             let mut w = world(seed, config())?;
-            w.set_asm_config(AsmConfig {
-                snapshot_ms: 400,
-                ..AsmConfig::default()
-            });
+            w.set_asm_config(AsmConfig { snapshot_ms: 400 });
             seed_keys(&mut w)?;
-            // Room for ten queued writes; the writer queues one every 3 ms during the snapshot.
-            w.set_output_buffer_limit(SRC, Some(10 * AsmConfig::default().key_bytes));
+            // Room for about ten held writes (a write is about 40 bytes of RESP on the link);
+            // the writer makes one every 3 ms during the snapshot, which the source holds.
+            w.set_output_buffer_limit(SRC, Some(512));
             w.start_writer(slots().iter().collect(), 3);
             migrate(&mut w)?;
             ends(
@@ -633,7 +625,8 @@ fn an_auth_failure_rolls_back_before_anything_is_staged() {
             let before = acked_ids(&w, 0);
             w.set_auth_rejected(DST, true);
             migrate(&mut w)?;
-            let msg = format!("Failed to AUTH to target node: {WRONGPASS}");
+            // The job's message quotes the target's error line, its `-` included.
+            let msg = format!("Failed to AUTH to target node: -{WRONGPASS}");
             ends(&mut w, SRC, JobKind::Export, JobState::Failed, &[&msg])?;
             shows(&mut w, SRC, "EXPORT", "failed", &[&msg])?;
             // ESTABLISH was never sent: the target has no job and hid nothing.

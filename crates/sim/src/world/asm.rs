@@ -1,84 +1,92 @@
-//! The atomic slot migration (ASM) data plane of the simulated hosts: what a host does for
-//! each `MigrationRequest` of its node (slot-migration sheet A.7–A.17), modelled on the
-//! reference server (`examples/server/src/migrate.rs`).
+//! The atomic slot migration (ASM) data plane of the simulated hosts: every host runs the
+//! shipped [`ferrocluster_dataplane::AsmPlane`] (both sides) and does for it what a real host
+//! does, following the host loop of the plane's module docs as the reference server does
+//! (`examples/server/src/migrate.rs`): it carries out its node's `MigrationRequest`s, opens
+//! and carries the data connections to the target's client port, hands the plane what they
+//! read, writes what the plane sends, produces the snapshot's pages from its keyspace, feeds
+//! the plane every write it applies as a primary, and applies the import stream's commands.
+//! What goes on a data connection (AUTH, the `CLUSTER SYNCSLOTS` messages, the snapshot as
+//! the AOF-rewrite commands of Valkey 9.1, the held and streamed writes) and how the target
+//! reads it is the plane's; this module keeps the transport and the keyspace glue.
 //!
-//! # Model
+//! # Transport
+//! Module `tcp`'s connections (as the replication links'): `Connect` is answered after two
+//! latencies (SYN, SYN-ACK), refused by a crashed host, retried across a partition and timed
+//! out (`Connection timed out`); bytes keep their order, a partition holds them, a crash or
+//! close reaches the peer one latency later. The bytes a partition holds in the source's
+//! direction are told to its plane (`AsmPlane::handle_unsent`: the link's backlog and its
+//! output buffer limit count them). [`World::break_migration_links`] resets every data
+//! connection between two hosts (both ends hear the close).
 //!
-//! * **Keyspace**: a host's real keyspace (module `keys`); a migrated key is a write ID whose
-//!   key and value the target recreates. What the data plane writes on a primary (an
-//!   *imported* key from an import link; a *drop* of slots: `DropSlotKeys`, the dirty-slot
-//!   deletion of a node that lost slots, FLUSHALL; a *SYNCSLOTS* entry: `Propagate`
-//!   ESTABLISH / FINISH) is executed there and fed to its replication stream as commands
-//!   (`SET`/`RPUSH`, `DEL`/`FLUSHALL`, `CLUSTER SYNCSLOTS ...`); SYNCSLOTS entries are kept in
-//!   its AOF too. Replicas apply the stream and feed the SYNCSLOTS entries to their node as
-//!   coming from their primary (`Origin::Primary`). A replica that loaded a full sync's RDB
-//!   tells its node: `FullSync`, `BeforeLoad`, one `LoadedSlotImport` per import its primary
-//!   has in progress (the RDB's slot-import sections), `AfterLoad`. A restarted host replays
-//!   the SYNCSLOTS entries of its AOF with `Origin::Aof`, then `AfterLoad`.
-//! * **Data connections**: `Connect` reaches the host at the target's client address after
-//!   two latencies (SYN, SYN-ACK); a crashed host refuses; a partition makes the connect
-//!   retry every second and fail after [`CONNECT_TIMEOUT_MS`] (`Connection timed out`).
-//!   Messages (AUTH, reply lines, SYNCSLOTS commands, snapshot and streamed keys, FIN) take a
-//!   latency each and never overtake each other; a blocked direction holds them (TCP
-//!   retransmission) until the partition heals or an end closes. A crash closes the host's
-//!   ends at once; the peer hears the close one latency later. [`World::break_migration_links`]
-//!   resets every data connection between two hosts (both ends hear the close).
-//! * **Snapshot** (`StartSnapshot`): the keys of the job's slots at that instant (a fork) are
-//!   written on the link; [`AsmConfig::snapshot_ms`] later `SYNCSLOTS SNAPSHOT-EOF` follows
-//!   and the node hears `SnapshotDone`. Client writes to the job's slots acknowledged from
-//!   `StartSnapshot` on are queued for the link and flushed at `BeginStreaming`, then
-//!   streamed as they happen.
-//! * **Target**: SYNCSLOTS commands go to the node (`migration_command`, `Origin::Conn`);
-//!   ESTABLISH's reply goes back as a line. Keys arriving on an import link are written to
-//!   the target's keyspace and stream (so its replicas get them) unless the test made the
-//!   target run out of memory ([`World::set_import_oom`]: the node hears `ImportOom`).
-//!   `HideSlots` / `RevealSlots` keep a per-host hidden slot set. `DropSlotKeys` and
-//!   `Propagate` write a drop / SYNCSLOTS entry on a primary.
-//! * **Backlog**: the bytes of the writes queued during the snapshot plus the bytes a blocked
-//!   direction holds. `QueryBacklog` reports them; above the host's output buffer limit
-//!   ([`World::set_output_buffer_limit`]) the node hears `OutputBufferLimit` instead (checked
-//!   also on every queued write).
-//! * **AUTH**: with `primaryauth_set` the source writes AUTH first; a target made to refuse
-//!   it ([`World::set_auth_rejected`]) answers `-WRONGPASS ...`.
+//! # Target
+//! A data connection is an ordinary client connection of the target until its node accepts
+//! `CLUSTER SYNCSLOTS ESTABLISH` on it: the host answers `AUTH` (`+OK`, or the `-WRONGPASS`
+//! line of a host made to refuse it, [`World::set_auth_rejected`]) and runs `CLUSTER`
+//! commands through its node with the connection's ID, writing the reply. On
+//! `AcceptImportLink` the plane takes the connection over with the bytes already read
+//! (`AsmPlane::accept_import`); the commands it yields (`AsmOutput::Apply`) are executed on a
+//! primary's keyspace and fed to its replication stream, unless the test made the host run
+//! out of memory ([`World::set_import_oom`]: `AsmPlane::handle_apply_failed`).
+//!
+//! # Source and snapshot
+//! The snapshot is [`SnapshotMode::SlotPaged`], the reference server's: the plane reads the
+//! keyspace one page per step (`KvStore::slot_page`). At `StartSnapshot` the steps that write
+//! the slots' keys run at once; the step that ends the snapshot (`SYNCSLOTS SNAPSHOT-EOF`, the
+//! node's `SnapshotDone`) runs [`AsmConfig::snapshot_ms`] after the start, so the snapshot
+//! takes that long with its last slot part way read (a page that reaches a slot's end still
+//! returns a cursor; the next call finds the slot done). Every client and data-plane write a
+//! primary applies is fed to its plane (`AsmPlane::feed`), which drops, holds or streams
+//! it; while the plane is part way through the write's slot the host also feeds the key's
+//! state after the write (`AsmPlane::feed_key_state`), as the server does.
+//!
+//! # Keyspace glue
+//! `HideSlots` / `RevealSlots` keep a per-host hidden slot set. What the data plane writes on
+//! a primary besides imports (a *drop* of slots: `DropSlotKeys`, the dirty-slot deletion of
+//! a node that lost slots, FLUSHALL; a *SYNCSLOTS* entry: `Propagate` ESTABLISH / FINISH) is
+//! executed there and fed to its replication stream as commands (`DEL`/`FLUSHALL`,
+//! `CLUSTER SYNCSLOTS ...`); SYNCSLOTS entries are kept in its AOF too. Replicas apply the
+//! stream and feed the SYNCSLOTS entries to their node as coming from their primary
+//! (`Origin::Primary`). A replica that loaded a full sync's RDB tells its node: `FullSync`,
+//! `BeforeLoad`, one `LoadedSlotImport` per import its primary has in progress (the RDB's
+//! slot-import sections), `AfterLoad`. A restarted host replays the SYNCSLOTS entries of its
+//! AOF with `Origin::Aof`, then `AfterLoad`.
 
+use super::keys::Val;
+use super::tcp::{Left, Next, Seg, Syn, Tcp, SYN_RETRY_MS};
 use super::{DataEv, World};
 use crate::cluster::ClusterSimExt;
 use crate::sim::{host_ip, Violation, CLIENT_PORT};
-use ferrocluster_node::{
-    AuthReply, ClusterNode, CommandOutcome, CommandRequest, ConnId, EmptyKeyspace, JobKind,
-    JobName, MigrationInput, MigrationRequest, Origin, Output, Reply, SnapshotResult, SyncSlots,
+use ferrocluster_dataplane::resp::{CommandReader, ReaderLimits};
+use ferrocluster_dataplane::{
+    AsmEvent, AsmOutput, AsmPlane, KeyVisitor, OutputBufferLimit, SlotSource, SnapshotMode,
+    SnapshotProgress,
 };
-use ferrocluster_slot::{Slot, SlotSet};
+use ferrocluster_node::{
+    ClusterNode, CommandOutcome, CommandRequest, ConnId, EmptyKeyspace, JobKind, JobName,
+    MigrationInput, MigrationRequest, Origin, Output, Reply,
+};
+use ferrocluster_slot::{key_hash_slot, Slot, SlotSet};
 use ferrocluster_topology::Millis;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// A connect across a partition fails after this long (the reference server's connect
-/// timeout), ms.
-pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
-/// How often a connect across a partition retries (SYN retransmission), ms.
-pub(super) const SYN_RETRY_MS: u64 = 1_000;
-/// An import link's activity is reported to the node at most this often (reference server),
-/// ms.
-const IMPORT_DATA_EVERY_MS: u64 = 100;
-/// The error line of a refused AUTH (Valkey's text).
+/// The error of a refused AUTH (Valkey's text; the reply line is `-` and this).
 pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+/// The password a source sends when its node asks for AUTH (`primaryauth`).
+const PRIMARYAUTH: &[u8] = b"sim-primaryauth";
 
-/// ASM data-plane settings.
+/// ASM data-plane settings of the simulated hosts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AsmConfig {
-    /// How long a snapshot takes from `StartSnapshot` to `SNAPSHOT-EOF`, ms.
+    /// How long a snapshot takes from `StartSnapshot` to `SNAPSHOT-EOF`, ms: its pages are
+    /// written at the start, its end this much later (module docs).
     pub snapshot_ms: u64,
-    /// Bytes one key takes on the link (snapshot record or streamed write), for backlogs.
-    pub key_bytes: u64,
 }
 
 impl Default for AsmConfig {
-    /// Snapshots take 100 ms; a key is 64 bytes on the wire.
+    /// Snapshots take 100 ms.
     fn default() -> AsmConfig {
-        AsmConfig {
-            snapshot_ms: 100,
-            key_bytes: 64,
-        }
+        AsmConfig { snapshot_ms: 100 }
     }
 }
 
@@ -89,25 +97,25 @@ pub struct AsmStats {
     pub connections: u64,
     /// Snapshots started.
     pub snapshots: u64,
-    /// Keys written in snapshots.
+    /// Keys written in snapshots (the plane's `SnapshotWritten`).
     pub snapshot_keys: u64,
-    /// Client writes queued or streamed to an export link.
+    /// Commands targets applied from the stream after `SNAPSHOT-EOF`: the writes the source
+    /// held or streamed, and the key states (`DEL`, then the value) of a slot part way read.
     pub forwarded: u64,
-    /// Keys a target applied from an import link.
+    /// Commands targets applied from import links (snapshot and stream).
     pub imported: u64,
     /// Drop entries appended (`DropSlotKeys`, dirty-slot deletions, FLUSHALL).
     pub drops: u64,
     /// SYNCSLOTS entries appended by primaries (`Propagate`).
     pub propagated: u64,
-    /// `ImportOom` reports.
+    /// Import commands refused for want of memory ([`World::set_import_oom`]).
     pub ooms: u64,
-    /// `OutputBufferLimit` reports.
+    /// Export links the plane dropped at the output buffer limit.
     pub output_limits: u64,
 }
 
 #[derive(Debug, Clone)]
 pub(super) enum Op {
-    Imported { write: u64, slot: Slot },
     Drop { slots: Box<SlotSet> },
     Sync { argv: Vec<Vec<u8>> },
 }
@@ -116,72 +124,122 @@ pub(super) enum Op {
 pub(super) enum AsmEv {
     Connect { conn: u64 },
     Flush { conn: u64, dir: usize },
-    SnapshotDone { conn: u64, gen: u64 },
+    SnapshotEnd { host: usize, conn: u64 },
 }
 
-#[derive(Debug, Clone)]
-enum Msg {
-    Auth,
-    Line(Vec<u8>),
-    Command(Vec<Vec<u8>>),
-    Data { write: u64, slot: Slot },
-    Fin,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expect {
-    Auth,
-    Establish,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Handshake,
-    Snapshot,
-    Streaming,
-}
-
+/// One data connection: end 0 the source, end 1 the target.
 #[derive(Debug)]
 struct Conn {
-    /// Source host (end 0) and target host (end 1); `usize::MAX` for an address no host has.
-    ends: [usize; 2],
+    tcp: Tcp,
     job: JobName,
-    started: Millis,
-    connected: bool,
-    open: [bool; 2],
-    /// `dirs[d]`: messages sent by end `d`, with their ready time.
-    dirs: [VecDeque<(Millis, Msg)>; 2],
-    last_ready: [Millis; 2],
-    phase: Phase,
-    slots: SlotSet,
-    queued: Vec<Msg>,
-    expect: VecDeque<Expect>,
-    snapshot_gen: u64,
-    limit_hit: bool,
-    last_import_data: Option<Millis>,
+    /// The bytes of the source's direction a partition holds, as last told to its plane.
+    stalled: u64,
+    /// The target's plane passed `SNAPSHOT-EOF` on it: later commands are streamed writes.
+    streaming: bool,
+}
+
+/// A host's keyspace as the snapshot reads it: `KvStore::slot_page` (every key present
+/// throughout a walk is visited at least once, what [`SnapshotMode::SlotPaged`] asks), whose
+/// cursor (0: start or done) is offset by one so that the page reaching a slot's end returns
+/// cursor 1 and the next call finds the slot done with nothing read. `visited` counts keys.
+struct PagedSource<'a> {
+    kv: &'a super::keys::Keyspace,
+    now: u64,
+    visited: Cell<usize>,
+}
+
+impl SlotSource for PagedSource<'_> {
+    type Value = Val;
+
+    fn page(
+        &self,
+        db: u32,
+        slot: Slot,
+        cursor: u64,
+        max: usize,
+        f: &mut KeyVisitor<'_, Val>,
+    ) -> u64 {
+        if cursor == 1 {
+            return 0;
+        }
+        let mut n = 0;
+        let inner = cursor.saturating_sub(1);
+        let next = self
+            .kv
+            .slot_page(db as usize, slot, inner, max, self.now, |k, v, at| {
+                n += 1;
+                f(k, v, at.map(|t| i64::try_from(t).unwrap_or(i64::MAX)));
+            })
+            .unwrap_or(0);
+        self.visited.set(self.visited.get() + n);
+        match (next, n) {
+            (0, 0) => 0,
+            (0, _) => 1,
+            (c, _) => c + 1,
+        }
+    }
+}
+
+/// A running snapshot (source side): the keys of its slots when it started, and how many
+/// the plane has read.
+struct Snap {
+    keys: usize,
+    visited: usize,
+}
+
+/// What one host's ASM data plane holds.
+#[derive(Default)]
+struct AsmHost {
+    /// The plane; `None` while down (made when first needed).
+    plane: Option<AsmPlane>,
+    /// Data connections that are client connections of this host (target side) until the
+    /// plane takes them over: their command readers.
+    clients: BTreeMap<u64, CommandReader>,
+    /// Connections the plane took over as import links.
+    taken: BTreeSet<u64>,
+    /// Running snapshots (source side) by connection.
+    snaps: BTreeMap<u64, Snap>,
+    hidden: SlotSet,
+    oom: bool,
+    auth_rejected: bool,
+    output_limit: Option<u64>,
 }
 
 /// The ASM state of the world.
-#[derive(Debug, Default)]
-pub(super) struct AsmPlane {
+#[derive(Default)]
+pub(super) struct AsmWorld {
     cfg: AsmConfig,
+    hosts: Vec<AsmHost>,
     conns: BTreeMap<u64, Conn>,
     next_conn: u64,
-    hidden: Vec<SlotSet>,
-    oom: BTreeSet<usize>,
-    auth_rejected: BTreeSet<usize>,
-    output_limit: BTreeMap<usize, u64>,
     watched: SlotSet,
     stats: AsmStats,
 }
 
-impl AsmPlane {
-    pub(super) fn new(hosts: usize) -> AsmPlane {
-        AsmPlane {
-            hidden: vec![SlotSet::new(); hosts],
+impl AsmWorld {
+    pub(super) fn new(hosts: usize) -> AsmWorld {
+        AsmWorld {
+            hosts: (0..hosts).map(|_| AsmHost::default()).collect(),
             next_conn: 1,
-            ..AsmPlane::default()
+            ..AsmWorld::default()
         }
+    }
+}
+
+/// The plane settings of a simulated host: Valkey's defaults, one page (of at most 16 keys)
+/// per snapshot step, and the host's output buffer limit (a hard limit) if the test set one.
+fn plane_config(output_limit: Option<u64>) -> ferrocluster_dataplane::AsmConfig {
+    ferrocluster_dataplane::AsmConfig {
+        output_buffer_limit: output_limit.map_or_else(OutputBufferLimit::default, |b| {
+            OutputBufferLimit {
+                hard_bytes: b,
+                soft_bytes: 0,
+                soft_ms: 0,
+            }
+        }),
+        page_keys: 16,
+        step_bytes: 1,
+        ..ferrocluster_dataplane::AsmConfig::default()
     }
 }
 
@@ -202,22 +260,12 @@ pub(super) fn work_of(evs: &[(Millis, usize, Output)]) -> Vec<(usize, Work)> {
         .collect()
 }
 
-fn msg_bytes(m: &Msg, key_bytes: u64) -> u64 {
-    match m {
-        Msg::Auth => 32,
-        Msg::Line(l) => l.len() as u64,
-        Msg::Command(argv) => argv.iter().map(|a| a.len() as u64 + 8).sum::<u64>() + 4,
-        Msg::Data { .. } => key_bytes,
-        Msg::Fin => 0,
-    }
-}
-
-fn reply_line(r: &Reply) -> Vec<u8> {
-    match r {
-        Reply::Simple(s) => format!("+{s}\r\n").into_bytes(),
-        Reply::Error(e) => format!("-{e}\r\n").into_bytes(),
-        other => format!("-ERR unexpected reply {other:?}\r\n").into_bytes(),
-    }
+/// The slot of a keyspace write's key (`None` for FLUSHALL).
+fn write_slot(argv: &[Vec<u8>]) -> Option<Slot> {
+    let keyed = argv
+        .first()
+        .is_some_and(|n| !n.eq_ignore_ascii_case(b"FLUSHALL"));
+    argv.get(1).filter(|_| keyed).map(|k| key_hash_slot(k))
 }
 
 impl World {
@@ -233,58 +281,52 @@ impl World {
         &self.asm.stats
     }
 
-    /// Makes `host` run out of memory (`true`) while applying keys from an import link: each
-    /// key it would apply is reported as `ImportOom` instead (sheet A.10 `Ran out of memory
-    /// (OOM) during slot import`).
+    /// Makes `host` run out of memory (`true`) while applying commands from an import link:
+    /// the first one fails the link (`AsmPlane::handle_apply_failed`, the node hears
+    /// `ImportOom`: sheet A.10 `Ran out of memory (OOM) during slot import`).
     pub fn set_import_oom(&mut self, host: usize, oom: bool) {
-        if oom {
-            self.asm.oom.insert(host);
-        } else {
-            self.asm.oom.remove(&host);
-        }
+        self.asm.hosts[host].oom = oom;
     }
 
-    /// Sets `host`'s `client-output-buffer-limit replica` for export links in bytes (`None`:
-    /// no limit). A link whose backlog passes it is reported with `OutputBufferLimit`.
+    /// Sets `host`'s `client-output-buffer-limit replica` for export links, a hard limit in
+    /// bytes (`None`: Valkey's default, 256 MiB hard, 64 MiB soft for 60 s): the plane drops a
+    /// link whose held and unsent bytes reach it and the node hears `OutputBufferLimit`. It
+    /// applies to the host's plane from its next data connection while none is open (else
+    /// from its restart).
     pub fn set_output_buffer_limit(&mut self, host: usize, bytes: Option<u64>) {
-        match bytes {
-            Some(b) => self.asm.output_limit.insert(host, b),
-            None => self.asm.output_limit.remove(&host),
-        };
+        let d = &mut self.asm.hosts[host];
+        d.output_limit = bytes;
+        if d.plane.as_ref().is_some_and(|p| p.links() == 0) {
+            // An idle plane holds nothing but its settings: the next one gets the new limit.
+            d.plane = None;
+        }
     }
 
-    /// Makes `host` refuse (`true`) the AUTH of migration sources with [`WRONGPASS`].
+    /// Makes `host` refuse (`true`) the AUTH of migration sources with `-`[`WRONGPASS`].
     pub fn set_auth_rejected(&mut self, host: usize, rejected: bool) {
-        if rejected {
-            self.asm.auth_rejected.insert(host);
-        } else {
-            self.asm.auth_rejected.remove(&host);
-        }
+        self.asm.hosts[host].auth_rejected = rejected;
     }
 
     /// Resets every open migration data connection between `a` and `b` (either direction):
-    /// both ends hear the close one latency later. Returns how many were reset.
+    /// what is in flight is lost and both ends hear the close one latency later. Returns how
+    /// many were reset.
     pub fn break_migration_links(&mut self, a: usize, b: usize) -> usize {
         let ids: Vec<u64> = self
             .asm
             .conns
             .iter()
-            .filter(|(_, c)| c.connected && (c.ends == [a, b] || c.ends == [b, a]))
+            .filter(|(_, c)| c.tcp.accepted && (c.tcp.ends == [a, b] || c.tcp.ends == [b, a]))
             .map(|(&id, _)| id)
             .collect();
         for &id in &ids {
-            for side in 0..2 {
-                let open = self.asm.conns.get(&id).is_some_and(|c| c.open[side]);
-                if open {
+            let Some(open) = self.asm.conns.get_mut(&id).map(|c| c.tcp.reset()) else {
+                continue;
+            };
+            for (side, is_open) in open.into_iter().enumerate() {
+                if is_open {
                     // The reset reaches each end as a FIN from the other.
-                    self.asm_push(id, 1 - side, Msg::Fin);
+                    self.asm_push(id, 1 - side, Seg::Fin);
                 }
-            }
-            if let Some(c) = self.asm.conns.get_mut(&id) {
-                c.dirs[0].retain(|(_, m)| matches!(m, Msg::Fin));
-                c.dirs[1].retain(|(_, m)| matches!(m, Msg::Fin));
-                c.queued.clear();
-                c.snapshot_gen += 1;
             }
         }
         ids.len()
@@ -295,13 +337,13 @@ impl World {
         self.asm
             .conns
             .values()
-            .filter(|c| c.open[0] || c.open[1])
+            .filter(|c| !c.tcp.is_closed())
             .count()
     }
 
     /// The slots `host` hides as importing (HideSlots minus RevealSlots since its start).
     pub fn hidden_slots(&self, host: usize) -> &SlotSet {
-        &self.asm.hidden[host]
+        &self.asm.hosts[host].hidden
     }
 
     /// The keys (write IDs) `host` holds in `slot`, hidden ones included.
@@ -337,7 +379,7 @@ impl World {
             for (slot, keys) in self.keyspace(h, None) {
                 let foreign = t.slot_owner(slot).is_some_and(|o| o != t.myself_id());
                 let importing =
-                    self.asm.hidden[h].contains(slot) || t.importing_from(slot).is_some();
+                    self.asm.hosts[h].hidden.contains(slot) || t.importing_from(slot).is_some();
                 if foreign && !importing && !keys.is_empty() {
                     return Err(format!(
                         "primary host {h} holds {} keys of slot {slot}, owned by {}",
@@ -431,70 +473,57 @@ impl World {
         Ok(())
     }
 
-    /// A client write acknowledged by `host`: queue or stream it on the export links whose
-    /// job holds its slot.
-    pub(super) fn asm_forward(
-        &mut self,
-        host: usize,
-        slot: Slot,
-        id: u64,
-    ) -> Result<(), Violation> {
-        let ids: Vec<u64> = self
-            .asm
-            .conns
-            .iter()
-            .filter(|(_, c)| {
-                c.ends[0] == host
-                    && c.open[0]
-                    && c.phase != Phase::Handshake
-                    && c.slots.contains(slot)
-            })
-            .map(|(&id, _)| id)
-            .collect();
-        for conn in ids {
-            self.asm.stats.forwarded += 1;
-            let msg = Msg::Data { write: id, slot };
-            let snapshot = self
-                .asm
-                .conns
-                .get(&conn)
-                .is_some_and(|c| c.phase == Phase::Snapshot);
-            if snapshot {
-                if let Some(c) = self.asm.conns.get_mut(&conn) {
-                    c.queued.push(msg);
-                }
-            } else {
-                self.asm_push(conn, 0, msg);
-            }
-            self.check_limit(conn)?;
+    /// A write `host` applied as a primary (a client's, or the data plane's): fed to its
+    /// plane, which holds or streams it on the export links whose job holds its slot.
+    pub(super) fn asm_feed(&mut self, host: usize, argv: &[Vec<u8>]) -> Result<(), Violation> {
+        let now = self.sim.now();
+        let Some(plane) = self.asm.hosts[host].plane.as_mut() else {
+            return Ok(());
+        };
+        if plane.links() == 0 {
+            return Ok(());
         }
-        Ok(())
+        let slot = write_slot(argv);
+        let mut r = plane.feed(0, slot, argv, now);
+        if let Some(slot) = slot.filter(|&s| r.is_ok() && plane.wants_key_state(s)) {
+            // The snapshot is part way through the slot: the key's whole state after the
+            // write (every write of the simulated hosts has one key).
+            let key = &argv[1];
+            let value = self.data[host].kv.get(0, key, now.0).ok().flatten();
+            r = plane.feed_key_state(0, slot, key, value.map(|v| (v, None)), now);
+        }
+        r.map_err(|e| self.dp_violation(host, format!("slot migration feed: {e}")))?;
+        self.asm_drain(host)
     }
 
     /// `host` crashed: its ends close at once, the peers hear it one latency later; its
-    /// hidden-slot marks (process memory) are gone.
+    /// plane, snapshots and hidden-slot marks (process memory) are gone.
     pub(super) fn asm_crashed(&mut self, host: usize) {
         let ids: Vec<(u64, usize)> = self
             .asm
             .conns
             .iter()
-            .filter_map(|(&id, c)| c.ends.iter().position(|&e| e == host).map(|s| (id, s)))
+            .filter_map(|(&id, c)| c.tcp.ends.iter().position(|&e| e == host).map(|s| (id, s)))
             .collect();
         for (id, side) in ids {
             let Some(c) = self.asm.conns.get_mut(&id) else {
                 continue;
             };
-            let was_open = c.open[side];
-            c.open[side] = false;
-            c.snapshot_gen += 1;
-            c.dirs[1 - side].clear();
-            if was_open && c.connected && c.open[1 - side] {
-                self.asm_push(id, side, Msg::Fin);
-            } else if !c.connected {
-                self.asm.conns.remove(&id);
+            match c.tcp.crash(side) {
+                Left::Nothing => {
+                    self.asm.conns.remove(&id);
+                }
+                Left::Fin => self.asm_push(id, side, Seg::Fin),
+                Left::Pending => {}
             }
         }
-        self.asm.hidden[host].clear();
+        let output_limit = self.asm.hosts[host].output_limit;
+        self.asm.hosts[host] = AsmHost {
+            oom: self.asm.hosts[host].oom,
+            auth_rejected: self.asm.hosts[host].auth_rejected,
+            output_limit,
+            ..AsmHost::default()
+        };
     }
 
     /// `host` restarted: the SYNCSLOTS entries of its AOF are replayed (`Origin::Aof`), then
@@ -541,11 +570,26 @@ impl World {
         self.asm_report(replica, MigrationInput::AfterLoad)
     }
 
+    /// The planes' timers (the soft output buffer limit), on the data-plane cron.
+    pub(super) fn asm_timers(&mut self) -> Result<(), Violation> {
+        let now = self.sim.now();
+        for h in 0..self.asm.hosts.len() {
+            let Some(plane) = self.asm.hosts[h].plane.as_mut() else {
+                continue;
+            };
+            if plane.poll_timeout().is_some_and(|t| t <= now) {
+                plane.handle_timeout(now);
+                self.asm_drain(h)?;
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn asm_event(&mut self, ev: AsmEv) -> Result<(), Violation> {
         match ev {
             AsmEv::Connect { conn } => self.on_connect(conn),
             AsmEv::Flush { conn, dir } => self.on_flush(conn, dir),
-            AsmEv::SnapshotDone { conn, gen } => self.on_snapshot_done(conn, gen),
+            AsmEv::SnapshotEnd { host, conn } => self.snapshot_steps(host, conn, true),
         }
     }
 
@@ -574,24 +618,33 @@ impl World {
         ks
     }
 
+    /// Whether `host` runs as a primary with a replication engine (it writes its keyspace
+    /// itself; a replica gets its primary's stream).
+    fn writes_itself(&self, host: usize) -> bool {
+        self.sim
+            .node(host)
+            .is_some_and(|n| n.topology().myself().is_primary())
+            && self.repl(host).is_some()
+    }
+
+    /// Executes one write on primary `host`'s keyspace and propagates it: its replication
+    /// stream and its plane's export links.
+    fn primary_write(&mut self, host: usize, argv: &[Vec<u8>]) -> Result<(), Violation> {
+        let now = self.sim.now().0;
+        super::keys::execute(&mut self.data[host].kv, argv, now)
+            .map_err(|e| self.dp_violation(host, format!("data-plane write: {}", e.0)))?;
+        self.repl_feed(host, argv)?;
+        self.asm_feed(host, argv)
+    }
+
     /// Executes a data-plane write on a primary's keyspace and propagates it through its
     /// replication stream (SYNCSLOTS entries go to its AOF too). Ignored on a replica (it
     /// gets its primary's stream) and on a crashed host.
     fn append_op(&mut self, host: usize, op: Op) -> Result<(), Violation> {
-        let primary = self
-            .sim
-            .node(host)
-            .is_some_and(|n| n.topology().myself().is_primary());
-        if !primary || self.repl(host).is_none() {
+        if !self.writes_itself(host) {
             return Ok(());
         }
-        let now = self.sim.now().0;
         let cmds: Vec<Vec<Vec<u8>>> = match op {
-            Op::Imported { write, slot } => {
-                self.asm.stats.imported += 1;
-                let key = self.tags.key(slot, write);
-                super::keys::restore_commands(&key, &super::keys::expected(write))
-            }
             Op::Drop { slots } => {
                 self.asm.stats.drops += 1;
                 if slots.len() == ferrocluster_slot::SLOT_COUNT {
@@ -613,9 +666,7 @@ impl World {
             }
         };
         for argv in cmds {
-            super::keys::execute(&mut self.data[host].kv, &argv, now)
-                .map_err(|e| self.dp_violation(host, format!("data-plane write: {}", e.0)))?;
-            self.repl_feed(host, &argv)?;
+            self.primary_write(host, &argv)?;
         }
         self.report(host)
     }
@@ -628,11 +679,13 @@ impl World {
         self.after_sim()
     }
 
-    pub(super) fn asm_command(
+    /// Runs a `CLUSTER` command on `host`'s node as from `origin`, without the step's
+    /// events; the caller runs `after_sim`.
+    fn node_command(
         &mut self,
         host: usize,
         origin: Origin,
-        argv: Vec<Vec<u8>>,
+        argv: &[Vec<u8>],
     ) -> Result<Option<Reply>, Violation> {
         let req = CommandRequest {
             from_aof: origin == Origin::Aof,
@@ -644,14 +697,144 @@ impl World {
             ..CommandRequest::default()
         };
         let r = self.sim.report_to_engine(host, |n, now| {
-            n.cluster_command_argv(&argv, &req, &EmptyKeyspace, now)
+            n.cluster_command_argv(argv, &req, &EmptyKeyspace, now)
         })?;
-        self.after_sim()?;
         Ok(match r {
             Some(CommandOutcome::Reply(r)) => Some(r),
             // SYNCSLOTS messages change no saved config: nothing is deferred.
             _ => None,
         })
+    }
+
+    pub(super) fn asm_command(
+        &mut self,
+        host: usize,
+        origin: Origin,
+        argv: Vec<Vec<u8>>,
+    ) -> Result<Option<Reply>, Violation> {
+        let r = self.node_command(host, origin, &argv)?;
+        self.after_sim()?;
+        Ok(r)
+    }
+
+    // ----- the plane -----
+
+    /// Host `h`'s plane, made when first needed (a running host).
+    fn plane(&mut self, h: usize) -> &mut AsmPlane {
+        let now = self.sim.now();
+        let d = &mut self.asm.hosts[h];
+        let limit = d.output_limit;
+        d.plane
+            .get_or_insert_with(|| AsmPlane::new(plane_config(limit), now))
+    }
+
+    /// Acts on every output of host `h`'s plane, in order.
+    fn asm_drain(&mut self, h: usize) -> Result<(), Violation> {
+        while let Some(o) = self.asm.hosts[h]
+            .plane
+            .as_mut()
+            .and_then(AsmPlane::poll_output)
+        {
+            self.asm_act(h, o)?;
+        }
+        Ok(())
+    }
+
+    fn asm_act(&mut self, h: usize, o: AsmOutput) -> Result<(), Violation> {
+        match o {
+            AsmOutput::Send { conn, bytes } => {
+                if let Some(side) = self.side_of(conn.0, h) {
+                    self.asm_push(conn.0, side, Seg::Bytes(bytes));
+                }
+            }
+            AsmOutput::Close { conn } => self.close_end(h, conn.0),
+            AsmOutput::Migration(input) => self.asm_report(h, input)?,
+            AsmOutput::SyncSlots { conn, argv } => {
+                let eof = argv
+                    .get(2)
+                    .is_some_and(|a| a.eq_ignore_ascii_case(b"SNAPSHOT-EOF"));
+                if eof {
+                    if let Some(c) = self.asm.conns.get_mut(&conn.0) {
+                        c.streaming = true;
+                    }
+                }
+                self.asm_command(h, Origin::Conn(conn), argv)?;
+            }
+            AsmOutput::Apply { conn, argv, .. } => self.asm_apply(h, conn, &argv)?,
+            AsmOutput::Event(e) => match e {
+                AsmEvent::SnapshotWritten { keys, .. } => self.asm.stats.snapshot_keys += keys,
+                AsmEvent::OutputBufferLimit { .. } => self.asm.stats.output_limits += 1,
+                // Both ends run the shipped plane: bytes one cannot read, or a value it
+                // cannot write, are a bug.
+                e @ (AsmEvent::Protocol { .. }
+                | AsmEvent::UnexpectedCommand { .. }
+                | AsmEvent::SnapshotFailed { .. }
+                | AsmEvent::BadSelect { .. }) => {
+                    return Err(self.dp_violation(h, format!("slot migration: {e:?}")));
+                }
+                _ => {}
+            },
+        }
+        Ok(())
+    }
+
+    /// Target `t` applies one command of import link `conn` (the plane's `Apply`; the
+    /// simulated hosts have one database).
+    fn asm_apply(&mut self, t: usize, conn: ConnId, argv: &[Vec<u8>]) -> Result<(), Violation> {
+        let now = self.sim.now();
+        if self.asm.hosts[t].oom {
+            self.asm.stats.ooms += 1;
+            self.plane(t).handle_apply_failed(conn, true, now);
+            return Ok(());
+        }
+        if !self.writes_itself(t) {
+            return Ok(());
+        }
+        self.asm.stats.imported += 1;
+        if self.asm.conns.get(&conn.0).is_some_and(|c| c.streaming) {
+            self.asm.stats.forwarded += 1;
+        }
+        self.primary_write(t, argv)?;
+        self.report(t)
+    }
+
+    /// Source `h`'s snapshot on `conn`: the plane's steps while it has not read every key
+    /// the slots had at the start; with `end`, the rest (`SNAPSHOT-EOF`).
+    fn snapshot_steps(&mut self, h: usize, conn: u64, end: bool) -> Result<(), Violation> {
+        loop {
+            let now = self.sim.now();
+            let AsmHost { plane, snaps, .. } = &mut self.asm.hosts[h];
+            let (Some(plane), Some(snap)) = (plane.as_mut(), snaps.get_mut(&conn)) else {
+                return Ok(());
+            };
+            if !end && snap.visited >= snap.keys {
+                return Ok(());
+            }
+            if !plane.wants_snapshot_step(ConnId(conn)) {
+                if end {
+                    snaps.remove(&conn);
+                }
+                return Ok(());
+            }
+            let source = PagedSource {
+                kv: &self.data[h].kv,
+                now: now.0,
+                visited: Cell::new(0),
+            };
+            let r = plane.snapshot_step(ConnId(conn), &source, now);
+            snap.visited += source.visited.get();
+            let more = matches!(r, Ok(SnapshotProgress::More));
+            if !more {
+                snaps.remove(&conn);
+            }
+            if let Err(e) = r {
+                return Err(self.dp_violation(h, format!("snapshot step: {e}")));
+            }
+            self.asm_drain(h)?;
+            if !more {
+                return Ok(());
+            }
+        }
     }
 
     // ----- requests -----
@@ -668,20 +851,10 @@ impl World {
                 self.asm.conns.insert(
                     id,
                     Conn {
-                        ends: [h, dst],
+                        tcp: Tcp::new(h, dst, now),
                         job,
-                        started: now,
-                        connected: false,
-                        open: [true, true],
-                        dirs: [VecDeque::new(), VecDeque::new()],
-                        last_ready: [now, now],
-                        phase: Phase::Handshake,
-                        slots: SlotSet::new(),
-                        queued: Vec::new(),
-                        expect: VecDeque::new(),
-                        snapshot_gen: 0,
-                        limit_hit: false,
-                        last_import_data: None,
+                        stalled: 0,
+                        streaming: false,
                     },
                 );
                 let lat = 2 * self.latency();
@@ -689,100 +862,75 @@ impl World {
                     now.saturating_add_ms(lat),
                     DataEv::Asm(AsmEv::Connect { conn: id }),
                 );
+                return Ok(());
             }
-            MigrationRequest::SendAuth { job, conn } => {
-                let ok = self.asm.conns.get_mut(&conn.0).is_some_and(|c| {
-                    if c.open[0] {
-                        c.expect.push_back(Expect::Auth);
-                    }
-                    c.open[0]
-                });
-                if ok {
-                    self.asm_push(conn.0, 0, Msg::Auth);
-                } else {
-                    let reply = AuthReply::WriteFailed("connection closed".into());
-                    self.asm_report(h, MigrationInput::AuthReply { job, reply })?;
-                }
+            MigrationRequest::SendAuth { conn, .. } => {
+                self.plane(h)
+                    .send_auth(conn, None, PRIMARYAUTH, now)
+                    .map_err(|e| self.dp_violation(h, format!("AUTH: {e}")))?;
             }
             MigrationRequest::Send { conn, message } => {
-                let Some(side) = self.side_of(conn.0, h) else {
-                    return Ok(());
-                };
-                if side == 0 && matches!(message, SyncSlots::Establish { .. }) {
-                    if let Some(c) = self.asm.conns.get_mut(&conn.0) {
-                        c.expect.push_back(Expect::Establish);
-                    }
+                self.plane(h).send_message(conn, &message, now);
+            }
+            MigrationRequest::AcceptImportLink { job, conn, slots } => {
+                // The ESTABLISH was the connection's last client command: the plane takes
+                // it over with what its reader holds after it.
+                let d = &mut self.asm.hosts[h];
+                if let Some(mut reader) = d.clients.remove(&conn.0) {
+                    d.taken.insert(conn.0);
+                    let rest = reader.take_buffered();
+                    self.plane(h)
+                        .accept_import(job, conn, slots, &rest, now)
+                        .map_err(|e| self.dp_violation(h, format!("import link: {e}")))?;
                 }
-                self.asm_push(conn.0, side, Msg::Command(message.argv()));
             }
             MigrationRequest::StartSnapshot { job, conn, ranges } => {
                 if self.side_of(conn.0, h) != Some(0) {
                     return self.asm_report(h, MigrationInput::SnapshotStartFailed { job });
                 }
+                if let Err(e) =
+                    self.plane(h)
+                        .start_snapshot(conn, &ranges, SnapshotMode::SlotPaged, now)
+                {
+                    return Err(self.dp_violation(h, format!("snapshot start: {e}")));
+                }
                 let mut slots = SlotSet::new();
                 for r in &ranges {
                     slots.insert_range(*r);
                 }
-                let keys = self.keyspace(h, Some(&slots));
-                let gen = match self.asm.conns.get_mut(&conn.0) {
-                    Some(c) => {
-                        c.slots = slots;
-                        c.phase = Phase::Snapshot;
-                        c.queued.clear();
-                        c.snapshot_gen += 1;
-                        c.snapshot_gen
-                    }
-                    None => return Ok(()),
-                };
+                let keys = self.count_keys_in(h, &slots);
+                let snap = Snap { keys, visited: 0 };
+                self.asm.hosts[h].snaps.insert(conn.0, snap);
                 self.asm.stats.snapshots += 1;
-                // The fork's point-in-time copy, in slot order.
-                for (slot, ids) in keys {
-                    for write in ids {
-                        self.asm.stats.snapshot_keys += 1;
-                        self.asm_push(conn.0, 0, Msg::Data { write, slot });
-                    }
-                }
                 let at = now.saturating_add_ms(self.asm.cfg.snapshot_ms);
-                self.schedule(at, DataEv::Asm(AsmEv::SnapshotDone { conn: conn.0, gen }));
+                self.schedule(
+                    at,
+                    DataEv::Asm(AsmEv::SnapshotEnd {
+                        host: h,
+                        conn: conn.0,
+                    }),
+                );
+                return self.snapshot_steps(h, conn.0, false);
             }
             MigrationRequest::AbortSnapshot { job } => {
-                for c in self.asm.conns.values_mut() {
-                    if c.ends[0] == h && c.job == job {
-                        c.snapshot_gen += 1;
-                    }
-                }
+                self.plane(h).abort_snapshot(&job, now);
             }
             MigrationRequest::BeginStreaming { conn, .. } => {
-                let queued = match self.asm.conns.get_mut(&conn.0) {
-                    Some(c) if c.ends[0] == h => {
-                        c.phase = Phase::Streaming;
-                        std::mem::take(&mut c.queued)
-                    }
-                    _ => return Ok(()),
-                };
-                for m in queued {
-                    self.asm_push(conn.0, 0, m);
-                }
+                self.plane(h)
+                    .begin_streaming(conn, now)
+                    .map_err(|e| self.dp_violation(h, format!("streaming: {e}")))?;
             }
             MigrationRequest::QueryBacklog { job, conn } => {
-                if self.side_of(conn.0, h) != Some(0) {
-                    return Ok(());
-                }
-                let bytes = self.backlog(conn.0);
-                let input = match self.asm.output_limit.get(&h) {
-                    Some(&limit) if bytes > limit => {
-                        self.asm.stats.output_limits += 1;
-                        MigrationInput::OutputBufferLimit { job }
-                    }
-                    _ => MigrationInput::LinkBacklog { job, bytes },
-                };
-                self.asm_report(h, input)?;
+                self.note_stalled(conn.0);
+                self.plane(h).query_backlog(job, conn, now);
             }
             MigrationRequest::HideSlots { slots } => {
-                self.asm.hidden[h] = self.asm.hidden[h].union(&slots);
+                let d = &mut self.asm.hosts[h];
+                d.hidden = d.hidden.union(&slots);
             }
             MigrationRequest::RevealSlots { slots } => {
-                self.asm.hidden[h] = self.asm.hidden[h].difference(&slots);
+                let d = &mut self.asm.hosts[h];
+                d.hidden = d.hidden.difference(&slots);
             }
             MigrationRequest::DropSlotKeys { slots } => {
                 self.append_op(
@@ -801,84 +949,71 @@ impl World {
                 )?;
             }
             MigrationRequest::Close { conn } => {
-                let Some(side) = self.side_of(conn.0, h) else {
-                    return Ok(());
-                };
-                let Some(c) = self.asm.conns.get_mut(&conn.0) else {
-                    return Ok(());
-                };
-                c.open[side] = false;
-                if side == 0 {
-                    c.snapshot_gen += 1;
-                    c.queued.clear();
-                }
-                if !c.connected {
-                    self.asm.conns.remove(&conn.0);
-                } else if c.open[1 - side] {
-                    self.asm_push(conn.0, side, Msg::Fin);
-                }
+                self.plane(h).close(conn, now);
+                self.close_end(h, conn.0);
             }
-            // AcceptImportLink (the node knows its links), StateChanged (in the events) and
-            // anything newer: nothing for the host to do.
-            _ => {}
         }
-        Ok(())
+        self.asm_drain(h)
     }
 
     /// Which end of `conn` host `h` holds (0 = source, 1 = target), if it is open.
     fn side_of(&self, conn: u64, h: usize) -> Option<usize> {
-        let c = self.asm.conns.get(&conn)?;
-        (0..2).find(|&s| c.ends[s] == h && c.open[s])
+        self.asm.conns.get(&conn)?.tcp.side_of(h)
     }
 
-    /// Bytes the source end of `conn` holds back: writes queued during the snapshot and, while
-    /// the network does not deliver towards the target, everything sent and not delivered.
-    fn backlog(&self, conn: u64) -> u64 {
-        let Some(c) = self.asm.conns.get(&conn) else {
-            return 0;
+    /// Host `h` closes its end of `conn`: the peer hears it one latency later.
+    fn close_end(&mut self, h: usize, conn: u64) {
+        let Some(side) = self.side_of(conn, h) else {
+            return;
         };
-        let kb = self.asm.cfg.key_bytes;
-        let queued: u64 = c.queued.iter().map(|m| msg_bytes(m, kb)).sum();
+        let d = &mut self.asm.hosts[h];
+        d.snaps.remove(&conn);
+        d.clients.remove(&conn);
+        let Some(c) = self.asm.conns.get_mut(&conn) else {
+            return;
+        };
+        match c.tcp.close(side) {
+            Left::Nothing => {
+                self.asm.conns.remove(&conn);
+            }
+            Left::Fin => self.asm_push(conn, side, Seg::Fin),
+            Left::Pending => {}
+        }
+    }
+
+    /// Tells the source's plane how many bytes of `conn` a partition holds (TCP's send
+    /// buffer: the link's backlog and output buffer limit count them).
+    fn note_stalled(&mut self, conn: u64) {
+        let now = self.sim.now();
+        let Some(c) = self.asm.conns.get(&conn) else {
+            return;
+        };
+        let [src, dst] = c.tcp.ends;
         let p = self.sim.partitions();
-        let stalled = if c.ends[1] != usize::MAX && !p.delivers(c.ends[0], c.ends[1]) {
-            c.dirs[0].iter().map(|(_, m)| msg_bytes(m, kb)).sum()
+        let held = if dst != usize::MAX && !p.delivers(src, dst) {
+            c.tcp.undelivered(0)
         } else {
             0
         };
-        queued + stalled
-    }
-
-    fn check_limit(&mut self, conn: u64) -> Result<(), Violation> {
-        let Some(c) = self.asm.conns.get(&conn) else {
-            return Ok(());
-        };
-        let (src, job, hit) = (c.ends[0], c.job, c.limit_hit);
-        let Some(&limit) = self.asm.output_limit.get(&src) else {
-            return Ok(());
-        };
-        if hit || self.backlog(conn) <= limit {
-            return Ok(());
+        if held == c.stalled || !c.tcp.open[0] || !self.sim.is_up(src) {
+            return;
         }
         if let Some(c) = self.asm.conns.get_mut(&conn) {
-            c.limit_hit = true;
+            c.stalled = held;
         }
-        self.asm.stats.output_limits += 1;
-        self.asm_report(src, MigrationInput::OutputBufferLimit { job })
+        self.plane(src).handle_unsent(ConnId(conn), held, now);
     }
 
     // ----- the wire -----
 
-    /// Sends `msg` from end `side`: ready one latency from now, never before what that end
-    /// sent earlier.
-    fn asm_push(&mut self, conn: u64, side: usize, msg: Msg) {
+    /// Sends `seg` from end `side` (module `tcp`).
+    fn asm_push(&mut self, conn: u64, side: usize, seg: Seg) {
         let now = self.sim.now();
         let lat = self.latency();
         let Some(c) = self.asm.conns.get_mut(&conn) else {
             return;
         };
-        let ready = now.saturating_add_ms(lat).max(c.last_ready[side]);
-        c.last_ready[side] = ready;
-        c.dirs[side].push_back((ready, msg));
+        let ready = c.tcp.push(side, seg, now, lat);
         self.schedule(ready, DataEv::Asm(AsmEv::Flush { conn, dir: side }));
     }
 
@@ -887,47 +1022,40 @@ impl World {
         let Some(c) = self.asm.conns.get(&conn) else {
             return Ok(());
         };
-        let ([src, dst], job, started) = (c.ends, c.job, c.started);
-        if !c.open[0] || !self.sim.is_up(src) {
+        let ([src, dst], job) = (c.tcp.ends, c.job);
+        if !c.tcp.open[0] || !self.sim.is_up(src) {
             self.asm.conns.remove(&conn);
             return Ok(());
         }
-        let p = self.sim.partitions();
-        let net_ok = dst != usize::MAX && p.delivers(src, dst) && p.delivers(dst, src);
-        let fail = if net_ok && !self.sim.is_up(dst) {
-            Some("Connection refused")
-        } else if net_ok {
-            None
-        } else if now.since(started) >= CONNECT_TIMEOUT_MS {
-            // A partition or an address nobody has: the SYN is never answered.
-            Some("Connection timed out")
-        } else {
-            let at = now.saturating_add_ms(SYN_RETRY_MS);
-            self.schedule(at, DataEv::Asm(AsmEv::Connect { conn }));
-            return Ok(());
+        let error = match c
+            .tcp
+            .syn(now, self.sim.partitions(), self.sim.is_up(dst), false)
+        {
+            Syn::Accept => None,
+            Syn::Refused => Some("Connection refused"),
+            Syn::TimedOut => Some("Connection timed out"),
+            Syn::Retry => {
+                let at = now.saturating_add_ms(SYN_RETRY_MS);
+                self.schedule(at, DataEv::Asm(AsmEv::Connect { conn }));
+                return Ok(());
+            }
         };
-        if let Some(error) = fail {
+        if let Some(error) = error {
             self.asm.conns.remove(&conn);
-            return self.asm_report(
-                src,
-                MigrationInput::ConnectFailed {
-                    job,
-                    error: error.into(),
-                },
-            );
+            self.plane(src).handle_connect_failed(job, error, now);
+            return self.asm_drain(src);
         }
         if let Some(c) = self.asm.conns.get_mut(&conn) {
-            c.connected = true;
-            c.last_ready = [now, now];
+            c.tcp.accept(now);
         }
+        self.asm.hosts[dst]
+            .clients
+            .insert(conn, CommandReader::new(ReaderLimits::default()));
         self.asm.stats.connections += 1;
-        self.asm_report(
-            src,
-            MigrationInput::Connected {
-                job,
-                conn: ConnId(conn),
-            },
-        )
+        self.plane(src)
+            .handle_connected(job, ConnId(conn), now)
+            .map_err(|e| self.dp_violation(src, format!("connected: {e}")))?;
+        self.asm_drain(src)
     }
 
     fn on_flush(&mut self, conn: u64, dir: usize) -> Result<(), Violation> {
@@ -936,154 +1064,83 @@ impl World {
             let Some(c) = self.asm.conns.get_mut(&conn) else {
                 return Ok(());
             };
-            let (from, to) = (c.ends[dir], c.ends[1 - dir]);
-            match c.dirs[dir].front() {
-                Some((at, _)) if *at <= now => {}
-                _ => return Ok(()),
-            }
-            if !self.sim.partitions().delivers(from, to) {
-                // Held by the partition: try again a cron period later.
-                let at = now.saturating_add_ms(self.cfg.cron_ms);
-                self.schedule(at, DataEv::Asm(AsmEv::Flush { conn, dir }));
-                return Ok(());
-            }
-            let Some(c) = self.asm.conns.get_mut(&conn) else {
-                return Ok(());
-            };
-            let Some((_, msg)) = c.dirs[dir].pop_front() else {
-                return Ok(());
-            };
-            if !c.open[1 - dir] || !self.sim.is_up(to) {
-                continue; // the receiver is gone: the bytes vanish
-            }
-            match msg {
-                Msg::Fin => {
-                    c.open[1 - dir] = false;
-                    if !c.open[dir] {
+            let [from, to] = [c.tcp.ends[dir], c.tcp.ends[1 - dir]];
+            let up = self.sim.is_up(to);
+            match c.tcp.next(dir, now, self.sim.partitions(), up) {
+                n @ (Next::Wait | Next::Held) => {
+                    if matches!(n, Next::Held) {
+                        // Retransmitted a cron period later.
+                        let at = now.saturating_add_ms(self.cfg.cron_ms);
+                        self.schedule(at, DataEv::Asm(AsmEv::Flush { conn, dir }));
+                    }
+                    if dir == 1 {
+                        return Ok(());
+                    }
+                    self.note_stalled(conn);
+                    return self.asm_drain(from);
+                }
+                Next::Lost => {}
+                Next::Seg(Seg::Fin) => {
+                    if c.tcp.is_closed() {
                         self.asm.conns.remove(&conn);
                     }
-                    self.asm_report(to, MigrationInput::LinkClosed { conn: ConnId(conn) })?;
+                    let d = &mut self.asm.hosts[to];
+                    d.clients.remove(&conn);
+                    d.snaps.remove(&conn);
+                    self.plane(to).handle_closed(ConnId(conn), now);
+                    self.asm_drain(to)?;
                 }
-                m if dir == 0 => self.at_target(conn, to, m)?,
-                m => self.at_source(conn, to, m)?,
+                Next::Seg(Seg::Bytes(b)) if dir == 0 => self.at_target(to, conn, &b)?,
+                Next::Seg(Seg::Bytes(b)) => {
+                    self.plane(to).handle_bytes(ConnId(conn), &b, now);
+                    self.asm_drain(to)?;
+                }
             }
         }
     }
 
-    /// A message from the source reaches the target host `t`.
-    fn at_target(&mut self, conn: u64, t: usize, msg: Msg) -> Result<(), Violation> {
-        match msg {
-            Msg::Auth => {
-                let line = if self.asm.auth_rejected.contains(&t) {
-                    format!("-{WRONGPASS}\r\n").into_bytes()
-                } else {
-                    b"+OK\r\n".to_vec()
-                };
-                self.asm_push(conn, 1, Msg::Line(line));
-            }
-            Msg::Command(argv) => {
-                self.import_activity(conn, t, true)?;
-                let establish = argv
-                    .get(2)
-                    .is_some_and(|a| a.eq_ignore_ascii_case(b"ESTABLISH"));
-                let reply = self.asm_command(t, Origin::Conn(ConnId(conn)), argv)?;
-                if let Some(r) = reply.filter(|_| establish) {
-                    self.asm_push(conn, 1, Msg::Line(reply_line(&r)));
-                }
-            }
-            Msg::Data { write, slot } => {
-                if !self.import_activity(conn, t, false)? {
-                    return Ok(()); // not an import link (any more): refused
-                }
-                if self.asm.oom.contains(&t) {
-                    self.asm.stats.ooms += 1;
-                    return self.asm_report(t, MigrationInput::ImportOom { conn: ConnId(conn) });
-                }
-                self.append_op(t, Op::Imported { write, slot })?;
-            }
-            Msg::Line(_) | Msg::Fin => {}
-        }
-        Ok(())
-    }
-
-    /// Whether `conn` is an in-progress import link of `t`'s node; reports its activity
-    /// (at most every [`IMPORT_DATA_EVERY_MS`], always when `always`).
-    fn import_activity(&mut self, conn: u64, t: usize, always: bool) -> Result<bool, Violation> {
+    /// Bytes from the source reach target host `t`: the plane's once it took the connection
+    /// over, else client commands (AUTH, CLUSTER SYNCSLOTS ESTABLISH).
+    fn at_target(&mut self, t: usize, conn: u64, bytes: &[u8]) -> Result<(), Violation> {
         let now = self.sim.now();
-        let import = self.sim.node(t).is_some_and(|n| {
-            n.topology().myself().is_primary()
-                && n.migrations()
-                    .job_for_conn(ConnId(conn))
-                    .is_some_and(|j| j.kind() == JobKind::Import && j.state().is_in_progress())
-        });
-        if !import {
-            return Ok(false);
+        if self.asm.hosts[t].taken.contains(&conn) {
+            self.plane(t).handle_bytes(ConnId(conn), bytes, now);
+            return self.asm_drain(t);
         }
-        let due = self.asm.conns.get(&conn).is_some_and(|c| {
-            always
-                || c.last_import_data
-                    .is_none_or(|t0| now.since(t0) >= IMPORT_DATA_EVERY_MS)
-        });
-        if due {
-            if let Some(c) = self.asm.conns.get_mut(&conn) {
-                c.last_import_data = Some(now);
-            }
-            self.asm_report(t, MigrationInput::ImportData { conn: ConnId(conn) })?;
-        }
-        Ok(true)
-    }
-
-    /// A message from the target reaches the source host `s`.
-    fn at_source(&mut self, conn: u64, s: usize, msg: Msg) -> Result<(), Violation> {
-        let Some(job) = self.asm.conns.get(&conn).map(|c| c.job) else {
+        let Some(reader) = self.asm.hosts[t].clients.get_mut(&conn) else {
             return Ok(());
         };
-        match msg {
-            Msg::Line(line) => {
-                let expect = self
-                    .asm
-                    .conns
-                    .get_mut(&conn)
-                    .and_then(|c| c.expect.pop_front());
-                match expect {
-                    Some(Expect::Auth) => {
-                        let reply = if line.first() == Some(&b'+') {
-                            AuthReply::Ok
-                        } else {
-                            let text = String::from_utf8_lossy(&line[1..]);
-                            AuthReply::Rejected(text.trim_end().to_owned())
-                        };
-                        self.asm_report(s, MigrationInput::AuthReply { job, reply })?;
-                    }
-                    Some(Expect::Establish) => {
-                        self.asm_report(s, MigrationInput::EstablishReply { job, line })?;
-                    }
-                    None => {}
+        reader.push(bytes);
+        loop {
+            let Some(reader) = self.asm.hosts[t].clients.get_mut(&conn) else {
+                // Taken over by the plane (an accepted ESTABLISH) with the rest.
+                return Ok(());
+            };
+            let argv = match reader.next_command() {
+                Ok(Some(argv)) => argv,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(self.dp_violation(t, format!("migration source sent: {e}"))),
+            };
+            let name = argv
+                .first()
+                .map(|a| a.to_ascii_uppercase())
+                .unwrap_or_default();
+            let reply = match name.as_slice() {
+                b"AUTH" if self.asm.hosts[t].auth_rejected => {
+                    Reply::Error(WRONGPASS.into()).to_resp2()
                 }
+                b"AUTH" => Reply::ok().to_resp2(),
+                b"CLUSTER" => self
+                    .node_command(t, Origin::Conn(ConnId(conn)), &argv)?
+                    .map(|r| r.to_resp2())
+                    .unwrap_or_default(),
+                _ => Reply::Error("ERR unknown command".into()).to_resp2(),
+            };
+            if !reply.is_empty() && self.side_of(conn, t) == Some(1) {
+                self.asm_push(conn, 1, Seg::Bytes(reply));
             }
-            Msg::Command(argv) => {
-                self.asm_command(s, Origin::Conn(ConnId(conn)), argv)?;
-            }
-            Msg::Auth | Msg::Data { .. } | Msg::Fin => {}
+            // The node's requests (an accepted ESTABLISH's AcceptImportLink) after the reply.
+            self.after_sim()?;
         }
-        Ok(())
-    }
-
-    fn on_snapshot_done(&mut self, conn: u64, gen: u64) -> Result<(), Violation> {
-        let Some(c) = self.asm.conns.get(&conn) else {
-            return Ok(());
-        };
-        if c.snapshot_gen != gen || !c.open[0] || c.phase != Phase::Snapshot {
-            return Ok(());
-        }
-        let (src, job) = (c.ends[0], c.job);
-        self.asm_push(conn, 0, Msg::Command(SyncSlots::SnapshotEof.argv()));
-        self.asm_report(
-            src,
-            MigrationInput::SnapshotDone {
-                job,
-                result: SnapshotResult::Done { cow_bytes: 0 },
-            },
-        )
     }
 }

@@ -8,6 +8,7 @@
 //! Applied once, each leaves a value the oracle can name ([`expected`]); applied twice (a
 //! replayed stream) or not at all, the value differs.
 
+use ferrocluster_dataplane::aof::{AofError, AofValue, AofWriter};
 use ferrocluster_kvstore::{KvStore, KvValue};
 use ferrocluster_rdb::{EncodeError, ObjectWriter, RdbObject, RdbValue, UnsupportedKind};
 use ferrocluster_slot::{key_hash_slot, Slot};
@@ -33,6 +34,16 @@ impl KvValue for Val {
         match self {
             Val::Str(_) => "string",
             Val::List(_) => "list",
+        }
+    }
+}
+
+/// The commands that rebuild a value (a slot migration's snapshot): `SET`, or `RPUSH`.
+impl AofValue for Val {
+    fn write_aof(&self, w: AofWriter<'_>) -> Result<(), AofError> {
+        match self {
+            Val::Str(s) => w.string(s),
+            Val::List(l) => w.list(l.iter()),
         }
     }
 }
@@ -85,19 +96,6 @@ impl Tags {
         match self.0.get(&slot) {
             Some(tag) => format!("{{{tag}}}w{id}").into_bytes(),
             None => format!("{{{}}}w{id}", find_tag(slot)).into_bytes(),
-        }
-    }
-}
-
-/// The commands that make `key` hold `value` whatever it held before (a migrated key
-/// arriving at its target, as a RESTORE REPLACE would).
-pub fn restore_commands(key: &[u8], value: &Val) -> Vec<Vec<Vec<u8>>> {
-    match value {
-        Val::Str(s) => vec![vec![b"SET".to_vec(), key.to_vec(), s.clone()]],
-        Val::List(l) => {
-            let mut push = vec![b"RPUSH".to_vec(), key.to_vec()];
-            push.extend(l.iter().cloned());
-            vec![vec![b"DEL".to_vec(), key.to_vec()], push]
         }
     }
 }

@@ -7,12 +7,13 @@
 //! hands the crate's `replication_state()` to its node.
 //!
 //! # Connections
-//! `Connect` reaches the primary's host after one latency (SYN) and the replica hears it
-//! connected one latency later (SYN-ACK); a crashed host refuses; a partition makes the SYN
-//! retry every [`SYN_RETRY_MS`] and fail after [`CONNECT_TIMEOUT_MS`]. Bytes take a latency
-//! and never overtake each other on one connection; a partitioned direction holds them
-//! (TCP retransmission) until it heals, so a link cut by a partition goes down by the crate's
-//! own `repl-timeout`. A close (either end, or a crash) reaches the peer one latency later.
+//! Module `tcp`'s connections (as the slot migration data connections'): `Connect` reaches
+//! the primary's host after one latency (SYN) and the replica hears it connected one latency
+//! later (SYN-ACK); a crashed host refuses; a partition makes the SYN retry every
+//! [`SYN_RETRY_MS`] and fail after [`CONNECT_TIMEOUT_MS`](super::tcp::CONNECT_TIMEOUT_MS).
+//! Bytes take a latency and never overtake each other on one connection; a partitioned
+//! direction holds them (TCP retransmission) until it heals, so a link cut by a partition goes
+//! down by the crate's own `repl-timeout`. A close (either end, or a crash) reaches the peer one latency later.
 //! [`World::block_data`] is a firewall that rejects the replica's replication connections:
 //! open ones are reset, new ones refused.
 //!
@@ -22,8 +23,8 @@
 //! [`crate::DataConfig::sync_ms`] later and then handed to the crate (disk sync: the `$<len>`
 //! framing).
 
-use super::asm::{CONNECT_TIMEOUT_MS, SYN_RETRY_MS};
 use super::keys::{self, Keyspace};
+use super::tcp::{Left, Next, Seg, Syn, Tcp, SYN_RETRY_MS};
 use super::{DataEv, World};
 use crate::cluster::ClusterSimExt;
 use crate::sim::{host_ip, Violation, CLIENT_PORT};
@@ -35,9 +36,8 @@ use ferrocluster_dataplane::{
 use ferrocluster_node::Origin;
 use ferrocluster_rdb::{EntryMeta, ItemRef, RdbDecoder, RdbWriter, WriterConfig};
 use ferrocluster_slot::Slot;
-use ferrocluster_topology::Millis;
 use rand_core::RngCore;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// What one host's replication holds besides its keyspace.
 #[derive(Default)]
@@ -68,20 +68,8 @@ pub(super) struct ReplHost {
 /// One replication connection: end 0 the replica, end 1 the primary's host.
 #[derive(Debug)]
 pub(super) struct ReplConn {
-    replica: usize,
+    tcp: Tcp,
     link: UpstreamId,
-    primary: usize,
-    started: Millis,
-    accepted: bool,
-    open: [bool; 2],
-    dirs: [VecDeque<(Millis, Seg)>; 2],
-    last_ready: [Millis; 2],
-}
-
-#[derive(Debug)]
-enum Seg {
-    Bytes(Vec<u8>),
-    Fin,
 }
 
 /// Replication events on the world's queue.
@@ -172,30 +160,21 @@ impl World {
         r.loading = None;
         r.rdbs.clear();
         r.follows = None;
-        let ids: Vec<u64> = self
+        let ids: Vec<(u64, usize)> = self
             .repl_conns
             .iter()
-            .filter(|(_, c)| c.replica == h || c.primary == h)
-            .map(|(&id, _)| id)
+            .filter_map(|(&id, c)| c.tcp.ends.iter().position(|&e| e == h).map(|s| (id, s)))
             .collect();
-        for id in ids {
+        for (id, side) in ids {
             let Some(c) = self.repl_conns.get_mut(&id) else {
                 continue;
             };
-            let side = if c.replica == h { 0 } else { 1 };
-            c.open[side] = false;
-            c.dirs[1 - side].clear();
-            if !c.accepted {
-                // The SYN finds nobody (or the dead replica never hears the answer).
-                if side == 0 {
+            match c.tcp.crash(side) {
+                Left::Nothing => {
                     self.repl_conns.remove(&id);
                 }
-                continue;
-            }
-            if c.open[1 - side] {
-                self.conn_push(id, side, Seg::Fin);
-            } else {
-                self.repl_conns.remove(&id);
+                Left::Fin => self.conn_push(id, side, Seg::Fin),
+                Left::Pending => {}
             }
         }
     }
@@ -256,14 +235,8 @@ impl World {
                 self.repl_conns.insert(
                     id,
                     ReplConn {
-                        replica: h,
+                        tcp: Tcp::new(h, primary, now),
                         link,
-                        primary,
-                        started: now,
-                        accepted: false,
-                        open: [true, true],
-                        dirs: [VecDeque::new(), VecDeque::new()],
-                        last_ready: [now, now],
                     },
                 );
                 let at = now.saturating_add_ms(self.latency());
@@ -475,16 +448,13 @@ impl World {
         let ids: Vec<u64> = self
             .repl_conns
             .iter()
-            .filter(|(_, c)| c.replica == h && c.accepted)
+            .filter(|(_, c)| c.tcp.ends[0] == h && c.tcp.accepted)
             .map(|(&id, _)| id)
             .collect();
         for id in ids {
-            let Some(c) = self.repl_conns.get_mut(&id) else {
+            let Some(open) = self.repl_conns.get_mut(&id).map(|c| c.tcp.reset()) else {
                 continue;
             };
-            c.dirs[0].clear();
-            c.dirs[1].clear();
-            let open = c.open;
             for (side, is_open) in open.into_iter().enumerate() {
                 if is_open {
                     // The reset reaches each end as a FIN from the other.
@@ -499,19 +469,18 @@ impl World {
     fn upstream_conn(&self, h: usize, link: UpstreamId) -> Option<u64> {
         self.repl_conns
             .iter()
-            .find(|(_, c)| c.replica == h && c.link == link)
+            .find(|(_, c)| c.tcp.ends[0] == h && c.link == link)
             .map(|(&id, _)| id)
     }
 
+    /// Sends `seg` from end `side` (module `tcp`).
     fn conn_push(&mut self, id: u64, side: usize, seg: Seg) {
         let now = self.sim.now();
         let lat = self.latency();
         let Some(c) = self.repl_conns.get_mut(&id) else {
             return;
         };
-        let ready = now.saturating_add_ms(lat).max(c.last_ready[side]);
-        c.last_ready[side] = ready;
-        c.dirs[side].push_back((ready, seg));
+        let ready = c.tcp.push(side, seg, now, lat);
         self.schedule(
             ready,
             DataEv::Repl(ReplEv::Flush {
@@ -522,7 +491,7 @@ impl World {
     }
 
     fn conn_send(&mut self, id: u64, side: usize, bytes: Vec<u8>) {
-        if self.repl_conns.get(&id).is_some_and(|c| c.open[side]) {
+        if self.repl_conns.get(&id).is_some_and(|c| c.tcp.open[side]) {
             self.conn_push(id, side, Seg::Bytes(bytes));
         }
     }
@@ -531,17 +500,12 @@ impl World {
         let Some(c) = self.repl_conns.get_mut(&id) else {
             return;
         };
-        if !c.open[side] {
-            return;
-        }
-        if !c.accepted {
-            // Closed before the SYN was answered: nothing reaches the other end.
-            self.repl_conns.remove(&id);
-            return;
-        }
-        self.conn_push(id, side, Seg::Fin);
-        if let Some(c) = self.repl_conns.get_mut(&id) {
-            c.open[side] = false;
+        match c.tcp.close(side) {
+            Left::Nothing => {
+                self.repl_conns.remove(&id);
+            }
+            Left::Fin => self.conn_push(id, side, Seg::Fin),
+            Left::Pending => {}
         }
     }
 
@@ -577,32 +541,33 @@ impl World {
         let Some(c) = self.repl_conns.get(&id) else {
             return Ok(());
         };
-        let (r, p, link, started) = (c.replica, c.primary, c.link, c.started);
-        if !c.open[0] || !self.sim.is_up(r) {
+        let ([r, p], link) = (c.tcp.ends, c.link);
+        if !c.tcp.open[0] || !self.sim.is_up(r) {
             self.repl_conns.remove(&id);
             return Ok(());
         }
-        let part = self.sim.partitions();
-        let net_ok = p != usize::MAX && part.delivers(r, p) && part.delivers(p, r);
-        // A primary that crashed after the SYN left refuses it, even if it is back up.
-        let gone = !c.open[1] || !self.sim.is_up(p);
-        let refused = self.data[r].blocked || (net_ok && gone);
-        if !refused && !net_ok && now.since(started) < CONNECT_TIMEOUT_MS {
-            let at = now.saturating_add_ms(SYN_RETRY_MS);
-            self.schedule(at, DataEv::Repl(ReplEv::Syn { conn: id }));
-            return Ok(());
-        }
-        if refused || !net_ok {
-            self.repl_conns.remove(&id);
-            if let Some(repl) = self.data[r].repl.repl.as_mut() {
-                repl.handle_upstream_connect_failed(link, now);
+        let up = p != usize::MAX && self.sim.is_up(p);
+        match c
+            .tcp
+            .syn(now, self.sim.partitions(), up, self.data[r].blocked)
+        {
+            Syn::Retry => {
+                let at = now.saturating_add_ms(SYN_RETRY_MS);
+                self.schedule(at, DataEv::Repl(ReplEv::Syn { conn: id }));
+                return Ok(());
             }
-            self.repl_drain(r)?;
-            return self.report(r);
+            Syn::Refused | Syn::TimedOut => {
+                self.repl_conns.remove(&id);
+                if let Some(repl) = self.data[r].repl.repl.as_mut() {
+                    repl.handle_upstream_connect_failed(link, now);
+                }
+                self.repl_drain(r)?;
+                return self.report(r);
+            }
+            Syn::Accept => {}
         }
         if let Some(c) = self.repl_conns.get_mut(&id) {
-            c.accepted = true;
-            c.last_ready = [now, now];
+            c.tcp.accept(now);
         }
         self.data[p]
             .repl
@@ -618,10 +583,10 @@ impl World {
         let Some(c) = self.repl_conns.get(&id) else {
             return Ok(());
         };
-        if !c.open[0] {
+        if !c.tcp.open[0] {
             return Ok(());
         }
-        let (r, link) = (c.replica, c.link);
+        let (r, link) = (c.tcp.ends[0], c.link);
         if let Some(repl) = self.data[r].repl.repl.as_mut() {
             repl.handle_upstream_connected(link, now);
         }
@@ -632,35 +597,26 @@ impl World {
     fn on_repl_flush(&mut self, id: u64, dir: usize) -> Result<(), Violation> {
         let now = self.sim.now();
         loop {
-            let Some(c) = self.repl_conns.get(&id) else {
-                return Ok(());
-            };
-            let ends = [c.replica, c.primary];
-            let (from, to) = (ends[dir], ends[1 - dir]);
-            match c.dirs[dir].front() {
-                Some((at, _)) if *at <= now => {}
-                _ => return Ok(()),
-            }
-            if !self.sim.partitions().delivers(from, to) {
-                // Held by the partition: retransmitted a cron period later.
-                let at = now.saturating_add_ms(self.cfg.cron_ms);
-                self.schedule(at, DataEv::Repl(ReplEv::Flush { conn: id, dir }));
-                return Ok(());
-            }
             let Some(c) = self.repl_conns.get_mut(&id) else {
                 return Ok(());
             };
-            let Some((_, seg)) = c.dirs[dir].pop_front() else {
-                return Ok(());
+            let (from, to) = (c.tcp.ends[dir], c.tcp.ends[1 - dir]);
+            let up = self.sim.is_up(to);
+            let seg = match c.tcp.next(dir, now, self.sim.partitions(), up) {
+                Next::Wait => return Ok(()),
+                Next::Held => {
+                    // Retransmitted a cron period later.
+                    let at = now.saturating_add_ms(self.cfg.cron_ms);
+                    self.schedule(at, DataEv::Repl(ReplEv::Flush { conn: id, dir }));
+                    return Ok(());
+                }
+                Next::Lost => continue,
+                Next::Seg(seg) => seg,
             };
-            if !c.open[1 - dir] || !self.sim.is_up(to) {
-                continue; // the receiver is gone: the bytes vanish
-            }
             let link = c.link;
             match seg {
                 Seg::Fin => {
-                    c.open[1 - dir] = false;
-                    if !c.open[dir] {
+                    if c.tcp.is_closed() {
                         self.repl_conns.remove(&id);
                     }
                     if dir == 1 {

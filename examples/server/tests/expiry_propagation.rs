@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{bulk_text, start_real_server, test_dir, wait_until, Client, Procs};
+use common::{test_dir, wait_until, Client, Procs};
 use std::time::Duration;
 
 #[test]
@@ -16,16 +16,7 @@ fn expired_keys_leave_a_valkey_replica_of_our_primary() {
     let dir = test_dir("expiry-propagation");
     let mut procs = Procs::default();
     procs.start(&dir, 24670, &["--cluster-enabled", "no", "--save", ""]);
-    let _replica = start_real_server(
-        "valkey-server",
-        24671,
-        &dir.join("valkey"),
-        &["--replicaof", "127.0.0.1", "24670"],
-    );
-    let mut replica = Client::connect(24671);
-    wait_until(Duration::from_secs(20), "the replica in sync", || {
-        bulk_text(&replica.cmd(&["INFO", "replication"])).contains("master_link_status:up")
-    });
+    let (_replica, mut replica) = common::valkey_replica_of(24670, 24671, &dir);
     let mut c = Client::connect(24670);
     for i in 0..50 {
         assert_eq!(

@@ -246,16 +246,7 @@ fn an_evicted_key_leaves_a_valkey_replica_of_our_primary() {
     let dir = test_dir("maxmemory-replica");
     let mut procs = Procs::default();
     start(true, 24666, &mut procs, &dir);
-    let _replica = start_real_server(
-        "valkey-server",
-        24667,
-        &dir.join("valkey"),
-        &["--replicaof", "127.0.0.1", "24666"],
-    );
-    let mut replica = Client::connect(24667);
-    wait_until(Duration::from_secs(20), "the replica in sync", || {
-        bulk_text(&replica.cmd(&["INFO", "replication"])).contains("master_link_status:up")
-    });
+    let (_replica, mut replica) = common::valkey_replica_of(24666, 24667, &dir);
     let mut c = Server {
         ours: true,
         port: 24666,

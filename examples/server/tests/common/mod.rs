@@ -177,6 +177,23 @@ pub fn start_real_server(bin: &str, port: u16, dir: &Path, extra: &[&str]) -> Re
     server
 }
 
+/// Starts a valkey-server 9.1 replica of the (non-cluster) primary on `primary` at `port`,
+/// its files in `dir`/valkey, and waits until its link is up. Returns it and a client on it.
+pub fn valkey_replica_of(primary: u16, port: u16, dir: &Path) -> (RealServer, Client) {
+    let p = primary.to_string();
+    let server = start_real_server(
+        "valkey-server",
+        port,
+        &dir.join("valkey"),
+        &["--replicaof", "127.0.0.1", &p],
+    );
+    let mut c = Client::connect(port);
+    wait_until(Duration::from_secs(20), "the replica in sync", || {
+        bulk_text(&c.cmd(&["INFO", "replication"])).contains("master_link_status:up")
+    });
+    (server, c)
+}
+
 /// A fresh directory for one test.
 pub fn test_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(

@@ -49,6 +49,42 @@ pub struct ScanPage {
 }
 
 impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
+    /// Visits every key of `db` live at `now` outside hidden slots, the keys SCAN returns, in
+    /// slot order then storage order: `visit(key, value, deadline)` (absolute ms). One pass
+    /// over the tables with no lookup per key (a full walk for a snapshot or an AOF
+    /// rewrite's base, where SCAN + GET + PTTL would find every key three more times). Stops
+    /// at the first error `visit` returns.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`]; the visitor's own error comes back as the inner `Err`.
+    pub fn for_each_live<E>(
+        &self,
+        db: usize,
+        now: u64,
+        mut visit: impl FnMut(&[u8], &V, Option<u64>) -> Result<(), E>,
+    ) -> Result<Result<(), E>, KvError> {
+        let Some(d) = self.db(db)? else {
+            return Ok(Ok(()));
+        };
+        let mut slot = 0;
+        while let Some(s) = d.nonempty.next_from(slot, self.hidden_bits()) {
+            if let Some(t) = d.table(s) {
+                for (pos, e) in t.entries.iter().enumerate() {
+                    if t.is_expired(pos, now) {
+                        continue;
+                    }
+                    if let Err(err) = visit(e.key.as_bytes(), &e.value, t.deadline(pos)) {
+                        return Ok(Err(err));
+                    }
+                }
+            }
+            slot = s + 1;
+        }
+        Ok(Ok(()))
+    }
+}
+
+impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
     /// One SCAN step over `db` from `cursor` (start with 0; continue until it returns 0).
     ///
     /// Returns keys live at `now`, outside hidden slots, matching the options. Guarantee: a key

@@ -202,6 +202,27 @@ fn check(store: &KvStore<Vec<u8>>, m: &Model) {
             u64::try_from(mean).unwrap()
         };
         assert_eq!(store.expires(db, m.now).unwrap(), (n, avg), "expires {db}");
+        // The snapshot walk: exactly the live keys outside hidden slots, with values and
+        // deadlines.
+        let mut walked = Vec::new();
+        store
+            .for_each_live(db, m.now, |k, v, dl| {
+                walked.push((k.to_vec(), v.clone(), dl));
+                Ok::<(), ()>(())
+            })
+            .unwrap()
+            .unwrap();
+        walked.sort();
+        let mut expect: Vec<(Vec<u8>, Vec<u8>, Option<u64>)> = m
+            .map
+            .iter()
+            .filter(|((d, k), (_, dl))| {
+                *d == db && live(m.now, *dl) && !m.hidden.contains(&key_hash_slot(k))
+            })
+            .map(|((_, k), (v, dl))| (k.clone(), v.clone(), dl.map(|t| t.min(u64::MAX - 1))))
+            .collect();
+        expect.sort();
+        assert_eq!(walked, expect, "for_each_live {db}");
     }
     for key in KEYS {
         let slot = key_hash_slot(key);

@@ -4,7 +4,7 @@
 //! keyspace of its own ([`RdbLoader`]). The values go through the server's `RdbValue` (src/value.rs).
 
 use crate::server::Value;
-use ferrocluster_kvstore::{KeyExpiry, KvStore, ScanOptions};
+use ferrocluster_kvstore::KvStore;
 use ferrocluster_rdb::{EntryMeta, Item, RdbDecoder, RdbValue, RdbWriter, WriterConfig};
 
 /// The aux fields every RDB this server writes starts with (`redis-ver`, `redis-bits`,
@@ -65,30 +65,11 @@ pub fn for_each_key<S>(
             continue;
         }
         on_db(sink, db)?;
-        let mut cursor = 0;
-        loop {
-            let opts = ScanOptions {
-                count: 1000,
-                ..ScanOptions::default()
-            };
-            let Ok(page) = kv.scan(db, cursor, &opts, now) else {
-                break;
-            };
-            for k in &page.keys {
-                let Some(v) = kv.get(db, k, now).ok().flatten() else {
-                    continue;
-                };
-                let at = match kv.expiry(db, k, now) {
-                    Ok(KeyExpiry::At(t)) => i64::try_from(t).ok(),
-                    _ => None,
-                };
-                on_key(sink, k, v, at)?;
-            }
-            cursor = page.cursor;
-            if cursor == 0 {
-                break;
-            }
-        }
+        // One pass over the tables (`KvStore::for_each_live`): no lookup per key.
+        let walked = kv.for_each_live(db, now, |k, v, deadline| {
+            on_key(sink, k, v, deadline.and_then(|t| i64::try_from(t).ok()))
+        });
+        walked.map_err(|e| e.to_string())??;
     }
     Ok(())
 }
@@ -179,7 +160,10 @@ mod tests {
         let (back, keys) = loader.finish(now).unwrap();
         assert_eq!(keys, 2);
         assert!(back.get(0, b"a", now).unwrap().is_some());
-        assert_eq!(back.expiry(3, b"b", now).unwrap(), KeyExpiry::At(9_000));
+        assert_eq!(
+            back.expiry(3, b"b", now).unwrap(),
+            ferrocluster_kvstore::KeyExpiry::At(9_000)
+        );
         // Cut short: refused, naming the reason.
         let mut cut = RdbLoader::new(4).unwrap();
         cut.feed(&rdb[..rdb.len() - 3], now).unwrap();

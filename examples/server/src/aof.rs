@@ -676,14 +676,20 @@ impl Aof {
         Ok(())
     }
 
-    fn snapshot(&self, state: &State, now: u64) -> Result<(Vec<u8>, bool), String> {
+    /// The new base's bytes from `keys` (an RDB with `aof-use-rdb-preamble yes`, else
+    /// commands) and whether they are an RDB.
+    fn snapshot(
+        &self,
+        keys: crate::snapshot::Keys<'_>,
+        now: u64,
+    ) -> Result<(Vec<u8>, bool), String> {
         let rdb = self.use_rdb_preamble.load(Ordering::Relaxed);
         if rdb {
             let mut aux = crate::snapshot::server_aux(now);
             aux.push(("aof-base", "1".to_string()));
-            Ok((crate::snapshot::write_rdb(&state.kv, &aux, now)?, true))
+            Ok((crate::snapshot::write_rdb(keys, &aux)?, true))
         } else {
-            Ok((write_commands(state, now)?, false))
+            Ok((write_commands(keys)?, false))
         }
     }
 
@@ -778,11 +784,10 @@ const ENABLING: &str = "AOF enabling";
 
 /// The data set as the rewrite commands (`ferrocluster_dataplane::aof::AofWriter`, each key
 /// then its `PEXPIREAT`), a `SELECT` before each database: a `.base.aof`.
-fn write_commands(state: &State, now: u64) -> Result<Vec<u8>, String> {
+fn write_commands(keys: crate::snapshot::Keys<'_>) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     crate::snapshot::for_each_key(
-        &state.kv,
-        now,
+        keys,
         &mut out,
         |out, db| {
             let d = db.to_string();
@@ -831,25 +836,21 @@ pub fn start_rewrite(shared: &Arc<Shared>, state: &State, why: &str) -> Result<(
             tracing::warn!("Background append only file rewriting failed: {e}");
             return Err(format!("ERR {e}"));
         }
-        match aof.snapshot(state, now) {
-            Ok(s) => {
-                f.rewrite_started_ms = Some(now);
-                s
-            }
-            Err(e) => {
-                f.last_rewrite_failed = true;
-                f.consecutive_failures += 1;
-                return Err(format!("ERR {e}"));
-            }
-        }
+        // The copy is taken under the lock; it is encoded and written by the thread.
+        f.rewrite_started_ms = Some(now);
+        crate::snapshot::KeyspaceCopy::of(&state.kv, now)
     };
     tracing::info!("Background append only file rewriting started");
     let a2 = Arc::clone(&aof);
     let spawned = std::thread::Builder::new()
         .name("aof-rewrite".into())
         .spawn(move || {
-            let (bytes, rdb) = snapshot;
-            let r = a2.install_base(&bytes, rdb, keep_incr);
+            let r = a2
+                .snapshot(crate::snapshot::Keys::Copy(&snapshot), now)
+                .and_then(|(bytes, rdb)| {
+                    drop(snapshot);
+                    a2.install_base(&bytes, rdb, keep_incr)
+                });
             a2.finish_rewrite(r, unix_ms());
         });
     if let Err(e) = spawned {
@@ -1142,7 +1143,7 @@ pub fn open_at_start(shared: &Shared) -> Result<(), String> {
         let now = unix_ms();
         let (bytes, rdb) = {
             let st = shared.state.lock();
-            aof.snapshot(&st, now)?
+            aof.snapshot(crate::snapshot::Keys::Live(&st.kv, now), now)?
         };
         let name = aof.base_name(1, rdb);
         crate::persist::write_atomically_on(

@@ -140,10 +140,10 @@ fn rdb_path(shared: &Shared) -> PathBuf {
     shared.config.dir.join(&shared.config.dbfilename)
 }
 
-fn snapshot(state: &State, now: u64) -> Result<Vec<u8>, String> {
+fn snapshot(keys: crate::snapshot::Keys<'_>, now: u64) -> Result<Vec<u8>, String> {
     let mut aux = crate::snapshot::server_aux(now);
     aux.push(("aof-base", "0".to_string()));
-    crate::snapshot::write_rdb(&state.kv, &aux, now)
+    crate::snapshot::write_rdb(keys, &aux)
 }
 
 /// Writes `bytes` as `path` through the temporary file `tmp_name` in the same directory,
@@ -195,7 +195,8 @@ pub fn save(shared: &Shared, state: &mut State, now: u64) -> Result<(), String> 
         return Err("ERR Background save already in progress".into());
     }
     let tmp = format!("temp-{}.rdb", std::process::id());
-    let result = snapshot(state, now).and_then(|b| write_atomically(&rdb_path(shared), &b, &tmp));
+    let keys = crate::snapshot::Keys::Live(&state.kv, now);
+    let result = snapshot(keys, now).and_then(|b| write_atomically(&rdb_path(shared), &b, &tmp));
     match result {
         Ok(()) => {
             tracing::info!("DB saved on disk");
@@ -240,14 +241,8 @@ fn start_bgsave(
     now: u64,
 ) -> Result<(), String> {
     state.persist.last_try_ms = now;
-    let bytes = match snapshot(state, now) {
-        Ok(b) => b,
-        Err(e) => {
-            state.persist.last_bgsave_ok = false;
-            tracing::warn!("Background saving failed: {e}");
-            return Err(format!("ERR {e}"));
-        }
-    };
+    // The copy is taken under the lock; it is encoded and written by the thread.
+    let copy = crate::snapshot::KeyspaceCopy::of(&state.kv, now);
     state.persist.bgsave_started_ms = Some(now);
     state.persist.dirty_at_bgsave = state.persist.dirty;
     tracing::info!("Background saving started");
@@ -257,7 +252,9 @@ fn start_bgsave(
         .name("bgsave".into())
         .spawn(move || {
             let tmp = format!("temp-{}-bgsave.rdb", std::process::id());
-            let result = write_atomically(&path, &bytes, &tmp);
+            let result = snapshot(crate::snapshot::Keys::Copy(&copy), now)
+                .and_then(|bytes| write_atomically(&path, &bytes, &tmp));
+            drop(copy);
             let done = unix_ms();
             let mut st = shared2.state.lock();
             finish_bgsave(&shared2, &mut st, result, done);

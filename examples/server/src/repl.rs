@@ -519,7 +519,7 @@ fn snapshot(state: &mut State, id: SnapshotId, target: SnapshotTarget, info: Sav
     ]);
     let e = &mut state.repl.engine;
     let t = Millis(now);
-    let res = match crate::snapshot::write_rdb(&state.kv, &aux, now) {
+    let res = match crate::snapshot::write_rdb(crate::snapshot::Keys::Live(&state.kv, now), &aux) {
         Ok(rdb) => {
             let ready = match target {
                 SnapshotTarget::Disk => e.handle_snapshot_ready(id, rdb.len() as u64, t),

@@ -17,20 +17,59 @@ pub fn server_aux(now: u64) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Writes every key of `kv` (all databases, expiry as absolute ms) as one RDB file with the
-/// aux fields `aux` (name, value) after the signature. Keys that expired at `now` are left out.
+/// What a snapshot is written from: the keyspace itself (under the state lock while it is
+/// written) or a [`KeyspaceCopy`] taken under the lock and written without it.
+#[derive(Clone, Copy)]
+pub enum Keys<'a> {
+    /// The keys of the store live at `now` (ms).
+    Live(&'a KvStore<Value>, u64),
+    /// A copy.
+    Copy(&'a KeyspaceCopy),
+}
+
+/// The live keys of a keyspace, copied under the state lock so that a background save or AOF
+/// rewrite encodes and writes them without it (redis-server forks for this; the copy is our
+/// copy-on-write, paid in full at once: one allocation per key and value, memory for a
+/// second data set until the write ends). `crate::persist` measures the difference in
+/// benches/persist-latency-compare.sh.
+pub struct KeyspaceCopy {
+    /// (database, its keys with value and absolute expiry in ms), non-empty databases only.
+    dbs: Vec<(usize, Vec<(bytes::Bytes, Value, Option<i64>)>)>,
+}
+
+impl KeyspaceCopy {
+    /// Copies every key of `kv` live at `now` (one pass, `KvStore::for_each_live`).
+    pub fn of(kv: &KvStore<Value>, now: u64) -> KeyspaceCopy {
+        let mut dbs = Vec::new();
+        for db in 0..kv.databases() {
+            if kv.dbsize(db).unwrap_or(0) == 0 {
+                continue;
+            }
+            let mut keys = Vec::with_capacity(kv.dbsize(db).unwrap_or(0) as usize);
+            let _ = kv.for_each_live(db, now, |k, v, deadline| {
+                let at = deadline.and_then(|t| i64::try_from(t).ok());
+                keys.push((bytes::Bytes::copy_from_slice(k), v.clone(), at));
+                Ok::<(), ()>(())
+            });
+            dbs.push((db, keys));
+        }
+        KeyspaceCopy { dbs }
+    }
+}
+
+/// Writes every key of `keys` (all databases, expiry as absolute ms) as one RDB file with
+/// the aux fields `aux` (name, value) after the signature. Expired keys are left out.
 ///
 /// # Errors
 /// A value the RDB format cannot hold, with its key.
-pub fn write_rdb(kv: &KvStore<Value>, aux: &[(&str, String)], now: u64) -> Result<Vec<u8>, String> {
+pub fn write_rdb(keys: Keys<'_>, aux: &[(&str, String)]) -> Result<Vec<u8>, String> {
     let mut w = RdbWriter::new(WriterConfig::default());
     let err = |e: ferrocluster_rdb::EncodeError| e.to_string();
     for (k, v) in aux {
         w.aux(k.as_bytes(), v.as_bytes()).map_err(err)?;
     }
     for_each_key(
-        kv,
-        now,
+        keys,
         &mut w,
         |w, db| w.select_db(db as u64).map_err(err),
         |w, k, v, expire_ms| {
@@ -46,30 +85,41 @@ pub fn write_rdb(kv: &KvStore<Value>, aux: &[(&str, String)], now: u64) -> Resul
     Ok(w.take())
 }
 
-/// Visits every key of `kv` live at `now`, database by database, writing into `sink`:
-/// `on_db(sink, db)` before the first key of each non-empty database, then
-/// `on_key(sink, key, value, expiry)` with the absolute expiry in ms. The one walk behind the RDB writer here and the AOF rewrite's `.base.aof`
-/// (`crate::aof`). Stops at the first error either callback returns.
+/// Visits every key of `keys`, database by database, writing into `sink`: `on_db(sink, db)`
+/// before the first key of each non-empty database, then `on_key(sink, key, value, expiry)`
+/// with the absolute expiry in ms. The one walk behind the RDB writer here and the AOF
+/// rewrite's `.base.aof` (`crate::aof`). Stops at the first error either callback returns.
 ///
 /// # Errors
 /// The first error of `on_db` or `on_key`.
 pub fn for_each_key<S>(
-    kv: &KvStore<Value>,
-    now: u64,
+    keys: Keys<'_>,
     sink: &mut S,
     on_db: impl Fn(&mut S, usize) -> Result<(), String>,
     on_key: impl Fn(&mut S, &[u8], &Value, Option<i64>) -> Result<(), String>,
 ) -> Result<(), String> {
-    for db in 0..kv.databases() {
-        if kv.dbsize(db).unwrap_or(0) == 0 {
-            continue;
+    match keys {
+        Keys::Live(kv, now) => {
+            for db in 0..kv.databases() {
+                if kv.dbsize(db).unwrap_or(0) == 0 {
+                    continue;
+                }
+                on_db(sink, db)?;
+                // One pass over the tables (`KvStore::for_each_live`): no lookup per key.
+                let walked = kv.for_each_live(db, now, |k, v, deadline| {
+                    on_key(sink, k, v, deadline.and_then(|t| i64::try_from(t).ok()))
+                });
+                walked.map_err(|e| e.to_string())??;
+            }
         }
-        on_db(sink, db)?;
-        // One pass over the tables (`KvStore::for_each_live`): no lookup per key.
-        let walked = kv.for_each_live(db, now, |k, v, deadline| {
-            on_key(sink, k, v, deadline.and_then(|t| i64::try_from(t).ok()))
-        });
-        walked.map_err(|e| e.to_string())??;
+        Keys::Copy(copy) => {
+            for (db, keys) in &copy.dbs {
+                on_db(sink, *db)?;
+                for (k, v, at) in keys {
+                    on_key(sink, k, v, *at)?;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -151,7 +201,7 @@ mod tests {
             now,
         )
         .unwrap();
-        let rdb = write_rdb(&kv, &[("redis-ver", "7.2.4".into())], now).unwrap();
+        let rdb = write_rdb(Keys::Live(&kv, now), &[("redis-ver", "7.2.4".into())]).unwrap();
         assert!(rdb.starts_with(b"REDIS0010"));
         let mut loader = RdbLoader::new(4).unwrap();
         // In two pieces, as a replica gets it.

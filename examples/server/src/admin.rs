@@ -643,9 +643,11 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("memory") {
         let rss = rss_bytes();
         text.push_str(&format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\nlazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n\r\n",
             human(rss),
             human(rss),
+            state.slot_dels.counters().pending(),
+            state.slot_dels.counters().freed(),
         ));
     }
     if want("persistence") {

@@ -657,7 +657,7 @@ impl Host for ServerHost {
             }
             Output::DeleteSlotKeys(slots) => {
                 let started = std::time::Instant::now();
-                let n = crate::repl::delete_slot_keys(&mut g.0, &slots);
+                let n = crate::lazyfree::delete_slot_keys(&self.shared, &mut g.0, &slots);
                 crate::repl::flush(&self.shared, &mut g.0);
                 let ms = started.elapsed().as_millis() as u64;
                 // The node also sweeps every slot another node owns when a replica is
@@ -667,7 +667,7 @@ impl Host for ServerHost {
                         slots = slots.len(),
                         keys = n,
                         ms,
-                        "deleted the keys of slots another node owns (state lock held)"
+                        "detached the keys of slots another node owns (state lock held; DELs follow)"
                     );
                 }
             }

@@ -25,6 +25,7 @@ mod config;
 mod demo;
 mod fsio;
 mod latency;
+mod lazyfree;
 mod legacy;
 mod logline;
 mod metrics;

@@ -15,7 +15,10 @@
 //! Whether the `DEL`s were still pending when the slot came back depends on the machine's
 //! speed; the test prints it. What it checks holds either way.
 //!
-//! Ports 24600-24602 and 24610-24611 (bus ports +1000).
+//! * at start-up, a primary whose data set holds keys of a slot another node owns deletes
+//!   them (Valkey `verifyClusterConfigWithData`): B restarted on a copy of A's AOF.
+//!
+//! Ports 24600-24602, 24604-24605 and 24610-24611 (bus ports +1000).
 #![allow(clippy::disallowed_methods)]
 
 mod mixed;
@@ -70,12 +73,17 @@ fn tag_on(port: u16, range: (u16, u16), taken: &[i64]) -> (String, i64) {
 /// Fills the slot of `tag` on `port`: `KEYS` strings `{tag}:<i>` = `v<i>` (pipelined SETs)
 /// and the list `{tag}l`.
 fn fill(port: u16, tag: &str) {
+    fill_n(port, tag, KEYS);
+}
+
+/// [`fill`] with `n` strings.
+fn fill_n(port: u16, tag: &str, n: u64) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let chunk = 1000u64;
-    for start in (0..KEYS).step_by(chunk as usize) {
-        let end = (start + chunk).min(KEYS);
+    for start in (0..n).step_by(chunk as usize) {
+        let end = (start + chunk).min(n);
         let mut req = Vec::new();
         for i in start..end {
             let (k, v) = (format!("{{{tag}}}:{i}"), format!("v{i}"));
@@ -390,4 +398,69 @@ fn check_aofs(m: &Mixed, want: &[(&str, Option<&Vec<String>>)]) {
         drop(node);
         let _ = std::fs::remove_dir_all(&copy);
     }
+}
+
+/// Starts our node on `port` in `dir` as the mixed harness does, with an AOF; killed on drop.
+fn restart_ours(dir: &Path, port: u16) -> Standalone {
+    let log = std::fs::File::create(dir.join("ours.log")).unwrap();
+    let child = std::process::Command::new(mixed::OURS)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--cluster-enabled", "yes"])
+        .args(["--cluster-port", &(port + mixed::BUS_OFFSET).to_string()])
+        .args(["--cluster-config-file", "nodes.conf"])
+        .args([
+            "--cluster-node-timeout",
+            &mixed::NODE_TIMEOUT_MS.to_string(),
+        ])
+        .args(["--appendonly", "yes", "--loglevel", "verbose"])
+        .arg("--dir")
+        .arg(dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(log))
+        .spawn()
+        .expect("spawn ferrocluster-server");
+    Standalone(child)
+}
+
+#[test]
+fn a_primary_restarted_with_keys_of_a_slot_another_node_owns_deletes_them() {
+    let mut m = Mixed::form(
+        "asm-restart",
+        24604,
+        &[(Kind::Ours, Role::Primary), (Kind::Ours, Role::Primary)],
+    );
+    let (a, b) = (m.m(A).clone(), m.m(B).clone());
+    aof_on(a.port);
+    let (tag, slot) = tag_on(a.port, a.slots.expect("A owns slots"), &[]);
+    let n = 3000;
+    fill_n(a.port, &tag, n);
+    assert_eq!(keys_in_slot(a.port, slot), n as i64 + 1);
+    // B starts again on A's AOF: keys of a slot its nodes.conf gives to A.
+    let dir = m.procs.live(b.port).dir.clone();
+    m.kill9(B);
+    let aof = copy_aof(&m.procs.live(a.port).dir, "restart");
+    let _ = std::fs::remove_dir_all(dir.join("appendonlydir"));
+    std::fs::rename(aof.join("appendonlydir"), dir.join("appendonlydir")).unwrap();
+    let _ = std::fs::remove_dir_all(&aof);
+    let _node = restart_ours(&dir, b.port);
+    wait_for(
+        Duration::from_secs(30),
+        "B to serve again",
+        || match try_cmd(b.port, &["PING"])? {
+            Reply::Status(p) if p == "PONG" => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    wait_keys(b.port, slot, 0, "B to delete the keys of A's slot");
+    wait_freed(b.port);
+    assert_eq!(int(cmd(b.port, &["DBSIZE"])), 0);
+    let log = std::fs::read_to_string(dir.join("ours.log")).unwrap();
+    assert!(
+        log.contains("detached the keys of slots another node owns"),
+        "B's log:\n{log}"
+    );
+    // A keeps its own.
+    assert_eq!(keys_in_slot(a.port, slot), n as i64 + 1);
 }

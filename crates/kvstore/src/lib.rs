@@ -99,5 +99,5 @@ pub use glob::glob_match;
 pub use key::INLINE_KEY_LEN;
 pub use scan::{ScanOptions, ScanPage};
 pub use stats::SlotStats;
-pub use store::{DetachedSlot, KeyExpiry, KvStore, ValueMut, MAX_DATABASES};
+pub use store::{DetachedSlot, KeyExpiry, KvStore, PoppedKeys, ValueMut, MAX_DATABASES};
 pub use value::KvValue;

@@ -759,7 +759,10 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             tables: Vec::new(),
             keys: 0,
         };
-        for d in self.dbs.iter_mut().flatten() {
+        for (db, d) in self.dbs.iter_mut().enumerate() {
+            let Some(d) = d else {
+                continue;
+            };
             if let Some(t) = d.slots[s].take() {
                 let (expires, sum) = t.deadline_totals();
                 d.expires -= expires;
@@ -773,7 +776,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
                 }
                 d.nonempty.set(s, false);
                 d.volatile.set(s, false);
-                out.tables.push(t);
+                out.tables.push((db, t));
             }
         }
         out
@@ -1003,21 +1006,93 @@ impl<V: KvValue> Drop for ValueMut<'_, V> {
 
 /// The keys of one slot taken out of a [`KvStore`] by [`KvStore::take_slot`]: an owned
 /// value whose drop frees them (`Send` when `V` is), so a host can free a big slot off its
-/// serving thread.
+/// serving thread, or hand them out a batch at a time ([`DetachedSlot::pop_keys`]) to
+/// propagate their deletion (Valkey's lazyfree of a slot that moved away).
 pub struct DetachedSlot<V> {
-    tables: Vec<Box<SlotTable<V>>>,
+    /// The slot's table of each database that held keys: (database, table).
+    tables: Vec<(usize, Box<SlotTable<V>>)>,
+    /// Keys still held.
     keys: u64,
 }
 
 impl<V> DetachedSlot<V> {
-    /// How many keys were taken (all databases).
+    /// How many keys it still holds (all databases): what [`KvStore::take_slot`] took, less
+    /// what [`DetachedSlot::pop_keys`] handed out.
     pub fn len(&self) -> u64 {
         self.keys
     }
 
-    /// Whether the slot held no key.
+    /// Whether it holds no key (the slot was empty, or every key was popped).
     pub fn is_empty(&self) -> bool {
         self.keys == 0
+    }
+
+    /// Takes up to `n` keys out (`n` 0 takes none), with their values, in no particular
+    /// order: the result names each key and its database, and frees their memory when it is
+    /// dropped, so a host can propagate a batch of deletions under its lock and free the
+    /// batch after releasing it. O(`n`); a table that empties goes with the batch.
+    pub fn pop_keys(&mut self, n: usize) -> PoppedKeys<V> {
+        let mut out = PoppedKeys {
+            batches: Vec::new(),
+            tables: Vec::new(),
+            len: 0,
+        };
+        while out.len < n {
+            let Some((db, t)) = self.tables.last_mut() else {
+                break;
+            };
+            let take = (n - out.len).min(t.entries.len());
+            let at = t.entries.len() - take;
+            let entries = t.entries.split_off(at);
+            out.len += take;
+            let db = *db;
+            if t.entries.is_empty() {
+                if let Some((_, t)) = self.tables.pop() {
+                    out.tables.push(t);
+                }
+            }
+            out.batches.push((db, entries));
+        }
+        self.keys -= out.len as u64;
+        out
+    }
+}
+
+/// Keys handed out by [`DetachedSlot::pop_keys`]: each key with its database; dropping it
+/// frees the keys, their values and any table they emptied.
+pub struct PoppedKeys<V> {
+    /// (database, entries) runs.
+    batches: Vec<(usize, Vec<Entry<V>>)>,
+    /// Tables left empty by the pop (freed with the batch).
+    #[allow(clippy::vec_box)]
+    tables: Vec<Box<SlotTable<V>>>,
+    len: usize,
+}
+
+impl<V> PoppedKeys<V> {
+    /// How many keys were popped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no key was popped.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Each popped key as (database, key bytes).
+    pub fn keys(&self) -> impl Iterator<Item = (usize, &[u8])> + '_ {
+        self.batches
+            .iter()
+            .flat_map(|(db, es)| es.iter().map(move |e| (*db, e.key.as_bytes())))
+    }
+}
+
+impl<V> std::fmt::Debug for PoppedKeys<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoppedKeys")
+            .field("len", &self.len)
+            .finish()
     }
 }
 

@@ -156,6 +156,37 @@ fn take_slot_detaches_the_keys_of_every_database() {
     drop(send(taken));
 }
 
+/// `pop_keys` hands the detached keys out in batches, each key once with its database,
+/// until none is left; `len` counts what is still held.
+#[test]
+fn pop_keys_hands_out_every_detached_key_once() {
+    let mut s = Store::new(3).unwrap();
+    let slot = key_hash_slot(b"p");
+    let mut want = BTreeSet::new();
+    for i in 0..1000usize {
+        let (db, key) = (i % 3, format!("{{p}}:{i}"));
+        s.insert(db, key.as_bytes(), vec![0; i % 7], 0).unwrap();
+        want.insert((db, key.into_bytes()));
+    }
+    let mut taken = s.take_slot(slot);
+    assert_eq!(taken.pop_keys(0).len(), 0);
+    let mut got = BTreeSet::new();
+    let mut held = taken.len();
+    while !taken.is_empty() {
+        let batch = taken.pop_keys(128);
+        assert!(!batch.is_empty() && batch.len() <= 128);
+        for (db, k) in batch.keys() {
+            assert!(got.insert((db, k.to_vec())), "key handed out twice");
+        }
+        held -= batch.len() as u64;
+        assert_eq!(taken.len(), held);
+    }
+    assert_eq!(got, want);
+    assert!(taken.pop_keys(10).is_empty());
+    // The store already forgot them.
+    assert_eq!(s.count_keys_in_slot_all_dbs(slot), 0);
+}
+
 /// Facts sheet A.12: 1000 staged keys in an importing slot: DBSIZE 0, SCAN `0 {}`, KEYS empty,
 /// RANDOMKEY nil, COUNTKEYSINSLOT counts them, active expiry leaves them; after the import the
 /// keys become visible at once.

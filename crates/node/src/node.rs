@@ -384,6 +384,32 @@ impl ClusterNode {
         self.finish(now);
     }
 
+    /// The host loaded its data set at start-up (RDB or AOF) and `slots` hold keys (any
+    /// database); call it once, before serving clients. Valkey `verifyClusterConfigWithData`
+    /// (`src/cluster.c`): on a primary, each of those slots that no node owns is taken by
+    /// myself (saved; [`Notice::UnassignedSlotsClaimed`]), and each that another node owns
+    /// and myself does not import (no IMPORTING mark) has its keys deleted: an
+    /// [`Output::DeleteSlotKeys`] at the end of this step (Valkey 8+ "Deleting keys in the
+    /// slot"; Redis 7.0 marked the slot importing instead: we follow Valkey 9). A replica's
+    /// data is its primary's: nothing is checked.
+    pub fn handle_keys_loaded(&mut self, slots: &SlotSet, now: Millis) {
+        let now = self.clamp(now);
+        if self.topo.myself().is_primary() {
+            let unassigned: SlotSet = slots
+                .iter()
+                .filter(|s| self.topo.slot_owner(*s).is_none())
+                .collect();
+            if !unassigned.is_empty() {
+                self.assign_slots_to_myself(&unassigned);
+                self.step
+                    .notice(Notice::UnassignedSlotsClaimed(Box::new(unassigned)));
+            }
+            // The end of the step's sweep deletes those another node owns.
+            self.key_slots = self.key_slots.union(slots);
+        }
+        self.finish(now);
+    }
+
     /// The host has durably written every `Persist` output up to `seq` (cumulative). Held
     /// transmits and replies that waited for it become pollable.
     pub fn handle_persisted(&mut self, seq: u64) {

@@ -270,6 +270,10 @@ pub enum Notice {
     /// skipped (an aux field a newer node wrote): the host SHOULD log it. It comes once, at
     /// construction; the node's first `Persist` already leaves the field out.
     NodesConfWarning(ConfWarning),
+    /// The data set loaded at start held keys in slots no node owned, and myself took them
+    /// ([`crate::ClusterNode::handle_keys_loaded`]; Valkey logs "I have keys for unassigned
+    /// slot %d. Taking responsibility for it."). The host SHOULD log it.
+    UnassignedSlotsClaimed(Box<SlotSet>),
     /// An atomic slot migration job changed state (`CLUSTER GETSLOTMIGRATIONS` shows it).
     MigrationStateChanged {
         /// The job.

@@ -518,3 +518,50 @@ fn two_nodes_with_one_node_id_refuse_each_other_and_report_it() {
         reports.len()
     );
 }
+
+/// Valkey `verifyClusterConfigWithData`: a primary's loaded keys in a slot another node owns
+/// are deleted, in a slot no node owns are taken by myself, in its own slots are kept; a
+/// replica checks nothing.
+#[test]
+fn keys_loaded_at_start_are_checked_against_the_slots() {
+    let mut net = Net::new(3, NT);
+    net.add_slots(0, 0, 5460);
+    net.add_slots(1, 5461, 10922);
+    net.meet(0, 1);
+    net.meet(0, 2);
+    assert!(net.run_until(10_000, |n| n.fully_meshed()), "no full mesh");
+    let primary = *net.nodes[0].topology().myself_id();
+    net.replicate(2, &primary);
+    net.drain();
+    net.events.clear();
+    let slot = |n: u16| ferrocluster_slot::Slot::new(n).unwrap();
+    // Mine (5), node 1's (6000), unassigned (12000).
+    let loaded: ferrocluster_slot::SlotSet =
+        [slot(5), slot(6000), slot(12000)].into_iter().collect();
+    net.nodes[0].handle_keys_loaded(&loaded, net.now);
+    net.nodes[2].handle_keys_loaded(&loaded, net.now);
+    net.drain();
+    let deleted: Vec<_> = net
+        .events
+        .iter()
+        .filter_map(|(i, e)| match e {
+            Output::DeleteSlotKeys(s) => Some((*i, s.iter().map(|s| s.get()).collect::<Vec<_>>())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, vec![(0, vec![6000])]);
+    let claimed: Vec<_> = net
+        .events
+        .iter()
+        .filter_map(|(i, e)| match e {
+            Output::Notice(Notice::UnassignedSlotsClaimed(s)) => {
+                Some((*i, s.iter().map(|s| s.get()).collect::<Vec<_>>()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(claimed, vec![(0, vec![12000])]);
+    let me = *net.nodes[0].topology().myself_id();
+    assert_eq!(net.nodes[0].topology().slot_owner(slot(12000)), Some(&me));
+    assert_eq!(net.nodes[0].topology().slot_owner(slot(5)), Some(&me));
+}

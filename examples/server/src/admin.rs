@@ -645,7 +645,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("memory") {
         let rss = rss_bytes();
         text.push_str(&format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_dataset:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:libc\r\n\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_dataset:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:libc\r\nlazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n\r\n",
             human(rss),
             human(rss),
             // What `maxmemory` is compared with (crate::evict): the data set's bytes.
@@ -653,6 +653,8 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.evict.settings().bytes,
             human(state.evict.settings().bytes),
             state.evict.settings().policy.name(),
+            state.slot_dels.counters().pending(),
+            state.slot_dels.counters().freed(),
         ));
     }
     if want("persistence") {

@@ -492,8 +492,17 @@ pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
         last_save_error: RefCell::new(None),
     };
     let mut drive = DriveLoop::new(bus, conf, host);
-    if let Some(side) = shared.state.lock().cluster.as_mut() {
-        side.waker = Some(drive.waker());
+    {
+        let mut st = shared.state.lock();
+        // The data set is loaded: the node checks it against the slots (Valkey
+        // `verifyClusterConfigWithData`; the first turn acts on what it decides).
+        let loaded: ferrocluster_slot::SlotSet = ferrocluster_slot::Slot::all()
+            .filter(|s| st.kv.count_keys_in_slot_all_dbs(*s) > 0)
+            .collect();
+        if let Some(side) = st.cluster.as_mut() {
+            side.waker = Some(drive.waker());
+            side.node.handle_keys_loaded(&loaded, Millis(unix_ms()));
+        }
     }
     // The first turn here, before the data port opens: the node's start-up Persist is on
     // disk and its start-up notices are logged before anything is served.
@@ -657,7 +666,7 @@ impl Host for ServerHost {
             }
             Output::DeleteSlotKeys(slots) => {
                 let started = std::time::Instant::now();
-                let n = crate::repl::delete_slot_keys(&mut g.0, &slots);
+                let n = crate::lazyfree::delete_slot_keys(&self.shared, &mut g.0, &slots);
                 crate::repl::flush(&self.shared, &mut g.0);
                 let ms = started.elapsed().as_millis() as u64;
                 // The node also sweeps every slot another node owns when a replica is
@@ -667,7 +676,7 @@ impl Host for ServerHost {
                         slots = slots.len(),
                         keys = n,
                         ms,
-                        "deleted the keys of slots another node owns (state lock held)"
+                        "detached the keys of slots another node owns (state lock held; DELs follow)"
                     );
                 }
             }
@@ -756,6 +765,10 @@ fn log_notice(n: &Notice) {
              own nodes.conf, or CLUSTER RESET HARD it)"
         ),
         Notice::NodesConfWarning(w) => tracing::warn!("{w}"),
+        Notice::UnassignedSlotsClaimed(slots) => tracing::warn!(
+            ?slots,
+            "I have keys for unassigned slots. Taking responsibility for them."
+        ),
         Notice::MigrationStateChanged {
             job,
             kind,

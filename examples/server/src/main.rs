@@ -26,6 +26,7 @@ mod demo;
 mod evict;
 mod fsio;
 mod latency;
+mod lazyfree;
 mod legacy;
 mod logline;
 mod metrics;

@@ -446,7 +446,7 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
             }
         }
         MigrationRequest::DropSlotKeys { slots } => {
-            let n = crate::repl::delete_slot_keys(&mut st, &slots);
+            let n = crate::lazyfree::delete_slot_keys(shared, &mut st, &slots);
             tracing::info!(
                 slots = slots.len(),
                 keys = n,
@@ -593,12 +593,12 @@ fn read_loop(shared: Arc<Shared>, mut stream: TcpStream, conn: u64) {
 }
 
 /// Lowers the calling thread's scheduling priority (Linux `SCHED_BATCH`, nice 9): the
-/// snapshot producer then gives way to the threads that serve clients when the CPU is short,
+/// snapshot producer (and `crate::lazyfree`'s `slot-dels` feeder) then gives way to the threads that serve clients when the CPU is short,
 /// yet is never starved (`SCHED_IDLE` was measured to stall a migration for seconds on a busy
 /// machine). Valkey produces the snapshot in a forked child that competes with the serving
 /// thread at equal priority; on a small machine that competition is what client writes wait
 /// for during a migration. Failure (another OS, no permission) is ignored.
-fn lower_priority() {
+pub fn lower_priority() {
     use thread_priority::{
         set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
         ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,

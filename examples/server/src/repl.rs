@@ -184,7 +184,7 @@ impl ReplState {
     }
 
     /// Whether writes are appended to the AOF.
-    fn aof_on(&self) -> bool {
+    pub fn aof_on(&self) -> bool {
         self.aof.as_ref().is_some_and(|a| a.is_on())
     }
 
@@ -220,6 +220,13 @@ pub fn propagate(state: &mut State, db: usize, spec: &Spec, args: &Args<'_>, now
     }
     match spec.cmd {
         Cmd::Flushdb | Cmd::Flushall | Cmd::Swapdb | Cmd::Debug => {
+            // Pending DELs of detached slots: FLUSHALL deletes those keys itself; the others
+            // must find them gone (`crate::lazyfree`, "Order").
+            if spec.cmd == Cmd::Flushall {
+                crate::lazyfree::forget_pending(state);
+            } else {
+                crate::lazyfree::before_keyspace_command(state);
+            }
             if to_repl || to_aof {
                 let parts: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
                 state.repl.feed(db, &parts, now);
@@ -249,9 +256,11 @@ pub fn propagate_expired(state: &mut State) {
     }
 }
 
-/// One key's effect to the replicas and the export links.
+/// One key's effect to the replicas and the export links, after the DELs of keys that expired
+/// ([`propagate_expired`]) and the pending `DEL`s of its slot (`crate::lazyfree::before_write`).
 fn emit(state: &mut State, db: usize, key: &[u8], parts: &[&[u8]]) {
     propagate_expired(state);
+    crate::lazyfree::before_write(state, ferrocluster_slot::key_hash_slot(key));
     state.repl.feed(db, parts, unix_ms());
     if state.migr.forwarding() {
         crate::migrate::forward(state, db, key, parts);
@@ -273,46 +282,14 @@ pub fn propagate_command(state: &mut State, parts: &[&[u8]]) {
     state.repl.feed_stream(0, parts, unix_ms());
 }
 
-/// Deletes every key of `slots` (all databases), sending the DELs to the replicas: myself
-/// lost these slots to another node (`Event::DeleteSlotKeys`, Valkey's dirty slots).
-pub fn delete_slot_keys(state: &mut State, slots: &ferrocluster_slot::SlotSet) -> u64 {
-    let mut deleted = 0;
-    let mut detached = Vec::new();
-    let now = unix_ms();
-    for slot in slots.iter() {
-        if state.kv.count_keys_in_slot_all_dbs(slot) == 0 {
-            continue;
-        }
-        // The DELs go to the AOF on both roles (it must mirror the keyspace).
-        if !state.repl.is_replica() || state.repl.aof_on() {
-            for db in 0..state.kv.databases() {
-                let n = state.kv.count_keys_in_slot(db, slot).unwrap_or(0) as usize;
-                if n == 0 {
-                    continue;
-                }
-                let keys = state.kv.keys_in_slot(db, slot, n).unwrap_or_default();
-                for k in keys {
-                    state.repl.feed(db, &[b"DEL", &k], now);
-                }
-            }
-        }
-        let taken = state.kv.take_slot(slot);
-        deleted += taken.len();
-        if taken.len() > LAZYFREE_THRESHOLD {
-            detached.push(taken);
-        }
+/// `DEL key` in `db` to the AOF and, as a primary, the stream (not to the export links): a
+/// key of a slot another node owns now (`crate::lazyfree::delete_slot_keys`).
+pub fn feed_del(state: &mut State, db: usize, key: &[u8], now: u64) {
+    // The DELs go to the AOF on both roles (it must mirror the keyspace).
+    if !state.repl.is_replica() || state.repl.aof_on() {
+        state.repl.feed(db, &[b"DEL", key], now);
     }
-    if !detached.is_empty() {
-        // Valkey's lazyfree: the memory of a big slot is freed on a background thread, so the
-        // clients (and the write pause of a slot migration) do not wait for it.
-        std::thread::spawn(move || drop(detached));
-    }
-    deleted
 }
-
-/// Slots holding more keys than this are freed on a background thread (Valkey's
-/// `LAZYFREE_THRESHOLD`, 64 allocations).
-const LAZYFREE_THRESHOLD: u64 = 64;
 
 fn write_reply(reply: &ferrocluster_dataplane::Reply, out: &mut Out) {
     crate::cluster::write_reply(reply, out);
@@ -389,8 +366,12 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
             };
             let old = state.install_kv(kv, now);
             // The old data set is freed on a background thread (Valkey's lazyfree of the
-            // replaced databases).
-            std::thread::spawn(move || drop(old));
+            // replaced databases), and DELs still pending for it are moot.
+            crate::lazyfree::forget_pending(state);
+            let objects = (0..old.databases())
+                .map(|db| old.len_including_hidden(db).unwrap_or(0))
+                .sum();
+            state.slot_dels.free_later(old, objects);
             if let Some(side) = state.cluster.as_mut() {
                 side.node.handle_migration(
                     ferrocluster_node::MigrationInput::FullSync,

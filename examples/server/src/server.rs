@@ -69,6 +69,9 @@ pub struct State {
     pub rates: crate::rates::Rates,
     /// `maxmemory` and eviction (`crate::evict`).
     pub evict: crate::evict::Eviction,
+    /// Keys of slots another node owns whose DELs are still to be fed, and the lazyfree
+    /// counters (`crate::lazyfree`).
+    pub slot_dels: crate::lazyfree::SlotDels,
 }
 
 /// Lock-free counters.
@@ -332,6 +335,7 @@ impl Shared {
                 blocked: crate::blocking::Blocked::default(),
                 client_pause: None,
                 rates: crate::rates::Rates::default(),
+                slot_dels: crate::lazyfree::SlotDels::default(),
                 latency: crate::latency::Latency::new(config.latency_monitor_threshold),
                 persist: crate::persist::Persistence::new(now, config.save.clone()),
                 tracking: crate::tracking::Tracking::default(),

@@ -33,9 +33,12 @@ pub enum Keys<'a> {
 /// second data set until the write ends). `crate::persist` measures the difference in
 /// benches/persist-latency-compare.sh.
 pub struct KeyspaceCopy {
-    /// (database, its keys with value and absolute expiry in ms), non-empty databases only.
-    dbs: Vec<(usize, Vec<(bytes::Bytes, Value, Option<i64>)>)>,
+    /// (database, its keys), non-empty databases only.
+    dbs: Vec<(usize, Vec<CopiedKey>)>,
 }
+
+/// A copied key: the key, its value and its absolute expiry (ms).
+type CopiedKey = (bytes::Bytes, Value, Option<i64>);
 
 impl KeyspaceCopy {
     /// Copies every key of `kv` live at `now` (one pass, `KvStore::for_each_live`).

@@ -13,7 +13,7 @@
 mod mixed;
 
 use mixed::keys::{check_on, content, dbsize, keys_in, make_keys, SLOTS};
-use mixed::{cmd, wait_for, Client, Kind, Member, Mixed, Reply, Role};
+use mixed::{cmd, export_state, wait_for, Client, Kind, Member, Mixed, Reply, Role};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -198,24 +198,6 @@ fn check_acked(port: u16, t: &str, a: &Acked) {
         &want,
     );
 }
-
-/// The state of the newest export job on `port` (`CLUSTER GETSLOTMIGRATIONS`).
-fn export_state(port: u16) -> Option<String> {
-    let r = cmd(port, &["CLUSTER", "GETSLOTMIGRATIONS"]);
-    for job in r.items() {
-        let kv = job.items();
-        let field = |name: &str| {
-            kv.chunks(2)
-                .find(|p| p[0].text() == name)
-                .map(|p| p[1].text())
-        };
-        if field("operation").as_deref() == Some("EXPORT") {
-            return field("state");
-        }
-    }
-    None
-}
-
 /// A hash tag whose slot is in `lo..lo + SLOTS`.
 fn tag_in(port: u16, lo: u16) -> String {
     let mut c = Client::connect(port).unwrap();

@@ -1206,3 +1206,30 @@ pub const REAL_COMPLAINTS: &[&str] = &[
 
 /// What our server logs when a bus frame from a peer does not decode (`cluster.rs` events).
 pub const OUR_COMPLAINTS: &[&str] = &["bad bus frame dropped", "bus framing lost"];
+
+/// Every slot migration job on `port` as (operation, state), in `CLUSTER GETSLOTMIGRATIONS`
+/// order (newest first).
+pub fn slot_jobs(port: u16) -> Vec<(String, String)> {
+    let r = cmd(port, &["CLUSTER", "GETSLOTMIGRATIONS"]);
+    r.items()
+        .iter()
+        .map(|job| {
+            let kv = job.items();
+            let field = |name: &str| {
+                kv.chunks(2)
+                    .find(|p| p[0].text() == name)
+                    .map(|p| p[1].text())
+                    .unwrap_or_default()
+            };
+            (field("operation"), field("state"))
+        })
+        .collect()
+}
+
+/// The state of the newest export job on `port` (`CLUSTER GETSLOTMIGRATIONS`).
+pub fn export_state(port: u16) -> Option<String> {
+    slot_jobs(port)
+        .into_iter()
+        .find(|(op, _)| op == "EXPORT")
+        .map(|(_, state)| state)
+}

@@ -80,6 +80,10 @@ pub struct MigrState {
     exports: HashMap<u64, ExportIo>,
     /// Client connections that sent SYNCSLOTS (target side): conn -> (I/O thread, slot).
     client_conns: HashMap<u64, (usize, usize)>,
+    /// Client connections the plane took over as import links, until they close: once the
+    /// plane drops a failed import (`handle_apply_failed`) the rest of its stream is
+    /// discarded, never read as client commands.
+    taken: std::collections::HashSet<u64>,
     /// The session import commands run in (created at the first one).
     applier: Option<ClientCtx>,
     /// MIGRATE's cached connections.
@@ -97,6 +101,7 @@ impl MigrState {
             plane: AsmPlane::new(cfg, Millis(unix_ms())),
             exports: HashMap::new(),
             client_conns: HashMap::new(),
+            taken: std::collections::HashSet::new(),
             applier: None,
             migrate_cache: crate::legacy::MigrateCache::default(),
         }
@@ -263,6 +268,15 @@ fn apply(shared: &Shared, state: &mut State, conn: ConnId, db: u32, argv: &[Vec<
     let args = Args::new(&flat, &ranges);
     let mut sink = Out::new();
     match crate::table::lookup(args.get(0)) {
+        // Under `maxmemory` a write that may grow memory is refused once eviction cannot
+        // make room (crate::evict): the import fails with the node's `Ran out of memory
+        // (OOM) during slot import` (sheet A.16).
+        Some(spec)
+            if spec.has(ferrocluster_command::CommandFlags::DENYOOM)
+                && crate::evict::Eviction::perform(state, now).is_err() =>
+        {
+            sink.error(crate::evict::OOM_ERR);
+        }
         Some(spec) if spec.arity_ok(args.len()) => {
             crate::commands::run(shared, state, &mut ctx, spec, &args, &mut sink, now);
         }
@@ -318,12 +332,15 @@ pub fn after_syncslots(state: &mut State, client: &ClientCtx) {
         return;
     }
     let (name, slots) = (*job.name(), job.slots().clone());
-    if let Err(e) = state
+    match state
         .migr
         .plane
         .accept_import(name, conn, slots, &[], Millis(unix_ms()))
     {
-        tracing::warn!("slot import: link not accepted: {e}");
+        Ok(()) => {
+            state.migr.taken.insert(conn.0);
+        }
+        Err(e) => tracing::warn!("slot import: link not accepted: {e}"),
     }
 }
 
@@ -332,7 +349,8 @@ pub fn after_syncslots(state: &mut State, client: &ClientCtx) {
 pub fn import_bytes(shared: &Shared, state: &mut State, client: &ClientCtx, bytes: &[u8]) -> bool {
     let conn = ConnId(client.id);
     if state.migr.plane.import_of(conn).is_none() {
-        return false;
+        // A failed import's connection: its bytes are dropped until the node closes it.
+        return state.migr.taken.contains(&conn.0);
     }
     state
         .migr
@@ -346,6 +364,7 @@ pub fn import_bytes(shared: &Shared, state: &mut State, client: &ClientCtx, byte
 /// `LinkClosed` for an import link).
 pub fn client_closed(shared: &Shared, client_id: u64) {
     let mut st = shared.state.lock();
+    st.migr.taken.remove(&client_id);
     if st.migr.client_conns.remove(&client_id).is_some() {
         st.migr
             .plane
@@ -391,11 +410,16 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
         MigrationRequest::AcceptImportLink { job, conn, slots } => {
             // Taken over already when the ESTABLISH ran (`after_syncslots`), unless the
             // connection is gone.
-            if plane.import_of(conn).is_none() && st.migr.client_conns.contains_key(&conn.0) {
-                let _ = st
+            if plane.import_of(conn).is_none()
+                && st.migr.client_conns.contains_key(&conn.0)
+                && !st.migr.taken.contains(&conn.0)
+                && st
                     .migr
                     .plane
-                    .accept_import(job, conn, slots.clone(), &[], now);
+                    .accept_import(job, conn, slots.clone(), &[], now)
+                    .is_ok()
+            {
+                st.migr.taken.insert(conn.0);
             }
             tracing::info!(job = %job_text(&job), conn = conn.0, slots = slots.len(), "slot import: link accepted");
         }
@@ -584,6 +608,10 @@ fn read_loop(shared: Arc<Shared>, mut stream: TcpStream, conn: u64) {
             io.close();
             st.migr.exports.remove(&conn);
             st.migr.plane.handle_closed(ConnId(conn), now);
+            // Drained here: `flush` skips the plane once no data connection is left, and
+            // the node must still hear this one closed (the export fails with
+            // `Connection lost to target...`).
+            drain(&shared, &mut st);
             crate::repl::flush(&shared, &mut st);
             return;
         }

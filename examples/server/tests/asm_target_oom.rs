@@ -1,0 +1,92 @@
+//! A slot import that runs the target out of memory fails cleanly (issue 19 with the ASM of
+//! issue 18): with `maxmemory` on the target and `noeviction`, the imported writes meet
+//! `-OOM`, the job fails with Valkey's reason `Ran out of memory (OOM) during slot import`
+//! on the target, which closes the link; the source's export fails with `Connection lost to
+//! target...` (sheet A.16; it stayed in progress before: the last data connection's close was
+//! never reported to the node), the source keeps the slot and every key, the target shows
+//! none of them. Ports 24680-24682.
+
+#![allow(clippy::disallowed_methods)] // the test waits on the clock
+
+mod common;
+
+use common::{bulk_text, run_bounded, test_dir, wait_cluster_ok, wait_until, Client, Procs};
+use std::time::Duration;
+
+fn node_id(port: u16) -> String {
+    bulk_text(&Client::connect(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+#[test]
+fn an_import_out_of_memory_fails_and_the_source_keeps_everything() {
+    common::require_redis_tools();
+    let dir = test_dir("asm-target-oom");
+    let mut procs = Procs::default();
+    let ports = [24680u16, 24681, 24682];
+    for p in ports {
+        procs.start(&dir, p, &["--cluster-node-timeout", "2000"]);
+    }
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.push("--cluster-yes".into());
+    let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(60));
+    assert!(ok, "{out}");
+    wait_cluster_ok(&ports);
+    // --cluster create gives 24680 slots 0-5460; 3000 keys of 1 KB in slot 100's hash tag.
+    let mut src = Client::connect(24680);
+    let tag = "{48063}"; // CLUSTER KEYSLOT {48063} = 100
+    assert_eq!(src.cmd_s(&["CLUSTER", "KEYSLOT", tag]), ":100\r\n");
+    let value = "v".repeat(1000);
+    for i in 0..3000 {
+        assert_eq!(
+            src.cmd_s(&["SET", &format!("{tag}:{i}"), &value]),
+            "+OK\r\n"
+        );
+    }
+    let mut dst = Client::connect(24681);
+    let used = bulk_text(&dst.cmd(&["INFO", "memory"]))
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_dataset:").map(str::to_string))
+        .unwrap();
+    let limit = (used.trim().parse::<u64>().unwrap() + 200_000).to_string();
+    assert_eq!(
+        dst.cmd_s(&["CONFIG", "SET", "maxmemory", &limit]),
+        "+OK\r\n"
+    );
+    let target = node_id(24681);
+    let r = src.cmd_s(&[
+        "CLUSTER",
+        "MIGRATESLOTS",
+        "SLOTSRANGE",
+        "100",
+        "100",
+        "NODE",
+        &target,
+    ]);
+    assert_eq!(r, "+OK\r\n");
+    wait_until(Duration::from_secs(30), "the import fails with OOM", || {
+        String::from_utf8_lossy(&dst.cmd(&["CLUSTER", "GETSLOTMIGRATIONS"]))
+            .contains("Ran out of memory (OOM) during slot import")
+    });
+    wait_until(Duration::from_secs(30), "the source's export fails", || {
+        String::from_utf8_lossy(&src.cmd(&["CLUSTER", "GETSLOTMIGRATIONS"]))
+            .contains("Connection lost to target. Check CLUSTER GETSLOTMIGRATIONS on the target node for more information.")
+    });
+    wait_cluster_ok(&ports);
+    // The slot and its keys stay with the source; the target holds none of them.
+    assert_eq!(
+        src.cmd_s(&["CLUSTER", "COUNTKEYSINSLOT", "100"]),
+        ":3000\r\n"
+    );
+    assert!(src
+        .cmd_s(&["GET", &format!("{tag}:2999")])
+        .starts_with("$1000\r\n"));
+    wait_until(
+        Duration::from_secs(10),
+        "the target's staged keys are dropped",
+        || dst.cmd_s(&["CLUSTER", "COUNTKEYSINSLOT", "100"]) == ":0\r\n",
+    );
+    assert!(dst
+        .cmd_s(&["GET", &format!("{tag}:1")])
+        .starts_with("-MOVED 100 "));
+}

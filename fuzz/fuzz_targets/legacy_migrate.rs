@@ -48,7 +48,7 @@ fn replies(data: &[u8]) {
     assert_eq!(c.start(ConnId(1), args, found, now).unwrap(), None);
     let mut done = 0;
     let mut link = None;
-    let mut step = |c: &mut MigrateClient, done: &mut usize, link: &mut Option<_>| {
+    let step = |c: &mut MigrateClient, done: &mut usize, link: &mut Option<_>| {
         while let Some(o) = c.poll_output() {
             match o {
                 MigrateOutput::Connect { link: l, .. } => {

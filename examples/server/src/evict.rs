@@ -179,8 +179,8 @@ impl Eviction {
         let was = self.settings.policy;
         self.settings = next;
         let kind = |p: Policy| (p.is_lru(), p.is_lfu());
-        if kind(was) != kind(next.policy) || (!kv.tracks_access() && self.init_word(now).is_some())
-        {
+        let want = self.init_word(now).is_some();
+        if kind(was) != kind(next.policy) || kv.tracks_access() != want {
             kv.set_access_tracking(self.init_word(now));
             self.pool.clear();
         }

@@ -224,16 +224,17 @@ pub struct ClientCtx {
 }
 
 impl ClientCtx {
-    /// A new session for an accepted connection.
+    /// A new session for an accepted connection, numbered `id` by the accept loop.
     pub fn new(
         shared: &Shared,
+        id: u64,
         io_thread: usize,
         token: usize,
         addr: Option<SocketAddr>,
         laddr: Option<SocketAddr>,
     ) -> ClientCtx {
         shared.stats.client_connected();
-        let mut c = ClientCtx::internal(shared);
+        let mut c = ClientCtx::with_id(shared, id);
         c.io_thread = io_thread;
         c.token = token;
         shared.directory.lock().insert(c.id, (io_thread, token));
@@ -248,7 +249,10 @@ impl ClientCtx {
 
     /// A session not tied to a connection (the replication stream applier).
     pub fn internal(shared: &Shared) -> ClientCtx {
-        let id = shared.next_client_id();
+        ClientCtx::with_id(shared, shared.next_client_id())
+    }
+
+    fn with_id(shared: &Shared, id: u64) -> ClientCtx {
         ClientCtx {
             id,
             io_thread: usize::MAX,

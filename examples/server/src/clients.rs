@@ -192,7 +192,9 @@ impl Fanout {
         match self.job {
             Job::List => {
                 let mut lines = std::mem::take(&mut *self.lines.lock());
-                // Valkey lists clients in creation order.
+                // Valkey 9.1 lists clients in creation (ID) order, also under `ID a b ...`:
+                // each matching client once. (Redis 7.0 answers `ID` in the order asked,
+                // repeating a repeated ID; we follow Valkey.)
                 lines.sort_unstable_by_key(|(id, _)| *id);
                 let mut text = String::new();
                 for (_, l) in lines {
@@ -272,42 +274,100 @@ fn parse_u64(v: &[u8]) -> Option<u64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
-/// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]`.
+/// `CLIENT LIST [filter ...]` with Valkey 9.1's filters (`clientListCommand`): `ID id [id
+/// ...]` (IDs up to the next argument that is not an integer; `ID` again adds more), `TYPE
+/// normal|master|replica|pubsub` (the last one counts), `ADDR ip:port`, `LADDR ip:port`,
+/// `USER name`, `SKIPME yes|no` (default no) and `MAXAGE seconds`. Every client matching all
+/// of them is listed once, in ID order.
+///
+/// Valkey 9.1 and Redis 7.0 differ here, and we follow Valkey: Redis 7.0 takes either `TYPE t`
+/// or `ID id ...` alone, answers `ID` in the order asked with a repeated ID repeated, and says
+/// `Invalid client ID` where Valkey says `syntax error` or `client-id should be greater than
+/// 0` (checked side by side in `tests/operator_view.rs`).
 pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
     let mut filter = Filter::default();
     let mut i = 2;
     while i < args.len() {
         let opt = args.get(i);
-        if eq(opt, "type") && i + 1 < args.len() {
-            let Some(k) = ClientType::parse(args.get(i + 1)) else {
-                out.error(&format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(args.get(i + 1))
-                ));
+        if i + 1 >= args.len() {
+            out.error("ERR syntax error");
+            return;
+        }
+        let v = args.get(i + 1);
+        let text = || String::from_utf8_lossy(v).into_owned();
+        if eq(opt, "id") {
+            i += 1;
+            let start = i;
+            while i < args.len() {
+                let Some(id) = parse_i64(args.get(i)) else {
+                    break;
+                };
+                if id <= 0 {
+                    out.error("ERR client-id should be greater than 0");
+                    return;
+                }
+                filter.ids.get_or_insert_with(Vec::new).push(id as u64);
+                i += 1;
+            }
+            if i == start {
+                out.error("ERR syntax error");
+                return;
+            }
+            continue;
+        }
+        if eq(opt, "type") {
+            let Some(k) = ClientType::parse(v) else {
+                out.error(&format!("ERR Unknown client type '{}'", text()));
                 return;
             };
             filter.kind = Some(k);
-            i += 2;
-        } else if eq(opt, "id") && i + 1 < args.len() {
-            let mut ids = Vec::new();
-            i += 1;
-            while i < args.len() {
-                match parse_u64(args.get(i)) {
-                    Some(id) if id > 0 => ids.push(id),
-                    _ => {
-                        out.error("ERR Invalid client ID");
-                        return;
-                    }
-                }
-                i += 1;
+        } else if eq(opt, "addr") {
+            filter.addr = Some(text());
+        } else if eq(opt, "laddr") {
+            filter.laddr = Some(text());
+        } else if eq(opt, "user") {
+            if text() != "default" {
+                out.error(&format!("ERR No such user '{}'", text()));
+                return;
             }
-            filter.ids = Some(ids);
+            filter.user = Some(text());
+        } else if eq(opt, "skipme") {
+            if eq(v, "yes") {
+                filter.skip = Some(client.id);
+            } else if eq(v, "no") {
+                filter.skip = None;
+            } else {
+                out.error("ERR syntax error");
+                return;
+            }
+        } else if eq(opt, "maxage") {
+            match parse_i64(v) {
+                Some(s) if s > 0 => filter.max_age_s = Some(s as u64),
+                Some(_) => {
+                    out.error("ERR maxage should be greater than 0");
+                    return;
+                }
+                None => {
+                    out.error("ERR maxage is not an integer or out of range");
+                    return;
+                }
+            }
         } else {
             out.error("ERR syntax error");
             return;
         }
+        i += 2;
     }
     start(shared, client, out, Job::List, filter);
+}
+
+fn parse_i64(v: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(v).ok()?;
+    // Valkey's string2ll: no leading '+' or spaces, no leading zeros.
+    if s.starts_with('+') || (s.len() > 1 && s.starts_with('0')) || s.starts_with("-0") {
+        return None;
+    }
+    s.parse().ok()
 }
 
 /// `CLIENT KILL addr:port` (old form) or `CLIENT KILL <filter> <value> ...` with the filters

@@ -31,7 +31,9 @@ const READ_CHUNK: usize = 64 * 1024;
 /// A message to an I/O thread.
 pub enum ToIo {
     /// A freshly accepted connection.
-    Accepted(std::net::TcpStream),
+    /// An accepted connection and its client ID, given in accept order (Redis `createClient`
+    /// numbers clients as they are accepted).
+    Accepted(std::net::TcpStream, u64),
     /// Something to write to one of the thread's connections (pub/sub message, WAIT reply).
     Deliver {
         /// The connection's slot in the thread.
@@ -341,7 +343,10 @@ pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec
                 }
                 let _ = s.set_nodelay(true);
                 gate.pending.fetch_add(1, Ordering::Relaxed);
-                io[next % io.len()].send(ToIo::Accepted(s));
+                // The ID is taken here, in accept order, not when an I/O thread registers the
+                // connection (two threads would number them in either order).
+                let id = shared.next_client_id();
+                io[next % io.len()].send(ToIo::Accepted(s, id));
                 next = next.wrapping_add(1);
             }
             Err(e) if matches!(e.raw_os_error(), Some(EMFILE) | Some(ENFILE)) => {
@@ -477,7 +482,7 @@ impl IoThread {
     fn drain_channel(&mut self) {
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
-                ToIo::Accepted(s) => self.add_conn(s),
+                ToIo::Accepted(s, id) => self.add_conn(s, id),
                 ToIo::Fanout(f) => self.fanout(&f),
                 ToIo::Deliver {
                     token,
@@ -589,7 +594,7 @@ impl IoThread {
         }
     }
 
-    fn add_conn(&mut self, s: std::net::TcpStream) {
+    fn add_conn(&mut self, s: std::net::TcpStream, id: u64) {
         // Counted by the gate until its client is (or is not) created below.
         struct Pending<'a>(&'a ClientGate);
         impl Drop for Pending<'_> {
@@ -619,7 +624,7 @@ impl IoThread {
             self.free.push(token);
             return;
         }
-        let client = ClientCtx::new(&self.shared, self.index, token, peer, local);
+        let client = ClientCtx::new(&self.shared, id, self.index, token, peer, local);
         self.conns[token] = Some(Conn {
             stream,
             rbuf: Vec::with_capacity(READ_CHUNK),

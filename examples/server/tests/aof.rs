@@ -45,7 +45,7 @@ fn spawn_ours(dir: &Path, port: u16, extra: &[&str]) -> Node {
         .spawn()
         .unwrap();
     let node = Node(child);
-    common::wait_for_port(port, Duration::from_secs(15));
+    common::wait_for_port(port);
     node
 }
 
@@ -395,7 +395,7 @@ fn fill_with_rewrite(port: u16) {
         c.cmd_s(&["BGREWRITEAOF"]),
         "+Background append only file rewriting started\r\n"
     );
-    common::wait_until(Duration::from_secs(20), "rewrite done", || {
+    common::wait_until("rewrite done", || {
         info_field(port, "aof_rewrite_in_progress") == "0"
     });
     assert_eq!(c.cmd_s(&["DEL", "s"]), ":1\r\n");
@@ -512,7 +512,7 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
         c.cmd_s(&["BGREWRITEAOF"]),
         "+Background append only file rewriting started\r\n"
     );
-    common::wait_until(Duration::from_secs(20), "rewrite done", || {
+    common::wait_until("rewrite done", || {
         info_field(port, "aof_rewrite_in_progress") == "0"
     });
     assert_eq!(
@@ -522,7 +522,7 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
     assert_eq!(info_field(port, "aof_enabled"), "0");
     assert_eq!(c.cmd_s(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SET", "after", "2"]), "+OK\r\n");
-    common::wait_until(Duration::from_secs(20), "rewrite done", || {
+    common::wait_until("rewrite done", || {
         info_field(port, "aof_rewrite_in_progress") == "0"
     });
     assert_eq!(info_field(port, "aof_enabled"), "1");
@@ -589,7 +589,7 @@ fn a_replica_writes_an_aof_of_what_it_applies() {
         cp.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    common::wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+    common::wait_until("cluster_state:ok", || {
         bulk_text(&Client::connect(p).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     // Written before the replica syncs: they come in its full copy.
@@ -599,14 +599,14 @@ fn a_replica_writes_an_aof_of_what_it_applies() {
         Client::connect(r).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &p.to_string()]),
         "+OK\r\n"
     );
-    common::wait_until(Duration::from_secs(15), "the MEET completes", || {
+    common::wait_until("the MEET completes", || {
         bulk_text(&Client::connect(r).cmd(&["CLUSTER", "NODES"])).contains(&pid)
     });
     assert_eq!(
         Client::connect(r).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
         "+OK\r\n"
     );
-    common::wait_until(Duration::from_secs(20), "the replica to sync", || {
+    common::wait_until("the replica to sync", || {
         Client::connect(p).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
     });
     // Then the stream.
@@ -619,7 +619,7 @@ fn a_replica_writes_an_aof_of_what_it_applies() {
         );
     }
     assert_eq!(cp.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
-    common::wait_until(Duration::from_secs(10), "the replica's AOF written", || {
+    common::wait_until("the replica's AOF written", || {
         info_field(r, "aof_buffer_length") == "0" && info_field(r, "aof_rewrite_in_progress") == "0"
     });
     procs.kill(p);

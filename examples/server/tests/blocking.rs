@@ -53,7 +53,7 @@ fn start_pair_on(name: &str, ours: u16) -> (Procs, Redis, std::path::PathBuf) {
             .spawn()
             .expect("redis-server"),
     );
-    common::wait_for_port(REDIS, Duration::from_secs(10));
+    common::wait_for_port(REDIS);
     let mut procs = Procs::default();
     procs.start(&dir, ours, &["--cluster-enabled", "no"]);
     (procs, redis, dir)
@@ -71,7 +71,7 @@ fn id_of(cl: &mut Client) -> String {
 /// Waits until `n` clients are blocked (INFO `blocked_clients`).
 fn wait_blocked(port: u16, n: usize) {
     let mut admin = c(port);
-    wait_until(Duration::from_secs(5), "clients to block", || {
+    wait_until("clients to block", || {
         let info = common::bulk_text(&admin.cmd(&["INFO", "clients"]));
         info.lines()
             .any(|l| l.trim() == format!("blocked_clients:{n}"))
@@ -237,7 +237,7 @@ fn meet(from: u16, to: u16) -> String {
         "+OK\r\n"
     );
     let id = myid(to);
-    wait_until(Duration::from_secs(15), "the MEET completes", || {
+    wait_until("the MEET completes", || {
         common::bulk_text(&c(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
     });
     id
@@ -259,24 +259,20 @@ fn cluster(procs: &mut Procs, name: &str) -> (String, String) {
     let oid = myid(OTHER);
     assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
     for port in [PRIMARY, REPLICA, OTHER] {
-        wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+        wait_until("cluster_state:ok", || {
             common::bulk_text(&c(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
         });
     }
-    wait_until(Duration::from_secs(20), "the replica to sync", || {
+    wait_until("the replica to sync", || {
         c(PRIMARY).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
     });
     // CLUSTER SETSLOT ... NODE <other> needs the primary to know OTHER as a primary (its
     // handshake done), which cluster_state:ok does not say.
-    wait_until(
-        Duration::from_secs(20),
-        "the primary knows OTHER as a primary",
-        || {
-            common::bulk_text(&c(PRIMARY).cmd(&["CLUSTER", "NODES"]))
-                .lines()
-                .any(|l| l.starts_with(&oid) && l.contains("master") && !l.contains("handshake"))
-        },
-    );
+    wait_until("the primary knows OTHER as a primary", || {
+        common::bulk_text(&c(PRIMARY).cmd(&["CLUSTER", "NODES"]))
+            .lines()
+            .any(|l| l.starts_with(&oid) && l.contains("master") && !l.contains("handshake"))
+    });
     (pid, oid)
 }
 

@@ -88,7 +88,7 @@ fn maxclients_is_enforced_with_valkeys_text_and_bus_connections_count() {
         Client::connect(23621).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", "23620"]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(15), "the nodes know each other", || {
+    wait_until("the nodes know each other", || {
         [23620, 23621].iter().all(|&p| {
             let nodes = bulk_text(&Client::connect(p).cmd(&["CLUSTER", "NODES"]));
             nodes.lines().count() == 2 && !nodes.contains("handshake")
@@ -130,7 +130,7 @@ fn clients_at_the_open_files_limit_are_answered_and_the_log_is_rate_limited() {
         }
     }
     let _kill = Kill(&mut child);
-    common::wait_for_port(23622, Duration::from_secs(15));
+    common::wait_for_port(23622);
     // Valkey's adjustOpenFilesLimit: 64 descriptors leave room for 64 - 32 clients.
     let info = bulk_text(&Client::connect(23622).cmd(&["INFO", "clients"]));
     assert!(info.contains("maxclients:32\r\n"), "{info}");
@@ -177,7 +177,7 @@ fn clients_at_the_open_files_limit_are_answered_and_the_log_is_rate_limited() {
     // Descriptors come back when clients leave: the next one is served.
     drop(held);
     drop(bus);
-    wait_until(Duration::from_secs(10), "a client is served again", || {
+    wait_until("a client is served again", || {
         matches!(admit(23622), Admission::Served(_))
     });
 }

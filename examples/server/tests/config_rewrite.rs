@@ -65,7 +65,7 @@ fn start(bin: &str, file: &Path, port: u16, dir: &Path) -> Killed {
         .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("{bin} is needed (.ci/run installs it): {e}"));
-    wait_for_port(port, Duration::from_secs(15));
+    wait_for_port(port);
     Killed(child)
 }
 

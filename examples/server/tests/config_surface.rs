@@ -232,21 +232,16 @@ fn run_time_changes_take_effect_in_the_node() {
         "+OK\r\n"
     );
     // Coverage: half the slots -> fail, until full coverage is not required.
-    wait_until(Duration::from_secs(5), "a is up", || {
+    wait_until("a is up", || {
         bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:fail")
     });
     assert_eq!(
         a.cmd_s(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]),
         "+OK\r\n"
     );
-    wait_until(
-        Duration::from_secs(10),
-        "state ok without full coverage",
-        || {
-            bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "INFO"]))
-                .contains("cluster_state:ok")
-        },
-    );
+    wait_until("state ok without full coverage", || {
+        bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
     assert_eq!(
         a.cmd_s(&["CONFIG", "SET", "cluster-require-full-coverage", "yes"]),
         "+OK\r\n"
@@ -280,7 +275,7 @@ fn run_time_changes_take_effect_in_the_node() {
     );
     let conf = std::fs::read_to_string(a_dir.join("nodes.conf")).unwrap();
     assert!(conf.contains(":23644@33634"), "{conf}");
-    wait_until(Duration::from_secs(15), "both views updated", || {
+    wait_until("both views updated", || {
         let a_view = bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "NODES"]));
         let b_view = bulk_text(&Client::connect(23635).cmd(&["CLUSTER", "NODES"]));
         a_view.contains(",node-b.example ")
@@ -317,11 +312,9 @@ fn run_time_changes_take_effect_in_the_node() {
         "+OK\r\n"
     );
     procs.kill(23635);
-    wait_until(
-        Duration::from_secs(6),
-        "b seen failing with the new timeout",
-        || bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "NODES"])).contains("fail"),
-    );
+    wait_until("b seen failing with the new timeout", || {
+        bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "NODES"])).contains("fail")
+    });
     // maxclients at run time.
     assert_eq!(a.cmd_s(&["CONFIG", "SET", "maxclients", "3"]), "+OK\r\n");
     let _second = Client::connect(23634);
@@ -337,7 +330,7 @@ fn run_time_changes_take_effect_in_the_node() {
 fn best_effort_save_behavior_keeps_the_node_running() {
     let mut procs = Procs::default();
     let dir = procs.start(&test_dir("config-besteffort"), 23636, &[]);
-    let pid = procs.children[0].1.as_ref().unwrap().id();
+    let pid = procs.pid(23636);
     let mut c = Client::connect(23636);
     assert_eq!(
         c.cmd_s(&[
@@ -409,11 +402,9 @@ fn a_log_that_is_not_a_terminal_has_no_colour_codes() {
     let mut procs = Procs::default();
     let node = procs.start(&test_dir("plain-log"), 23638, &[]);
     let read = || std::fs::read_to_string(node.join("stderr.log")).unwrap_or_default();
-    wait_until(
-        Duration::from_secs(10),
-        "the start lines in the log",
-        || read().contains("ready to accept connections"),
-    );
+    wait_until("the start lines in the log", || {
+        read().contains("ready to accept connections")
+    });
     let log = read();
     assert!(
         !log.contains('\u{1b}'),
@@ -429,19 +420,17 @@ fn log_lines_are_in_redis_format_and_sigterm_says_so_and_exits_cleanly() {
     let mut procs = Procs::default();
     let node = procs.start(&test_dir("redis-log-format"), 23639, &[]);
     let read = || std::fs::read_to_string(node.join("stderr.log")).unwrap_or_default();
-    wait_until(
-        Duration::from_secs(10),
-        "the start lines in the log",
-        || read().contains("ready to accept connections"),
-    );
-    let child = procs.children[0].1.as_mut().expect("running");
-    let pid = child.id();
+    wait_until("the start lines in the log", || {
+        read().contains("ready to accept connections")
+    });
+    let child = &mut procs.children[0].1;
+    let pid = child.pid().expect("running");
     let status = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    let code = child.wait().expect("exit status");
+    let code = child.wait_exit();
     assert_eq!(code.code(), Some(0), "SIGTERM exits cleanly");
     let log = read();
     let months = [

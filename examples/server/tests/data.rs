@@ -16,7 +16,7 @@ fn single_node(procs: &mut Procs, name: &str, port: u16, extra: &[&str]) -> Clie
         c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(10), "cluster_state:ok", || {
+    wait_until("cluster_state:ok", || {
         bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     c
@@ -301,15 +301,13 @@ fn expiry_is_lazy_and_active() {
     c.cmd(&["SET", "lazy", "v", "PX", "50"]);
     assert_eq!(c.cmd_s(&["SET", "keep", "v"]), "+OK\r\n");
     // Lazy: an expired key reads as missing at once.
-    wait_until(Duration::from_secs(5), "lazy expiry of `lazy`", || {
+    wait_until("lazy expiry of `lazy`", || {
         Client::connect(23304).cmd_s(&["GET", "lazy"]) == "$-1\r\n"
     });
     // Active: the timer reclaims expired keys nobody reads (DBSIZE counts stored keys).
-    wait_until(
-        Duration::from_secs(10),
-        "active expiry reclaims the keys",
-        || Client::connect(23304).cmd_s(&["DBSIZE"]) == ":1\r\n",
-    );
+    wait_until("active expiry reclaims the keys", || {
+        Client::connect(23304).cmd_s(&["DBSIZE"]) == ":1\r\n"
+    });
     let info = bulk_text(&c.cmd(&["INFO", "stats"]));
     assert!(info.contains("expired_keys:"), "{info}");
 }
@@ -523,7 +521,7 @@ fn restart_keeps_identity_and_nodes_conf_is_written_atomically() {
     let id = bulk_text(&c.cmd(&["CLUSTER", "MYID"]));
     assert_eq!(id.len(), 40);
     c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "99"]);
-    wait_until(Duration::from_secs(5), "nodes.conf has the slots", || {
+    wait_until("nodes.conf has the slots", || {
         std::fs::read_to_string(node_dir.join("nodes.conf")).is_ok_and(|t| t.contains(" 0-99"))
     });
     let leftovers: Vec<_> = std::fs::read_dir(&node_dir)
@@ -588,26 +586,19 @@ fn replica_gets_a_full_copy_then_the_write_stream() {
     );
     let primary_id = bulk_text(&primary.cmd(&["CLUSTER", "MYID"]));
     let mut replica = Client::connect(23314);
-    wait_until(
-        Duration::from_secs(15),
-        "the replica knows the primary",
-        || bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "NODES"])).contains(&primary_id),
-    );
+    wait_until("the replica knows the primary", || {
+        bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "NODES"])).contains(&primary_id)
+    });
     assert_eq!(
         replica.cmd_s(&["CLUSTER", "REPLICATE", &primary_id]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(15), "full copy on the replica", || {
+    wait_until("full copy on the replica", || {
         Client::connect(23314).cmd_s(&["DBSIZE"]) == ":1001\r\n"
     });
-    wait_until(
-        Duration::from_secs(15),
-        "the replica sees the slots served",
-        || {
-            bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "INFO"]))
-                .contains("cluster_state:ok")
-        },
-    );
+    wait_until("the replica sees the slots served", || {
+        bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
     assert_eq!(replica.cmd_s(&["READONLY"]), "+OK\r\n");
     assert_eq!(
         replica.cmd_s(&["GET", "k:999"]),

@@ -45,7 +45,7 @@ fn start_pair(name: &str) -> (Procs, Redis) {
         .spawn()
         .expect("redis-server");
     let redis = Redis(redis);
-    common::wait_for_port(REDIS, Duration::from_secs(10));
+    common::wait_for_port(REDIS);
     let mut procs = Procs::default();
     procs.start(&dir, OURS, &["--cluster-enabled", "no"]);
     (procs, redis)

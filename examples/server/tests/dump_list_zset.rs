@@ -44,7 +44,7 @@ fn real(bin: &str, port: u16, dir: &std::path::Path) -> Real {
         .stdout(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
-    common::wait_for_port(port, Duration::from_secs(10));
+    common::wait_for_port(port);
     Real(child)
 }
 

@@ -105,7 +105,7 @@ fn signal(procs: &Procs, port: u16, sig: &str) {
 }
 
 fn wait_knows(port: u16, id: &str) {
-    wait_until(Duration::from_secs(15), "the node is known", || {
+    wait_until("the node is known", || {
         bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])).contains(id)
     });
 }
@@ -140,7 +140,7 @@ fn setslot_reaches_the_replica_first_times_out_without_it_and_survives_kill_9() 
         "+OK\r\n"
     );
     let rid = myid(R);
-    wait_until(Duration::from_secs(20), "the replica is attached", || {
+    wait_until("the replica is attached", || {
         bulk_text(&p.cmd(&["INFO", "replication"])).contains("connected_slaves:1")
             && bulk_text(&Client::connect(R).cmd(&["INFO", "replication"]))
                 .contains("master_link_status:up")
@@ -238,7 +238,7 @@ fn expire_overflow_and_setslot_extra_arguments() {
         c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    common::wait_until(Duration::from_secs(30), "cluster_state:ok", || {
+    common::wait_until("cluster_state:ok", || {
         c.cmd_s(&["CLUSTER", "INFO"]).contains("cluster_state:ok")
     });
     let invalid = "-ERR invalid expire time in 'set' command\r\n";

@@ -129,9 +129,7 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
             }
         })
     };
-    wait_until(Duration::from_secs(30), "cluster ok on ::1", || {
-        all_ok(&ports)
-    });
+    wait_until("cluster ok on ::1", || all_ok(&ports));
     let nodes = bulk_text(&Client::connect_to("::1", ports[0]).cmd(&["CLUSTER", "NODES"]));
     for p in &ports {
         assert!(
@@ -168,18 +166,14 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
     // kill -9 the owner of the key's slot: its replica takes over.
     procs.kill(owner_port);
     let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != owner_port).collect();
-    wait_until(
-        Duration::from_secs(30),
-        "replica promoted, cluster ok",
-        || {
-            alive.iter().all(|&p| {
-                let mut c = Client::connect_to("::1", p);
-                let nodes = bulk_text(&c.cmd(&["CLUSTER", "NODES"]));
-                find_owner(&nodes, slot).is_some_and(|(_, id)| id != owner_id)
-                    && bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
-            })
-        },
-    );
+    wait_until("replica promoted, cluster ok", || {
+        alive.iter().all(|&p| {
+            let mut c = Client::connect_to("::1", p);
+            let nodes = bulk_text(&c.cmd(&["CLUSTER", "NODES"]));
+            find_owner(&nodes, slot).is_some_and(|(_, id)| id != owner_id)
+                && bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        })
+    });
     let nodes = bulk_text(&Client::connect_to("::1", alive[0]).cmd(&["CLUSTER", "NODES"]));
     let (new_port, new_id) = owner(&nodes, slot);
     assert_ne!(new_id, owner_id, "{nodes}");

@@ -233,9 +233,7 @@ fn monitor_lines_and_slowlog_entries_are_redis_7s() {
         .find(|l| l.starts_with("cmdstat_get:"))
         .unwrap_or_else(|| panic!("{info}"));
     assert!(get.starts_with("cmdstat_get:calls=1,usec="), "{get}");
-    wait_until(Duration::from_secs(5), "slowlog len", || {
-        c.cmd_s(&["SLOWLOG", "LEN"]) != ":0\r\n"
-    });
+    wait_until("slowlog len", || c.cmd_s(&["SLOWLOG", "LEN"]) != ":0\r\n");
     assert_eq!(c.cmd_s(&["SLOWLOG", "RESET"]), "+OK\r\n");
     assert_eq!(
         c.cmd_s(&["SLOWLOG", "LEN"]),
@@ -263,7 +261,7 @@ fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
         c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(10), "cluster ok", || {
+    wait_until("cluster ok", || {
         bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     for k in ["a", "b", "c"] {

@@ -215,7 +215,7 @@ fn fatal_save_exits_1_even_when_stderr_is_a_full_disk() {
         .stderr(Stdio::from(full))
         .spawn()
         .expect("spawn");
-    common::wait_for_port(23652, Duration::from_secs(15));
+    common::wait_for_port(23652);
     // A directory where the temporary file goes makes every save fail.
     std::fs::create_dir_all(
         dir.join(format!(".nodes.conf.tmp-{}", child.id()))

@@ -59,7 +59,7 @@ fn spawn_ours(dir: &Path, port: u16, extra: &[&str]) -> std::process::Child {
         .stderr(log)
         .spawn()
         .unwrap();
-    common::wait_for_port(port, Duration::from_secs(15));
+    common::wait_for_port(port);
     child
 }
 
@@ -89,7 +89,7 @@ fn save_bgsave_and_restart_keep_the_data_set() {
     let lastsave = c.cmd_s(&["LASTSAVE"]);
     assert_eq!(c.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["BGSAVE"]), "+Background saving started\r\n");
-    wait_until(Duration::from_secs(10), "bgsave done", || {
+    wait_until("bgsave done", || {
         info_field(&mut c, "rdb_bgsave_in_progress") == "0"
     });
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
@@ -192,9 +192,7 @@ fn dump_files_move_both_ways_with_redis_7_and_valkey_9() {
         let _ = node.wait();
         let _real = start_real_server(bin, port_theirs, &dir2, &["--dbfilename", "dump.rdb"]);
         let mut c = Client::connect(port_theirs);
-        wait_until(Duration::from_secs(10), "loaded", || {
-            c.cmd_s(&["DBSIZE"]) == ":6\r\n"
-        });
+        wait_until("loaded", || c.cmd_s(&["DBSIZE"]) == ":6\r\n");
         check(&mut c);
     }
 }

@@ -116,15 +116,11 @@ fn info_readiness_and_ckquorum_follow_the_cluster() {
 
     // Healthy cluster: once a write reached every replica, every node sees every shard ready.
     write_to_every_shard(&primaries);
-    wait_until(
-        Duration::from_secs(30),
-        "failover_ready:yes on every node",
-        || {
-            ports
-                .iter()
-                .all(|&p| readiness(p).get("failover_ready").map(String::as_str) == Some("yes"))
-        },
-    );
+    wait_until("failover_ready:yes on every node", || {
+        ports
+            .iter()
+            .all(|&p| readiness(p).get("failover_ready").map(String::as_str) == Some("yes"))
+    });
     for &p in &ports {
         let f = readiness(p);
         let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("<missing>");
@@ -181,11 +177,9 @@ fn info_readiness_and_ckquorum_follow_the_cluster() {
     let survivor = primaries[2];
     procs.kill(primaries[0]);
     procs.kill(primaries[1]);
-    wait_until(
-        Duration::from_secs(30),
-        "-NOQUORUM from the surviving primary",
-        || ckquorum(survivor).starts_with("-NOQUORUM "),
-    );
+    wait_until("-NOQUORUM from the surviving primary", || {
+        ckquorum(survivor).starts_with("-NOQUORUM ")
+    });
     let ck = ckquorum(survivor);
     assert!(
         ck.starts_with("-NOQUORUM 1 usable voting primaries of 3, quorum 2: "),

@@ -95,29 +95,25 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
     assert!(ok, "redis-py (RESP3) failed:\n{out}");
 
     // Replication: each replica holds what its primary holds, and WAIT sees the replica.
-    wait_until(
-        Duration::from_secs(20),
-        "replicas hold their primary's keys",
-        || {
-            let sizes: Vec<String> = ports
-                .iter()
-                .map(|&p| Client::connect(p).cmd_s(&["DBSIZE"]))
-                .collect();
-            let mut primaries = Vec::new();
-            let mut replicas = Vec::new();
-            for (&p, size) in ports.iter().zip(&sizes) {
-                let role = bulk_text(&Client::connect(p).cmd(&["INFO", "replication"]));
-                if role.contains("role:master") {
-                    primaries.push(size.clone());
-                } else {
-                    replicas.push(size.clone());
-                }
+    wait_until("replicas hold their primary's keys", || {
+        let sizes: Vec<String> = ports
+            .iter()
+            .map(|&p| Client::connect(p).cmd_s(&["DBSIZE"]))
+            .collect();
+        let mut primaries = Vec::new();
+        let mut replicas = Vec::new();
+        for (&p, size) in ports.iter().zip(&sizes) {
+            let role = bulk_text(&Client::connect(p).cmd(&["INFO", "replication"]));
+            if role.contains("role:master") {
+                primaries.push(size.clone());
+            } else {
+                replicas.push(size.clone());
             }
-            primaries.sort();
-            replicas.sort();
-            primaries.len() == 3 && primaries == replicas
-        },
-    );
+        }
+        primaries.sort();
+        replicas.sort();
+        primaries.len() == 3 && primaries == replicas
+    });
     let mut owner = Client::connect(23402);
     assert_eq!(owner.cmd_s(&["SET", "foo", "after-wait"]), "+OK\r\n");
     assert_eq!(owner.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
@@ -210,20 +206,16 @@ fn redis_py_survives_kill_9_of_a_primary() {
     procs.kill(23502);
     // The replica of 23502 is elected: slot 12182 gets a new owner.
     let mut new_owner = String::new();
-    wait_until(
-        Duration::from_secs(30),
-        "a replica takes over slot 12182",
-        || {
-            let reply = Client::connect(23500).cmd_s(&["GET", "foo"]);
-            match reply.strip_prefix("-MOVED 12182 ") {
-                Some(addr) if !addr.starts_with("127.0.0.1:23502") => {
-                    new_owner = addr.trim().to_string();
-                    true
-                }
-                _ => false,
+    wait_until("a replica takes over slot 12182", || {
+        let reply = Client::connect(23500).cmd_s(&["GET", "foo"]);
+        match reply.strip_prefix("-MOVED 12182 ") {
+            Some(addr) if !addr.starts_with("127.0.0.1:23502") => {
+                new_owner = addr.trim().to_string();
+                true
             }
-        },
-    );
+            _ => false,
+        }
+    });
     let out = writer
         .0
         .take()
@@ -243,11 +235,9 @@ fn redis_py_survives_kill_9_of_a_primary() {
     assert!(text.contains("last_ok_after_failure=True"), "{text}");
     // The old primary, restarted, is a replica of the new one and redirects there.
     procs.start(&dir, 23502, &["--cluster-node-timeout", "2000"]);
-    wait_until(
-        Duration::from_secs(30),
-        "the old primary answers MOVED to the new one",
-        || Client::connect(23502).cmd_s(&["GET", "foo"]) == format!("-MOVED 12182 {new_owner}\r\n"),
-    );
+    wait_until("the old primary answers MOVED to the new one", || {
+        Client::connect(23502).cmd_s(&["GET", "foo"]) == format!("-MOVED 12182 {new_owner}\r\n")
+    });
     assert!(Client::connect(23502)
         .cmd_s(&["ROLE"])
         .starts_with("*5\r\n$5\r\nslave\r\n"));

@@ -44,7 +44,7 @@ fn a_redis_style_config_with_include_pidfile_and_timeout_is_taken() {
         .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
         .spawn()
         .unwrap();
-    common::wait_for_port(23230, Duration::from_secs(15));
+    common::wait_for_port(23230);
     let mut c = Client::connect(23230);
     assert_eq!(get(&mut c, "slowlog-log-slower-than"), "5");
     assert_eq!(get(&mut c, "latency-monitor-threshold"), "10");
@@ -70,14 +70,10 @@ fn a_redis_style_config_with_include_pidfile_and_timeout_is_taken() {
         "closed by the server"
     );
     assert!(t0.elapsed() >= Duration::from_millis(900));
-    wait_until(
-        Duration::from_secs(5),
-        "the subscriber still served",
-        || {
-            let mut c = Client::connect(23230);
-            bulk_text(&c.cmd(&["CLIENT", "LIST"])).contains("sub=1")
-        },
-    );
+    wait_until("the subscriber still served", || {
+        let mut c = Client::connect(23230);
+        bulk_text(&c.cmd(&["CLIENT", "LIST"])).contains("sub=1")
+    });
     // SHUTDOWN saves (save points are set) to data.rdb and removes the pidfile.
     c = Client::connect(23230);
     assert_eq!(c.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
@@ -168,9 +164,9 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    common::wait_for_port(23232, Duration::from_secs(15));
+    common::wait_for_port(23232);
     let mut daemon = Daemon(None);
-    wait_until(Duration::from_secs(5), "the pid file", || pidfile.exists());
+    wait_until("the pid file", || pidfile.exists());
     let pid: u32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
@@ -193,7 +189,7 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
         c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(10), "cluster_state:ok", || {
+    wait_until("cluster_state:ok", || {
         bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     assert_eq!(c.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
@@ -201,12 +197,8 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
     let log = std::fs::read_to_string(&logfile).unwrap();
     assert!(log.contains("ready to accept connections"), "{log}");
     c.send_raw(&common::encode(&[b"SHUTDOWN"]));
-    wait_until(
-        Duration::from_secs(10),
-        "the pid file removed at shutdown",
-        || !pidfile.exists(),
-    );
-    wait_until(Duration::from_secs(10), "the server gone", || {
+    wait_until("the pid file removed at shutdown", || !pidfile.exists());
+    wait_until("the server gone", || {
         !std::path::Path::new(&format!("/proc/{pid}")).exists()
     });
     daemon.0 = None;
@@ -345,11 +337,9 @@ fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
         let mut c = Client::connect(port);
         assert_eq!(c.cmd_s(&["SET", "a", "1"]), "+OK\r\n");
         let _ = c.cmd(&["BGSAVE"]);
-        wait_until(
-            Duration::from_secs(10),
-            "rdb_last_bgsave_status:err",
-            || bulk_text(&c.cmd(&["INFO", "persistence"])).contains("rdb_last_bgsave_status:err"),
-        );
+        wait_until("rdb_last_bgsave_status:err", || {
+            bulk_text(&c.cmd(&["INFO", "persistence"])).contains("rdb_last_bgsave_status:err")
+        });
         c.cmd_s(&["SET", "a", "2"])
     };
     let vdir = dir.join("valkey");
@@ -416,11 +406,9 @@ fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
         for _ in 0..300 {
             admin.cmd(&["PUBLISH", "ch", &payload]);
         }
-        wait_until(
-            Duration::from_secs(10),
-            &format!("{port}: closed (hard)"),
-            || subscribers(&mut admin) == "0",
-        );
+        wait_until(&format!("{port}: closed (hard)"), || {
+            subscribers(&mut admin) == "0"
+        });
         drop(sub);
         // Soft limit 64 KiB for 1 s: over it, then over it still after the second.
         assert_eq!(
@@ -444,11 +432,9 @@ fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
         );
         std::thread::sleep(Duration::from_millis(2100));
         admin.cmd(&["PUBLISH", "ch", &payload]);
-        wait_until(
-            Duration::from_secs(10),
-            &format!("{port}: closed (soft)"),
-            || subscribers(&mut admin) == "0",
-        );
+        wait_until(&format!("{port}: closed (soft)"), || {
+            subscribers(&mut admin) == "0"
+        });
         drop(sub);
     }
 }

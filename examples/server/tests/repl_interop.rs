@@ -111,7 +111,7 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
     let _valkey = start_real("valkey-server", VALKEY, &base.join("valkey"), P);
     let _redis = start_real("redis-server", REDIS, &base.join("redis"), P);
     for port in [VALKEY, REDIS] {
-        wait_until(Duration::from_secs(20), "the replica synced", || {
+        wait_until("the replica synced", || {
             info(port).contains("master_link_status:up")
         });
         check_first_phase(port);
@@ -138,7 +138,7 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
     }
     assert_eq!(p.cmd_s(&["SET", "during", "2"]), "+OK\r\n");
     for port in [VALKEY, REDIS] {
-        wait_until(Duration::from_secs(20), "the replica resynced", || {
+        wait_until("the replica resynced", || {
             info(port).contains("master_link_status:up")
                 && bulk_text(&Client::connect(port).cmd(&["GET", "during"])) == "2"
         });
@@ -191,7 +191,7 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
         v.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(10), "valkey's cluster_state:ok", || {
+    wait_until("valkey's cluster_state:ok", || {
         bulk_text(&Client::connect(V).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     for cmd in [
@@ -211,13 +211,11 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
         "+OK\r\n"
     );
     let vid = bulk_text(&v.cmd(&["CLUSTER", "MYID"]));
-    wait_until(
-        Duration::from_secs(15),
-        "ours knows the valkey node",
-        || bulk_text(&Client::connect(OURS).cmd(&["CLUSTER", "NODES"])).contains(&vid),
-    );
+    wait_until("ours knows the valkey node", || {
+        bulk_text(&Client::connect(OURS).cmd(&["CLUSTER", "NODES"])).contains(&vid)
+    });
     assert_eq!(o.cmd_s(&["CLUSTER", "REPLICATE", &vid]), "+OK\r\n");
-    wait_until(Duration::from_secs(20), "ours synced from valkey", || {
+    wait_until("ours synced from valkey", || {
         info(OURS).contains("master_link_status:up")
     });
     let mut r = Client::connect(OURS);
@@ -244,7 +242,7 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     assert_eq!(stat(V, "sync_partial_ok"), 0);
     assert_eq!(v.cmd_s(&["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
     assert_eq!(v.cmd_s(&["SET", "during", "2"]), "+OK\r\n");
-    wait_until(Duration::from_secs(20), "ours resynced", || {
+    wait_until("ours resynced", || {
         stat(V, "sync_partial_ok") == 1 && info(OURS).contains("master_link_status:up")
     });
     assert_eq!(stat(V, "sync_full"), 1, "no second full sync");
@@ -304,22 +302,20 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
     }
     let pid = bulk_text(&p.cmd(&["CLUSTER", "MYID"]));
     for port in [A, B] {
-        wait_until(
-            Duration::from_secs(15),
-            "the replica knows the primary",
-            || bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])).contains(&pid),
-        );
+        wait_until("the replica knows the primary", || {
+            bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])).contains(&pid)
+        });
         assert_eq!(
             Client::connect(port).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
             "+OK\r\n"
         );
     }
     for port in [A, B] {
-        wait_until(Duration::from_secs(20), "the replica synced", || {
+        wait_until("the replica synced", || {
             info(port).contains("master_link_status:up")
         });
     }
-    wait_until(Duration::from_secs(15), "cluster_state:ok", || {
+    wait_until("cluster_state:ok", || {
         [P, A, B].iter().all(|&port| {
             bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
         })
@@ -333,7 +329,7 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
     // Every node sees one shard (the replicas took the primary's shard ID): a node that sees
     // the promoted one in another shard is told to sync fully (Valkey `clusterSetPrimary`
     // with `full_sync` when not `areInSameShard`), which is right but not this test's case.
-    wait_until(Duration::from_secs(15), "one shard everywhere", || {
+    wait_until("one shard everywhere", || {
         [P, A, B].iter().all(|&port| {
             let raw = Client::connect(port).cmd(&["CLUSTER", "SHARDS"]);
             String::from_utf8_lossy(&raw)
@@ -347,17 +343,13 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
         Client::connect(A).cmd_s(&["CLUSTER", "FAILOVER"]),
         "+OK\r\n"
     );
-    wait_until(
-        Duration::from_secs(15),
-        "both follow the promoted node",
-        || {
-            role_and_primary(A).0 == "master"
-                && [P, B].iter().all(|&port| {
-                    role_and_primary(port) == ("slave".to_string(), Some(A))
-                        && info(port).contains("master_link_status:up")
-                })
-        },
-    );
+    wait_until("both follow the promoted node", || {
+        role_and_primary(A).0 == "master"
+            && [P, B].iter().all(|&port| {
+                role_and_primary(port) == ("slave".to_string(), Some(A))
+                    && info(port).contains("master_link_status:up")
+            })
+    });
     assert_eq!(stat(A, "sync_full"), 0, "no full sync after the failover");
     assert_eq!(stat(A, "sync_partial_ok"), 2, "{}", info(A));
     let a_info = info(A);

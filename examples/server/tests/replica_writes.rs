@@ -27,7 +27,7 @@ fn meet(from: u16, to: u16) -> String {
         "+OK\r\n"
     );
     let id = myid(to);
-    wait_until(Duration::from_secs(15), "the MEET completes", || {
+    wait_until("the MEET completes", || {
         bulk_text(&Client::connect(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
     });
     id
@@ -47,7 +47,7 @@ fn primary_and_replica<const PRIMARY: u16, const REPLICA: u16>(procs: &mut Procs
     let pid = meet(REPLICA, PRIMARY);
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
     for port in [PRIMARY, REPLICA] {
-        wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+        wait_until("cluster_state:ok", || {
             bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
         });
     }

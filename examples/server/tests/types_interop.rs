@@ -158,13 +158,13 @@ fn replicate(primary: u16, replica: u16) {
         "+OK\r\n"
     );
     let id = myid(primary);
-    wait_until(Duration::from_secs(15), "the MEET completes", || {
+    wait_until("the MEET completes", || {
         Client::connect(replica)
             .cmd_s(&["CLUSTER", "NODES"])
             .contains(&id)
     });
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &id]), "+OK\r\n");
-    wait_until(Duration::from_secs(20), "replica link up", || {
+    wait_until("replica link up", || {
         Client::connect(replica)
             .cmd_s(&["INFO", "replication"])
             .contains("master_link_status:up")
@@ -202,7 +202,7 @@ fn replicas_end_equal_to_their_primary_for_every_effect() {
         p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+    wait_until("cluster_state:ok", || {
         Client::connect(primary)
             .cmd_s(&["CLUSTER", "INFO"])
             .contains("cluster_state:ok")

@@ -23,7 +23,7 @@ fn a_key_that_expires_after_watch_aborts_exec_as_on_redis() {
         .stderr(Stdio::null())
         .spawn()
         .expect("redis-server is needed (.ci/run installs it)");
-    common::wait_for_port(23891, Duration::from_secs(15));
+    common::wait_for_port(23891);
     let mut replies = Vec::new();
     for port in [23890u16, 23891] {
         let mut c = Client::connect(port);
@@ -70,19 +70,19 @@ fn a_replicated_write_aborts_exec_on_the_replica() {
     let mut r = Client::connect(replica);
     r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &primary.to_string()]);
     let id = myid(primary);
-    wait_until(Duration::from_secs(15), "the MEET completes", || {
+    wait_until("the MEET completes", || {
         Client::connect(replica)
             .cmd_s(&["CLUSTER", "NODES"])
             .contains(&id)
     });
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &id]), "+OK\r\n");
-    wait_until(Duration::from_secs(20), "replica link up", || {
+    wait_until("replica link up", || {
         Client::connect(replica)
             .cmd_s(&["INFO", "replication"])
             .contains("master_link_status:up")
     });
     for port in [primary, replica] {
-        wait_until(Duration::from_secs(20), "cluster_state:ok", || {
+        wait_until("cluster_state:ok", || {
             Client::connect(port)
                 .cmd_s(&["CLUSTER", "INFO"])
                 .contains("cluster_state:ok")

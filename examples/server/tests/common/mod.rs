@@ -42,15 +42,24 @@ pub fn run_to_exit(dir: &Path, port: u16, extra: &[&str]) -> (Option<i32>, Strin
 /// The server binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
 
-/// Kills every process it holds when dropped.
+/// Loopback ports from the one allocator every test binary shares (`ferrocluster-testkit`):
+/// `ports::port()`, `ports::ports(n)`, `ports::block(n)` (consecutive, for base-port tools).
+pub use ferrocluster_testkit::ports;
+pub use ferrocluster_testkit::proc::{log_tail, Logged};
+pub use ferrocluster_testkit::wait::{wait_for, wait_ok, HANG};
+
+/// Kills every process it holds when dropped; removes their directories when the test passed
+/// and keeps them (naming them on stderr) when it failed.
 #[derive(Default)]
 pub struct Procs {
-    pub children: Vec<(u16, Option<Child>)>,
+    pub children: Vec<(u16, Logged)>,
     pub dirs: Vec<PathBuf>,
 }
 
 impl Procs {
-    /// Starts a node on `port` with its own directory under `base`, plus `extra` flags.
+    /// Starts a node on `port` with its own directory under `base`, plus `extra` flags; waits
+    /// until it listens (a start that fails panics with its log's tail and who holds its
+    /// ports).
     pub fn start(&mut self, base: &Path, port: u16, extra: &[&str]) -> PathBuf {
         self.start_inner(base, port, None, extra)
     }
@@ -75,59 +84,47 @@ impl Procs {
     ) -> PathBuf {
         let dir = base.join(format!("node-{port}"));
         std::fs::create_dir_all(&dir).expect("create node dir");
-        // The default bus port (port + 10000) lies in Linux's ephemeral range, where an
-        // outgoing connection of another test may hold it for a while: the server retries the
-        // bind for 5 s, and we start it again (up to 3 times) if it still gave up.
-        for attempt in 0..3 {
-            let log = std::fs::File::create(dir.join("stderr.log")).expect("create log");
-            let mut child = Command::new(BIN)
-                .args(file)
-                .arg("--port")
-                .arg(port.to_string())
-                .arg("--dir")
-                .arg(&dir)
-                .args(extra)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::from(log))
-                .spawn()
-                .expect("spawn ferrocluster-server");
-            let end = Instant::now() + Duration::from_secs(15);
-            while Instant::now() < end {
-                // A node may listen on IPv6 only (`--bind ::1`).
-                if TcpStream::connect(("127.0.0.1", port)).is_ok()
-                    || TcpStream::connect(("::1", port)).is_ok()
-                {
-                    self.children.push((port, Some(child)));
-                    return dir;
-                }
-                if let Ok(Some(status)) = child.try_wait() {
-                    let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
-                    assert!(
-                        attempt < 2 && log.contains("Address already in use"),
-                        "node {port} exited ({status}) before listening:\n{log}"
-                    );
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!(
-            "node {port} did not start listening (see {})",
-            dir.display()
+        let mut cmd = Command::new(BIN);
+        cmd.args(file)
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra);
+        let mut child = Logged::spawn(
+            &mut cmd,
+            &dir.join("stderr.log"),
+            &format!("ferrocluster-server on {port}"),
         );
+        child.wait_listening(port);
+        self.children.push((port, child));
+        if !self.dirs.contains(&dir) {
+            self.dirs.push(dir.clone());
+        }
+        dir
+    }
+
+    /// The running node on `port`, if any.
+    pub fn child(&mut self, port: u16) -> Option<&mut Logged> {
+        self.children
+            .iter_mut()
+            .rev()
+            .find(|(p, c)| *p == port && c.pid().is_some())
+            .map(|(_, c)| c)
+    }
+
+    /// The pid of the running node on `port`.
+    pub fn pid(&mut self, port: u16) -> u32 {
+        self.child(port)
+            .and_then(|c| c.pid())
+            .unwrap_or_else(|| panic!("no running node on {port}"))
     }
 
     /// Kills (SIGKILL) the node on `port`.
     pub fn kill(&mut self, port: u16) {
         for (p, c) in &mut self.children {
             if *p == port {
-                if let Some(mut c) = c.take() {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
+                c.kill();
             }
         }
     }
@@ -136,45 +133,70 @@ impl Procs {
 impl Drop for Procs {
     fn drop(&mut self) {
         for (_, c) in &mut self.children {
-            if let Some(mut c) = c.take() {
-                let _ = c.kill();
-                let _ = c.wait();
+            c.kill();
+        }
+        if std::thread::panicking() {
+            for d in &self.dirs {
+                eprintln!("test failed: node files kept in {}", d.display());
+            }
+        } else {
+            for d in &self.dirs {
+                let _ = std::fs::remove_dir_all(d);
             }
         }
     }
 }
 
 /// A real `redis-server` / `valkey-server` a test started; killed when dropped.
-pub struct RealServer(pub Child);
-
-impl Drop for RealServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+pub struct RealServer(pub Logged);
 
 /// Starts a real server `bin` on `port` without persistence (`--save ""`, no AOF), its files
-/// and log (`log`) in `dir`, plus `extra` arguments; waits until it listens. A missing binary
-/// fails the test with the hint that `.ci/run` installs it.
+/// and log (`log`) in `dir`, plus `extra` arguments; waits until it listens (a start that
+/// fails panics with the log's tail). A missing binary fails the test with the hint that
+/// `.ci/run` installs it.
 pub fn start_real_server(bin: &str, port: u16, dir: &Path, extra: &[&str]) -> RealServer {
     std::fs::create_dir_all(dir).expect("create the server's dir");
-    let child = Command::new(bin)
-        .args(["--port", &port.to_string(), "--save", ""])
+    let mut cmd = Command::new(bin);
+    cmd.args(["--port", &port.to_string(), "--save", ""])
         .args(["--appendonly", "no"])
         .args(extra)
         .arg("--dir")
         .arg(dir)
         .arg("--logfile")
-        .arg(dir.join("log"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin} is needed (.ci/run installs it): {e}"));
-    let server = RealServer(child);
-    wait_for_port(port, Duration::from_secs(15));
-    server
+        .arg(dir.join("log"));
+    // The server logs to `log`; what it prints before it opens the log goes to `stdout.log`.
+    let mut child = Logged::spawn(
+        &mut cmd,
+        &dir.join("stdout.log"),
+        &format!("{bin} on {port}"),
+    );
+    if let Some(status) = child.exited() {
+        panic!(
+            "{bin} exited at once ({status}):\n{}",
+            log_tail(&dir.join("log"), 40)
+        );
+    }
+    wait_real_listening(&mut child, port, &dir.join("log"));
+    RealServer(child)
+}
+
+/// Waits until a real server listens on `port`; its own log is `log`.
+fn wait_real_listening(child: &mut Logged, port: u16, log: &Path) {
+    let end = Instant::now() + HANG;
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        if child.exited().is_some() || Instant::now() >= end {
+            panic!(
+                "{}\n--- last lines of {} ---\n{}",
+                child.failure("did not start", port),
+                log.display(),
+                log_tail(log, 40)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Starts a valkey-server 9.1 replica of the (non-cluster) primary on `primary` at `port`,
@@ -188,13 +210,13 @@ pub fn valkey_replica_of(primary: u16, port: u16, dir: &Path) -> (RealServer, Cl
         &["--replicaof", "127.0.0.1", &p],
     );
     let mut c = Client::connect(port);
-    wait_until(Duration::from_secs(20), "the replica in sync", || {
+    wait_until("the replica in sync", || {
         bulk_text(&c.cmd(&["INFO", "replication"])).contains("master_link_status:up")
     });
     (server, c)
 }
 
-/// A fresh directory for one test.
+/// A fresh directory for one test (`$TMPDIR/ferrocluster-server-test-<name>-<pid>`).
 pub fn test_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "ferrocluster-server-test-{name}-{}",
@@ -205,28 +227,17 @@ pub fn test_dir(name: &str) -> PathBuf {
     d
 }
 
-/// Waits until `port` accepts TCP connections, panicking after `limit`.
-pub fn wait_for_port(port: u16, limit: Duration) {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("port {port} did not open within {limit:?}");
+/// Waits until `port` accepts TCP connections; panics after [`HANG`].
+pub fn wait_for_port(port: u16) {
+    wait_until(&format!("port {port} to accept connections"), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
 }
 
-/// Polls `f` every 100 ms until it holds, panicking with `what` after `limit`.
-pub fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out after {limit:?} waiting for: {what}");
+/// Polls `f` until it holds; panics naming `what` after [`HANG`] (a bound on a hang, never a
+/// measure of speed).
+pub fn wait_until(what: &str, f: impl FnMut() -> bool) {
+    ferrocluster_testkit::wait::wait_until(what, f)
 }
 
 /// Encodes a request as a RESP multibulk array.
@@ -254,9 +265,7 @@ impl Client {
     /// Connects to `host` (`127.0.0.1`, `::1`, ...).
     pub fn connect_to(host: &str, port: u16) -> Client {
         let stream = TcpStream::connect((host, port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
+        stream.set_read_timeout(Some(HANG)).expect("timeout");
         Client {
             stream,
             buf: Vec::new(),
@@ -402,7 +411,7 @@ pub fn six_node_cluster(procs: &mut Procs, dir: &Path, base_port: u16) -> Vec<u1
             .iter()
             .map(|s| s.to_string()),
     );
-    let out = run_bounded("redis-cli", &args, Duration::from_secs(60));
+    let out = run_bounded("redis-cli", &args, HANG);
     assert!(out.0, "redis-cli --cluster create failed:\n{}", out.1);
     wait_cluster_ok(&ports);
     ports
@@ -410,22 +419,19 @@ pub fn six_node_cluster(procs: &mut Procs, dir: &Path, base_port: u16) -> Vec<u1
 
 /// Waits until every node says cluster_state:ok and every replica's link is up.
 pub fn wait_cluster_ok(ports: &[u16]) {
-    wait_until(
-        Duration::from_secs(30),
-        "cluster_state:ok everywhere and replicas in sync",
-        || {
-            ports.iter().all(|&p| {
-                let mut c = Client::connect(p);
-                let info = bulk_text(&c.cmd(&["CLUSTER", "INFO"]));
-                let repl = bulk_text(&c.cmd(&["INFO", "replication"]));
-                info.contains("cluster_state:ok")
-                    && (repl.contains("role:master") || repl.contains("master_link_status:up"))
-            })
-        },
-    );
+    wait_until("cluster_state:ok everywhere and replicas in sync", || {
+        ports.iter().all(|&p| {
+            let mut c = Client::connect(p);
+            let info = bulk_text(&c.cmd(&["CLUSTER", "INFO"]));
+            let repl = bulk_text(&c.cmd(&["INFO", "replication"]));
+            info.contains("cluster_state:ok")
+                && (repl.contains("role:master") || repl.contains("master_link_status:up"))
+        })
+    });
 }
 
-/// Runs a command with a deadline; returns (success, stdout+stderr).
+/// Runs a command with a deadline that bounds a hang (at least [`HANG`]); returns (success,
+/// stdout+stderr).
 pub fn run_bounded(cmd: &str, args: &[String], limit: Duration) -> (bool, String) {
     let mut child = Command::new(cmd)
         .args(args)
@@ -433,28 +439,37 @@ pub fn run_bounded(cmd: &str, args: &[String], limit: Duration) -> (bool, String
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("can't run {cmd}: {e}"));
+        .unwrap_or_else(|e| panic!("can't run {cmd} (.ci/run installs it): {e}"));
+    // Drained on their own threads, so a chatty child never blocks on a full pipe.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let limit = limit.max(HANG);
     let end = Instant::now() + limit;
-    loop {
+    let status = loop {
         match child.try_wait().expect("wait") {
-            Some(_) => break,
+            Some(status) => break Some(status),
             None if Instant::now() > end => {
                 let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
-                panic!(
-                    "{cmd} {args:?} did not finish within {limit:?}:\n{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                let _ = child.wait();
+                break None;
             }
-            None => std::thread::sleep(Duration::from_millis(50)),
+            None => std::thread::sleep(Duration::from_millis(20)),
         }
-    }
-    let out = child.wait_with_output().expect("output");
+    };
     let text = format!(
         "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.join().unwrap_or_default()),
+        String::from_utf8_lossy(&err.join().unwrap_or_default())
     );
-    (out.status.success(), text)
+    match status {
+        Some(s) => (s.success(), text),
+        None => panic!("{cmd} {args:?} did not finish within {limit:?} (a hang):\n{text}"),
+    }
 }

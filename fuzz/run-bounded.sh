@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Bounded fuzzing, for CI and by hand: seeds each target's corpus from ../shared/vectors (real
-# captures, copied at run time, never committed), then runs every target for SECONDS seconds.
+# captures, copied at run time, never committed) and the repository's own captures, then runs
+# every target.
 #
-#   fuzz/run-bounded.sh SECONDS [TARGET...]      (default: 30 seconds, every target)
+#   fuzz/run-bounded.sh SECONDS [TARGET...]   by hand: each target for SECONDS seconds (default
+#                                             30), random seeds, corpus kept in corpus/<target>/
+#   fuzz/run-bounded.sh --ci [TARGET...]      CI: each target for the number of inputs that
+#                                             ci-runs.txt gives it, seed 1, from a fresh corpus
+#                                             of the seeds only: the same inputs on every run and
+#                                             every machine, however fast (a crash is never
+#                                             found by chance; longer runs by hand find new ones)
 #
 # Works with the machine's single stable toolchain: RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its
 # -Z flags (AddressSanitizer and sanitizer coverage) to stable rustc. See fuzz/README.md.
@@ -10,8 +17,15 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-secs="${1:-30}"
-if [ "$#" -gt 0 ]; then shift; fi
+ci=0
+secs=30
+if [ "${1:-}" = "--ci" ]; then
+  ci=1
+  shift
+elif [ "$#" -gt 0 ]; then
+  secs="$1"
+  shift
+fi
 
 vectors="${FERROCLUSTER_VECTORS:-../../shared/vectors}"
 if [ ! -f "$vectors/README.md" ]; then
@@ -20,7 +34,8 @@ if [ ! -f "$vectors/README.md" ]; then
 fi
 
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
+  echo "run-bounded.sh: cargo-fuzz is needed: cargo install cargo-fuzz --locked --version 0.13.1 (.ci/run installs it)" >&2
+  exit 1
 fi
 export RUSTC_BOOTSTRAP=1
 
@@ -32,7 +47,7 @@ fi
 
 # seed_<target> functions fill corpus/<target>; a target without one starts empty.
 seed_bus_decode() {
-  local dir=corpus/bus_decode f
+  local dir="$1" f
   for f in "$vectors"/*/bus/*.bin; do
     cp "$f" "$dir/$(basename "$(dirname "$(dirname "$f")")")-$(basename "$f")"
   done
@@ -40,7 +55,7 @@ seed_bus_decode() {
 
 seed_bus_frame_decoder() {
   # Input = one seed byte (picks the read sizes) + the stream.
-  local dir=corpus/bus_frame_decoder f i=0
+  local dir="$1" f i=0
   for f in "$vectors"/*/bus/*.bin; do
     i=$((i + 1))
     { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/one-$i"
@@ -51,7 +66,7 @@ seed_bus_frame_decoder() {
 }
 
 seed_nodes_conf() {
-  local dir=corpus/nodes_conf f i=0
+  local dir="$1" f i=0
   while IFS= read -r f; do
     i=$((i + 1))
     cp "$f" "$dir/conf-$i"
@@ -63,7 +78,7 @@ seed_nodes_conf() {
 repl_vectors=../crates/dataplane/tests/vectors
 
 seed_repl_replica_stream() {
-  local dir=corpus/repl_replica_stream f i=0
+  local dir="$1" f i=0
   for f in "$repl_vectors"/*/conn*.p2r.bin; do
     i=$((i + 1))
     { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/p2r-$i"
@@ -71,7 +86,7 @@ seed_repl_replica_stream() {
 }
 
 seed_repl_primary_commands() {
-  local dir=corpus/repl_primary_commands f i=0
+  local dir="$1" f i=0
   for f in "$repl_vectors"/*/conn*.r2p.bin; do
     i=$((i + 1))
     cp "$f" "$dir/r2p-$i"
@@ -86,7 +101,7 @@ rdb_vectors=../crates/rdb/tests/vectors
 seed_rdb_dump() {
   # Input = mode byte + bytes. Mode 0: a whole payload; mode 1: the object body (the target
   # appends a valid footer).
-  local dir=corpus/rdb_dump f n
+  local dir="$1" f n
   for f in "$rdb_vectors"/dump/*/*.bin; do
     n="$(basename "$(dirname "$f")")-$(basename "$f" .bin)"
     { printf '\000'; cat "$f"; } >"$dir/$n"
@@ -96,7 +111,7 @@ seed_rdb_dump() {
 
 seed_rdb_stream() {
   # Input = one seed byte (picks the chunk sizes) + the file.
-  local dir=corpus/rdb_stream f i=0
+  local dir="$1" f i=0
   for f in "$rdb_vectors"/files/*.rdb "$rdb_vectors"/legacy/*.rdb; do
     i=$((i + 1))
     { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/$(basename "$f" .rdb)"
@@ -106,7 +121,7 @@ seed_rdb_stream() {
 seed_resp_request() {
   # Input = one byte picking the limits + the bytes of a captured case (the server's own
   # vectors, examples/server/tests/vectors/resp-cases.json).
-  python3 - corpus/resp_request ../examples/server/tests/vectors/resp-cases.json <<'PY'
+  python3 - "$1" ../examples/server/tests/vectors/resp-cases.json <<'PY'
 import json, os, sys
 out, src = sys.argv[1], sys.argv[2]
 for i, c in enumerate(json.load(open(src))["cases"]):
@@ -125,7 +140,7 @@ migrate_vectors=$repl_vectors/migrate
 
 seed_asm_import_stream() {
   # Input = one seed byte (picks the read sizes) + what a real source sent.
-  local dir=corpus/asm_import_stream f i=0
+  local dir="$1" f i=0
   for f in "$asm_vectors"/*/conn*.s2t.bin; do
     i=$((i + 1))
     { printf "\\$(printf '%03o' $((i % 256)))"; cat "$f"; } >"$dir/s2t-$i"
@@ -134,7 +149,7 @@ seed_asm_import_stream() {
 
 seed_asm_export_replies() {
   # Input = mode byte (1: AUTH first) + seed byte + what a real target sent.
-  local dir=corpus/asm_export_replies f i=0 mode
+  local dir="$1" f i=0 mode
   for f in "$asm_vectors"/*/conn*.t2s.bin; do
     i=$((i + 1))
     mode=0
@@ -145,7 +160,7 @@ seed_asm_export_replies() {
 
 seed_legacy_migrate() {
   # Input = mode byte (0: commands through RESTORE, 1: a target's replies to MIGRATE) + bytes.
-  local dir=corpus/legacy_migrate f i=0
+  local dir="$1" f i=0
   for f in "$migrate_vectors"/*/*.s2t.bin; do
     i=$((i + 1))
     { printf '\000'; cat "$f"; } >"$dir/cmds-$i"
@@ -160,7 +175,7 @@ seed_node_steps() {
   # Input = u16 big-endian length + that many bytes of captured frames + the steps. One seed
   # per captured frame (steps: a nodes.conf start, then bent captured frames, time and
   # persist acknowledgements), and one per flavour with all its frames.
-  python3 - corpus/node_steps "$vectors" <<'PY'
+  python3 - "$1" "$vectors" <<'PY'
 import glob, os, sys
 out, vectors = sys.argv[1], sys.argv[2]
 steps = bytes([0, 0, 1, 2, 3, 1, 2, 3, 9, 7]) + bytes([5, 0, 1, 0, 0, 7, 200, 9, 1]) * 6
@@ -178,7 +193,7 @@ PY
 seed_sim_schedule() {
   # Input = seed byte + (pause, step) pairs: eight fixed pseudo-random schedules of 24 steps
   # (the target reads any bytes as a schedule).
-  python3 - corpus/sim_schedule <<'PY'
+  python3 - "$1" <<'PY'
 import os, random, sys
 r = random.Random(21)
 for i in range(8):
@@ -186,16 +201,39 @@ for i in range(8):
 PY
 }
 
+# --ci: the number of inputs of each target (ci-runs.txt: "target runs" lines).
+ci_runs() {
+  awk -v t="$1" '$1 == t { print $2 }' ci-runs.txt
+}
+
 status=0
 for t in "${targets[@]}"; do
-  mkdir -p "corpus/$t"
-  if declare -F "seed_$t" >/dev/null; then
-    "seed_$t"
+  if [ "$ci" = 1 ]; then
+    runs="$(ci_runs "$t")"
+    if [ -z "$runs" ]; then
+      echo "=== fuzz $t: no run count in fuzz/ci-runs.txt" >&2
+      status=1
+      continue
+    fi
+    corpus="$(mktemp -d)"
+    limit=(-seed=1 "-runs=$runs")
+  else
+    corpus="corpus/$t"
+    limit=("-max_total_time=$secs")
   fi
-  echo "=== fuzz $t for ${secs}s (corpus: $(find "corpus/$t" -type f | wc -l) inputs)"
-  if ! cargo fuzz run "$t" -- -max_total_time="$secs" -rss_limit_mb=4096 -print_final_stats=1; then
+  mkdir -p "$corpus"
+  if declare -F "seed_$t" >/dev/null; then
+    "seed_$t" "$corpus"
+  fi
+  echo "=== fuzz $t: ${limit[*]} (corpus: $(find "$corpus" -type f | wc -l) inputs)"
+  t0=$(date +%s)
+  if ! cargo fuzz run "$t" "$corpus" -- "${limit[@]}" -rss_limit_mb=4096 -print_final_stats=1; then
     echo "=== fuzz $t FAILED (see fuzz/artifacts/$t/)"
     status=1
+  fi
+  echo "=== fuzz $t took $(( $(date +%s) - t0 )) s"
+  if [ "$ci" = 1 ]; then
+    rm -rf "$corpus"
   fi
 done
 exit "$status"

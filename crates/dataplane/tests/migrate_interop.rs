@@ -1,8 +1,11 @@
 //! Legacy migration against real servers, both directions: our MIGRATE client moving keys of
 //! every type into a real valkey-server 9.1 and redis-server 7.0, and a real MIGRATE of each
 //! into a test listener that answers with our RESTORE checks. The servers must be installed
-//! (`.ci/run` installs them); a missing one fails the test. Ports are chosen by the OS; run
-//! inside a network namespace.
+//! (`.ci/run` installs them); a missing one fails the test. The servers' ports come from the
+//! shared allocator (`ferrocluster_testkit::ports`); the RESTORE listener takes port 0 and
+//! stays open until it has served its connection. Every wait, and MIGRATE's own timeout,
+//! only bounds a hang (`HANG`); an expiry is checked against the times measured around the
+//! move, never against a fixed tolerance.
 #![allow(clippy::disallowed_methods)] // a test host reads the clock
 
 #[path = "interop/driver.rs"]
@@ -16,6 +19,7 @@ use ferrocluster_dataplane::legacy::{
 use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{ConnId, Reply};
 use ferrocluster_rdb::RdbObject;
+use ferrocluster_testkit::HANG;
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -85,16 +89,28 @@ fn values(now: i64) -> Vec<(Vec<u8>, RdbObject, Option<i64>)> {
     ]
 }
 
+/// MIGRATE's timeout argument (ms): it only bounds a hang.
+fn migrate_timeout() -> String {
+    HANG.as_millis().to_string()
+}
+
+/// Whether `got`, an expiry set from a relative TTL, is `at` moved by at most the time the move
+/// took (`took` ms, measured around it): the TTL was computed and applied inside that window
+/// (1 ms of slack for the two clocks' rounding).
+fn expiry_within(got: i64, at: i64, took: i64) -> bool {
+    (at - 1..=at + took + 1).contains(&got)
+}
+
 /// Runs a MIGRATE of our client over real sockets until its `Done`.
 fn run(
     c: &mut MigrateClient,
     socks: &mut BTreeMap<MigrateLink, TcpStream>,
 ) -> (Reply, Vec<Vec<u8>>) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + HANG;
     loop {
         assert!(
             std::time::Instant::now() < deadline,
-            "MIGRATE never finished"
+            "MIGRATE did not finish within {HANG:?} (a hang)"
         );
         while let Some(o) = c.poll_output() {
             match o {
@@ -161,13 +177,14 @@ fn our_migrate_into_real_servers() {
         let now = unix_ms().as_u64() as i64;
         let vals = values(now);
         let port = target.port.to_string();
+        let timeout = migrate_timeout();
         let mut argv: Vec<String> = [
             "MIGRATE",
             "127.0.0.1",
             &port,
             "",
             "4",
-            "5000",
+            &timeout,
             "AUTH",
             "pw",
             "KEYS",
@@ -189,11 +206,10 @@ fn our_migrate_into_real_servers() {
         );
         let mut socks = BTreeMap::new();
         let found = vals.iter().map(|(k, v, at)| (k.as_slice(), v, *at));
-        assert_eq!(
-            c.start(ConnId(1), args.clone(), found, unix_ms()).unwrap(),
-            None
-        );
+        let t0 = unix_ms();
+        assert_eq!(c.start(ConnId(1), args.clone(), found, t0).unwrap(), None);
         let (reply, moved) = run(&mut c, &mut socks);
+        let took = (unix_ms().as_u64() - t0.as_u64()) as i64;
         assert_eq!(reply, Reply::ok(), "{bin}");
         assert_eq!(moved.len(), vals.len());
         let mut conn = target.conn();
@@ -206,8 +222,8 @@ fn our_migrate_into_real_servers() {
             match at {
                 None => assert_eq!(pexpiretime, -1, "{bin} {k:?}"),
                 Some(at) => assert!(
-                    (pexpiretime - at).abs() < 2_000,
-                    "{bin} {k:?}: {pexpiretime} vs {at}"
+                    expiry_within(pexpiretime, *at, took),
+                    "{bin} {k:?}: {pexpiretime} vs {at} (the move took {took} ms)"
                 ),
             }
         }
@@ -249,6 +265,7 @@ fn our_migrate_into_real_servers() {
 type Restored = Arc<Mutex<BTreeMap<(u32, Vec<u8>), (RdbObject, Option<i64>)>>>;
 
 fn restore_listener() -> (u16, Restored, std::thread::JoinHandle<Vec<Vec<Vec<u8>>>>) {
+    // Port 0, the kernel's pick: the listener stays open until it accepted its connection.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let store = Arc::new(Mutex::new(BTreeMap::new()));
@@ -336,14 +353,16 @@ fn real_migrate_into_our_restore() {
             .arg(port)
             .arg("")
             .arg(3)
-            .arg(5000)
+            .arg(migrate_timeout())
             .arg("AUTH")
             .arg("secret")
             .arg("KEYS");
         for (k, _, _) in &vals {
             cmd.arg(k);
         }
+        let t0 = unix_ms();
         let reply: String = cmd.query(&mut conn).unwrap();
+        let took = (unix_ms().as_u64() - t0.as_u64()) as i64;
         assert_eq!(reply, "OK", "{bin}");
         let n: i64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
         assert_eq!(n, 0, "{bin}: the source deleted what moved");
@@ -362,7 +381,10 @@ fn real_migrate_into_our_restore() {
             assert_eq!(got.normalized(), v.normalized(), "{bin} {k:?}");
             match (at, exp) {
                 (None, None) => {}
-                (Some(a), Some(e)) => assert!((a - e).abs() < 2_000, "{bin} {k:?}"),
+                (Some(a), Some(e)) => assert!(
+                    expiry_within(*e, *a, took),
+                    "{bin} {k:?}: {e} vs {a} (the move took {took} ms)"
+                ),
                 other => panic!("{bin} {k:?}: {other:?}"),
             }
         }

@@ -1,5 +1,6 @@
-//! The bus driver over real loopback sockets (run inside a network namespace: the listeners
-//! take port 0, the kernel's choice).
+//! The bus driver over real loopback sockets. The listeners take port 0 (the kernel's
+//! choice) and stay open for the whole test; a port that must refuse connections comes from
+//! the shared allocator (`ferrocluster_testkit::ports`). Waits only bound a hang (`HANG`).
 #![allow(clippy::disallowed_methods)]
 
 mod common;
@@ -8,9 +9,10 @@ use common::meet;
 use ferrocluster_host::bus::{BusDriver, BusInput};
 use ferrocluster_host::{clock, BindAddr};
 use ferrocluster_node::{Capabilities, ClusterConfig, ClusterNode, LinkEvent, LinkId, Output};
+use ferrocluster_testkit::{ports, HANG};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const LO: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
@@ -22,10 +24,11 @@ fn port(d: &BusDriver) -> u16 {
     d.local_addrs()[0].port()
 }
 
-/// Turns of `d` until `pred` holds on the inputs seen so far (at most 5 s).
+/// Turns of `d` until `pred` holds on the inputs seen so far (`HANG` only bounds a hang).
 fn inputs_until(d: &mut BusDriver, mut pred: impl FnMut(&[BusInput]) -> bool) -> Vec<BusInput> {
     let mut seen = Vec::new();
-    for _ in 0..500 {
+    let end = Instant::now() + HANG;
+    loop {
         d.wait(Some(Duration::from_millis(10))).unwrap();
         while let Some(i) = d.poll_input() {
             seen.push(i);
@@ -33,23 +36,30 @@ fn inputs_until(d: &mut BusDriver, mut pred: impl FnMut(&[BusInput]) -> bool) ->
         if pred(&seen) {
             return seen;
         }
+        assert!(
+            Instant::now() < end,
+            "condition not reached within {HANG:?} (a hang); inputs: {seen:?}"
+        );
     }
-    panic!("condition not reached; inputs: {seen:?}");
 }
 
 #[test]
 fn two_nodes_meet_over_the_driver() {
     let now = clock::now();
     let (mut da, mut db) = (driver(), driver());
+    // A node timeout of HANG: the handshake (deleted after max(node timeout, 1 s)) cannot
+    // time out on a loaded machine before the wait gives up.
     let cfg = |p| ClusterConfig {
         port: p,
         cluster_port: p,
+        node_timeout_ms: HANG.as_millis() as u64,
         ..ClusterConfig::default()
     };
     let mut a = ClusterNode::new(cfg(port(&da)), Capabilities::default(), now, 1, None).unwrap();
     let mut b = ClusterNode::new(cfg(port(&db)), Capabilities::default(), now, 2, None).unwrap();
     meet(&mut a, port(&db), now);
-    for _ in 0..400 {
+    let end = Instant::now() + HANG;
+    while Instant::now() < end {
         let now = clock::now();
         for (d, n) in [(&mut da, &mut a), (&mut db, &mut b)] {
             d.wait(Some(Duration::from_millis(5))).unwrap();
@@ -75,7 +85,7 @@ fn two_nodes_meet_over_the_driver() {
         }
     }
     panic!(
-        "no handshake:\n{}\n{}",
+        "no handshake within {HANG:?} (a hang):\n{}\n{}",
         a.cluster_nodes(),
         b.cluster_nodes()
     );
@@ -84,10 +94,9 @@ fn two_nodes_meet_over_the_driver() {
 #[test]
 fn connect_results_bytes_and_peer_close_in_order() {
     let mut d = driver();
-    // Refused: nothing listens on a port just released.
-    let free = TcpListener::bind((LO, 0)).unwrap();
-    let refused = free.local_addr().unwrap();
-    drop(free);
+    // Refused: nothing listens on a port of the allocator (held by this process, so no other
+    // test listens there either).
+    let refused = std::net::SocketAddr::from((LO, ports::port()));
     d.connect(LinkId(1), refused);
     let seen = inputs_until(&mut d, |s| !s.is_empty());
     assert!(
@@ -238,7 +247,8 @@ fn one_busy_link_does_not_hold_up_the_turn() {
     let mut per_turn_max = 0;
     let mut total = 0;
     let mut quiet_seen = false;
-    for _ in 0..2000 {
+    let end = Instant::now() + HANG;
+    while Instant::now() < end {
         d.wait(Some(Duration::from_millis(10))).unwrap();
         while let Some(i) = d.poll_input() {
             if let BusInput::Bytes { bytes, .. } = i {
@@ -279,7 +289,8 @@ fn send_buffer_figures_reach_cluster_links_and_cluster_info() {
     meet(&mut a, stalled.local_addr().unwrap().port(), now);
     let mut link = None;
     let mut peer = None;
-    for _ in 0..200 {
+    let end = Instant::now() + HANG;
+    while Instant::now() < end {
         d.wait(Some(Duration::from_millis(5))).unwrap();
         d.feed(&mut a, clock::now());
         a.handle_timeout(clock::now());

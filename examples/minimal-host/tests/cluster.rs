@@ -1,19 +1,24 @@
 //! The minimal host as a real cluster node: three processes formed into a cluster by
 //! `redis-cli --cluster create`, `redis-cli -c` following redirects, a restart from
-//! nodes.conf, and an acknowledged ADDSLOTS surviving kill -9 (ports 7100-7199, bus ports
-//! +10000: run inside a network namespace).
+//! nodes.conf, and an acknowledged ADDSLOTS surviving kill -9. Ports (and bus ports, + 10000)
+//! come from the shared allocator (`ferrocluster_testkit::ports`); every wait only bounds a
+//! hang (`HANG`). Each node's output is in `node.log` of its directory, which is kept when
+//! the test fails.
 #![allow(clippy::disallowed_methods)]
 
+use ferrocluster_testkit::proc::Logged;
+use ferrocluster_testkit::{ports, wait_until, TestDir, HANG};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// A minimal host process, SIGKILLed on drop.
 struct Node {
     port: u16,
     dir: PathBuf,
-    child: Option<Child>,
+    child: Option<Logged>,
 }
 
 impl Node {
@@ -29,31 +34,29 @@ impl Node {
         n
     }
 
+    /// Starts the process (its output appended to `node.log`) and waits for its client port;
+    /// a start that fails panics with the log's tail and who holds the ports.
     fn spawn(&mut self) {
-        let log = std::fs::File::create(self.dir.join("stderr.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_ferrocluster-minimal-host"))
-            .args(["--port", &self.port.to_string(), "--dir"])
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+        let mut child = Logged::spawn(
+            Command::new(env!("CARGO_BIN_EXE_ferrocluster-minimal-host"))
+                .args(["--port", &self.port.to_string(), "--dir"])
+                .arg(&self.dir),
+            &self.dir.join("node.log"),
+            &format!("minimal host on port {}", self.port),
+        );
+        child.wait_listening(self.port);
         self.child = Some(child);
-        wait_until("the client port", || {
-            TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-        });
     }
 
     fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            c.kill();
         }
     }
 
     fn cmd(&self, args: &[&str]) -> String {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_read_timeout(Some(HANG)).unwrap();
         let mut req = format!("*{}\r\n", args.len());
         for a in args {
             req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
@@ -79,30 +82,22 @@ impl Drop for Node {
     }
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn base(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fc-minimal-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn redis_cli(args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("redis-cli is installed (.ci/run)");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "redis-cli {args:?}: {text}");
+/// Runs `redis-cli args` to its end, its output (stdout and stderr) in a log of its own in
+/// `dir`, and returns that output. A run that fails, or hangs (`HANG`), fails the test.
+fn redis_cli(dir: &Path, args: &[&str]) -> String {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let log = dir.join(format!(
+        "redis-cli-{}.log",
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut cli = Logged::spawn(
+        Command::new("redis-cli").args(args),
+        &log,
+        &format!("redis-cli {args:?}"),
+    );
+    let status = cli.wait_exit();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "redis-cli {args:?} ({status}): {text}");
     text
 }
 
@@ -117,38 +112,43 @@ fn myself_line(n: &Node) -> String {
 
 #[test]
 fn three_nodes_form_a_cluster_route_and_restart_from_nodes_conf() {
-    let b = base("three");
-    let mut nodes: Vec<Node> = (7100..7103).map(|p| Node::start(&b, p)).collect();
-    let out = redis_cli(&[
-        "--cluster",
-        "create",
-        "127.0.0.1:7100",
-        "127.0.0.1:7101",
-        "127.0.0.1:7102",
-        "--cluster-yes",
-    ]);
+    let b = TestDir::new("minimal-three");
+    let mut nodes: Vec<Node> = ports::ports(3)
+        .into_iter()
+        .map(|p| Node::start(&b, p))
+        .collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let (p0, p2) = (nodes[0].port.to_string(), nodes[2].port.to_string());
+    let mut create = vec!["--cluster", "create"];
+    create.extend(addrs.iter().map(String::as_str));
+    create.push("--cluster-yes");
+    let out = redis_cli(&b, &create);
     assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
     for n in &nodes {
         wait_until("cluster_state:ok", || {
             n.cmd(&["CLUSTER", "INFO"]).contains("cluster_state:ok")
         });
     }
-    // redis-cli -c follows MOVED: keys of every node, written and read through node 7100.
+    // redis-cli -c follows MOVED: keys of every node, written through the first node and
+    // read through the third.
     for i in 0..20 {
         let key = format!("key:{i}");
         let val = format!("value-{i}");
         assert_eq!(
-            redis_cli(&["-c", "-p", "7100", "SET", &key, &val]).trim(),
+            redis_cli(&b, &["-c", "-p", &p0, "SET", &key, &val]).trim(),
             "OK"
         );
-        assert_eq!(redis_cli(&["-c", "-p", "7102", "GET", &key]).trim(), val);
+        assert_eq!(redis_cli(&b, &["-c", "-p", &p2, "GET", &key]).trim(), val);
     }
     let direct = nodes[0].cmd(&["GET", "key:0"]);
     let moved = nodes
         .iter()
         .any(|n| n.cmd(&["GET", "key:0"]).starts_with("-MOVED "));
     assert!(moved, "some node redirects key:0 ({direct})");
-    // Restart node 7101 from its nodes.conf: same ID, same slots, the cluster ok again.
+    // Restart the second node from its nodes.conf: same ID, same slots, the cluster ok again.
     let before = myself_line(&nodes[1]);
     nodes[1].kill9();
     nodes[1].spawn();
@@ -162,7 +162,7 @@ fn three_nodes_form_a_cluster_route_and_restart_from_nodes_conf() {
             .cmd(&["CLUSTER", "INFO"])
             .contains("cluster_state:ok")
     });
-    wait_until("the others see 7101 connected", || {
+    wait_until("the others see the restarted node connected", || {
         nodes[0]
             .cmd(&["CLUSTER", "NODES"])
             .lines()
@@ -172,8 +172,8 @@ fn three_nodes_form_a_cluster_route_and_restart_from_nodes_conf() {
 
 #[test]
 fn acknowledged_addslots_survives_kill_9() {
-    let b = base("ack");
-    let mut n = Node::start(&b, 7110);
+    let b = TestDir::new("minimal-ack");
+    let mut n = Node::start(&b, ports::port());
     assert_eq!(n.cmd(&["CLUSTER", "ADDSLOTS", "0", "1", "2"]), "+OK\r\n");
     // No wait: the reply came after the write and fsync.
     n.kill9();

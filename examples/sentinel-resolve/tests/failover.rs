@@ -1,44 +1,68 @@
 //! Integration test with real servers from Debian's packages (`redis-server`,
-//! `redis-sentinel`): one primary, two replicas, three Sentinels on loopback ports
-//! 26300–26399. The resolver finds the primary and the replicas; after `kill -9` of the
-//! primary it finds the promoted replica; when the old primary comes back still believing
-//! it is primary, it is never reported, and the resolver keeps the new primary once
-//! Sentinel has demoted the old one. Every process is killed by a guard, even on failure.
-//! Phase deadlines add up to about 100 s in the worst case; a normal run takes ~17 s.
+//! `redis-sentinel`): one primary, two replicas, three Sentinels on loopback ports from the
+//! shared allocator (`ferrocluster_testkit::ports`). The resolver finds the primary and the
+//! replicas; after `kill -9` of the primary it finds the promoted replica; when the old
+//! primary comes back still believing it is primary, it is never reported, and the resolver
+//! keeps the new primary once Sentinel has demoted the old one. Every process is a
+//! `Logged` child (its output in a log of the test's directory, which is kept when the test
+//! fails), killed on drop, even on failure. Every wait only bounds a hang (`HANG`); the
+//! times a run takes are printed, never asserted.
 #![allow(clippy::disallowed_methods)] // a host-side test: real clock, real processes
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use ferrocluster_testkit::proc::{log_tail, Logged, TAIL_LINES};
+use ferrocluster_testkit::{ports, wait_until, TestDir, HANG};
 use redis_protocol::resp2::types::OwnedFrame;
 
 const SERVICE: &str = "mymaster";
-const PRIMARY: u16 = 26300;
-const REPLICAS: [u16; 2] = [26301, 26302];
-const SENTINELS: [u16; 3] = [26310, 26311, 26312];
-const UNUSED: [u16; 3] = [26390, 26391, 26392];
 const BIN: &str = env!("CARGO_BIN_EXE_sentinel-resolve");
+/// Sentinel's `down-after-milliseconds`: long enough that a loaded machine does not make a
+/// live primary look down (a spurious failover), short enough for a quick run.
+const DOWN_AFTER_MS: u64 = 5000;
+
+/// The test's ports, all from the allocator: held by this process, so the `unused` ones
+/// have no listener.
+struct Net {
+    primary: u16,
+    replicas: [u16; 2],
+    sentinels: [u16; 3],
+    unused: [u16; 3],
+}
+
+impl Net {
+    fn new() -> Net {
+        let p = ports::ports(9);
+        Net {
+            primary: p[0],
+            replicas: [p[1], p[2]],
+            sentinels: [p[3], p[4], p[5]],
+            unused: [p[6], p[7], p[8]],
+        }
+    }
+}
 
 fn addr(port: u16) -> String {
     format!("127.0.0.1:{port}")
 }
 
-/// Every process the test started, killed (SIGKILL) and reaped on drop, even on panic.
+/// Every process the test started, as `Logged` children (killed and reaped on drop, even on
+/// panic), each logging to `<name>.log` in `dir`. Declare it after the test's `TestDir`.
 struct Procs {
     dir: PathBuf,
-    children: Vec<(String, Child)>,
+    children: Vec<(String, Logged)>,
 }
 
 impl Procs {
-    fn spawn(&mut self, name: &str, cmd: &mut Command) -> &mut Child {
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+    fn spawn(&mut self, name: &str, cmd: &mut Command) -> &mut Logged {
+        let child = Logged::spawn(cmd, &self.dir.join(format!("{name}.log")), name);
         self.children.push((name.to_string(), child));
         &mut self.children.last_mut().expect("just pushed").1
     }
@@ -50,22 +74,7 @@ impl Procs {
             .position(|(n, _)| n == name)
             .unwrap_or_else(|| panic!("no process {name}"));
         let (_, mut child) = self.children.remove(i);
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, child) in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if std::thread::panicking() {
-            eprintln!("logs kept in {}", self.dir.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.dir);
-        }
+        child.kill();
     }
 }
 
@@ -76,17 +85,17 @@ fn which(bin: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// One command over a fresh connection; `Err` if the server is not there.
+/// One command over a fresh connection; `Err` if the server is not there (connect and read
+/// give up only after `HANG`).
 fn cmd(port: u16, args: &[&str]) -> Result<OwnedFrame, String> {
     let mut s = TcpStream::connect_timeout(
         &format!("127.0.0.1:{port}")
             .parse()
             .expect("literal address"),
-        Duration::from_millis(300),
+        HANG,
     )
     .map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))
-        .map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(HANG)).map_err(|e| e.to_string())?;
     let mut req = format!("*{}\r\n", args.len());
     for a in args {
         req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
@@ -156,8 +165,8 @@ fn sentinel_healthy_replicas(sentinel: u16) -> usize {
 }
 
 /// Whether every Sentinel names `primary` and none has a failover in progress.
-fn failover_settled(primary: &str) -> bool {
-    SENTINELS.iter().all(|s| {
+fn failover_settled(net: &Net, primary: &str) -> bool {
+    net.sentinels.iter().all(|s| {
         sentinel_primary(*s).as_deref() == Some(primary)
             && match cmd(*s, &["SENTINEL", "master", SERVICE]) {
                 Ok(OwnedFrame::Array(kv)) => kv
@@ -175,17 +184,7 @@ fn known_sentinels(sentinel: u16) -> usize {
     }
 }
 
-fn wait_until(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !ok() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {within:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
+/// A config file in `dir/name/`; the process logs to stdout (its `Logged` log).
 fn write_conf(dir: &Path, name: &str, body: &str) -> PathBuf {
     let d = dir.join(name);
     fs::create_dir_all(&d).expect("create node dir");
@@ -193,9 +192,8 @@ fn write_conf(dir: &Path, name: &str, body: &str) -> PathBuf {
     fs::write(
         &conf,
         format!(
-            "bind 127.0.0.1\ndaemonize no\ndir {}\nlogfile {}\n{body}",
-            d.display(),
-            d.join("log.txt").display()
+            "bind 127.0.0.1\ndaemonize no\ndir {}\nlogfile \"\"\n{body}",
+            d.display()
         ),
     )
     .expect("write conf");
@@ -212,44 +210,118 @@ fn server_conf(dir: &Path, port: u16, replicaof: Option<u16>) -> PathBuf {
     write_conf(dir, &format!("redis-{port}"), &body)
 }
 
-fn sentinel_conf(dir: &Path, port: u16) -> PathBuf {
+fn sentinel_conf(dir: &Path, port: u16, primary: u16) -> PathBuf {
     write_conf(
         dir,
         &format!("sentinel-{port}"),
         &format!(
             "port {port}\n\
-             sentinel monitor {SERVICE} 127.0.0.1 {PRIMARY} 2\n\
-             sentinel down-after-milliseconds {SERVICE} 1000\n\
+             sentinel monitor {SERVICE} 127.0.0.1 {primary} 2\n\
+             sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n\
              sentinel failover-timeout {SERVICE} 4000\n\
              sentinel parallel-syncs {SERVICE} 2\n"
         ),
     )
 }
 
-fn resolve(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run sentinel-resolve")
+/// A one-shot run of the resolver: its exit status and its output (stdout and stderr in one
+/// log: a successful run writes nothing to stderr).
+#[derive(Debug)]
+struct Run {
+    status: ExitStatus,
+    out: String,
 }
 
-fn sentinel_args() -> Vec<String> {
-    SENTINELS
+/// Runs the resolver once to its end, as a `Logged` child whose log (`resolve-N.log` in
+/// `dir`) is its output. Its own budgets only bound a hang (`HANG`): a Sentinel or a node
+/// counts as unreachable when it refuses the connection, never because a loaded machine was
+/// slow; a run that hangs fails the test.
+fn resolve(dir: &Path, args: &[&str]) -> Run {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let hang_ms = HANG.as_millis().to_string();
+    let log = dir.join(format!(
+        "resolve-{}.log",
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut child = Logged::spawn(
+        Command::new(BIN)
+            .args([
+                "--sentinel-timeout-ms",
+                &hang_ms,
+                "--node-timeout-ms",
+                &hang_ms,
+                "--resolve-timeout-ms",
+                &hang_ms,
+            ])
+            .args(args),
+        &log,
+        &format!("sentinel-resolve {args:?}"),
+    );
+    let status = child.wait_exit();
+    let out = fs::read_to_string(&log).unwrap_or_default();
+    Run { status, out }
+}
+
+fn sentinel_args(net: &Net) -> Vec<String> {
+    net.sentinels
         .iter()
         .flat_map(|p| ["--sentinel".to_string(), addr(*p)])
         .collect()
 }
 
 /// One-shot resolution of the primary through all three Sentinels.
-fn resolve_primary() -> Output {
-    let mut args = sentinel_args();
-    // Bounded: one run never takes more than about 3 s.
-    args.extend(["--resolve-timeout-ms".into(), "3000".into(), SERVICE.into()]);
-    resolve(&args.iter().map(String::as_str).collect::<Vec<_>>())
+fn resolve_primary(dir: &Path, net: &Net) -> Run {
+    let mut args = sentinel_args(net);
+    args.push(SERVICE.into());
+    resolve(dir, &args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+fn stdout(o: &Run) -> String {
+    o.out.trim().to_string()
+}
+
+/// Sets its flag on drop: stops the thread that follows the watch's log.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Follows the `--watch` run's log (stdout and stderr in one file) from its start: each
+/// stdout line, `<time> primary <addr> via <sentinel>` (stderr lines have `error`,
+/// `close-pool` or `data` as their second word), with the instant it was read.
+fn follow_watch(log: PathBuf) -> (mpsc::Receiver<(Instant, String)>, StopOnDrop) {
+    let (tx, lines) = mpsc::channel::<(Instant, String)>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        let Ok(mut f) = fs::File::open(&log) else {
+            return;
+        };
+        let mut pending = Vec::new();
+        let mut buf = [0u8; 8192];
+        while !stopped.load(Ordering::SeqCst) {
+            match f.read(&mut buf) {
+                Ok(0) => std::thread::sleep(Duration::from_millis(10)),
+                Ok(n) => {
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(i) = pending.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=i).collect();
+                        let line = String::from_utf8_lossy(&line).trim_end().to_string();
+                        if line.split_whitespace().nth(1) == Some("primary")
+                            && tx.send((Instant::now(), line)).is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    (lines, StopOnDrop(stop))
 }
 
 #[test]
@@ -263,156 +335,141 @@ fn resolver_follows_a_real_sentinel_failover() {
          run `apt-get install redis-server redis-sentinel`"
     );
     let (server, sentinel) = (server.expect("checked"), sentinel.expect("checked"));
-    for port in [PRIMARY, REPLICAS[0], REPLICAS[1]]
-        .into_iter()
-        .chain(SENTINELS)
-        .chain(UNUSED)
-    {
-        assert!(
-            TcpStream::connect(("127.0.0.1", port)).is_err(),
-            "port {port} is already in use; this test needs 26300-26399 free"
-        );
-    }
-    let dir = std::env::temp_dir().join(format!(
-        "ferrocluster-sentinel-it-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    fs::create_dir_all(&dir).expect("temp dir");
+    let net = Net::new();
+    // Declared before `procs`: the children are killed before the directory goes (kept when
+    // the test fails).
+    let test_dir = TestDir::new("sentinel-failover");
+    let dir: &Path = &test_dir;
     let mut procs = Procs {
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         children: Vec::new(),
     };
-    let quiet = |c: &mut Command| {
-        c.stdout(Stdio::null()).stderr(Stdio::null());
-    };
+    let primary = net.primary;
 
     // --- one primary, two replicas, three Sentinels --------------------------------------
-    let primary_conf = server_conf(&dir, PRIMARY, None);
-    let mut c = Command::new(&server);
-    c.arg(&primary_conf);
-    quiet(&mut c);
-    procs.spawn("primary", &mut c);
-    for r in REPLICAS {
-        let mut c = Command::new(&server);
-        c.arg(server_conf(&dir, r, Some(PRIMARY)));
-        quiet(&mut c);
-        procs.spawn(&format!("replica-{r}"), &mut c);
+    let primary_conf = server_conf(dir, primary, None);
+    procs
+        .spawn("primary", Command::new(&server).arg(&primary_conf))
+        .wait_listening(primary);
+    for (i, r) in net.replicas.into_iter().enumerate() {
+        procs
+            .spawn(
+                &format!("replica-{i}"),
+                Command::new(&server).arg(server_conf(dir, r, Some(primary))),
+            )
+            .wait_listening(r);
     }
-    wait_until(
-        "data nodes up, replicas in sync",
-        Duration::from_secs(15),
-        || {
-            REPLICAS.iter().all(|r| {
-                matches!(cmd(*r, &["ROLE"]), Ok(OwnedFrame::Array(v))
+    wait_until("data nodes up, replicas in sync", || {
+        net.replicas.iter().all(|r| {
+            matches!(cmd(*r, &["ROLE"]), Ok(OwnedFrame::Array(v))
                 if v.len() >= 4 && text(&v[3]) == "connected")
-            })
-        },
-    );
-    for s in SENTINELS {
-        let mut c = Command::new(&sentinel);
-        c.arg(sentinel_conf(&dir, s));
-        quiet(&mut c);
-        procs.spawn(&format!("sentinel-{s}"), &mut c);
+        })
+    });
+    for (i, s) in net.sentinels.into_iter().enumerate() {
+        procs
+            .spawn(
+                &format!("sentinel-{i}"),
+                Command::new(&sentinel).arg(sentinel_conf(dir, s, primary)),
+            )
+            .wait_listening(s);
     }
-    wait_until(
-        "Sentinels know each other and both replicas",
-        Duration::from_secs(20),
-        || {
-            SENTINELS
-                .iter()
-                .all(|s| known_sentinels(*s) == 2 && sentinel_healthy_replicas(*s) == 2)
-        },
-    );
+    wait_until("Sentinels know each other and both replicas", || {
+        net.sentinels
+            .iter()
+            .all(|s| known_sentinels(*s) == 2 && sentinel_healthy_replicas(*s) == 2)
+    });
     eprintln!("[{:?}] cluster up", test_start.elapsed());
 
     // --- steps 1-3 against real servers -------------------------------------------------
-    let o = resolve_primary();
+    let o = resolve_primary(dir, &net);
     assert!(o.status.success(), "{o:?}");
-    assert_eq!(stdout(&o), addr(PRIMARY));
+    assert_eq!(stdout(&o), addr(primary));
 
     // The first Sentinel is not there: the next one answers.
-    let o = resolve(&[
-        "-s",
-        &addr(UNUSED[0]),
-        "-s",
-        &addr(SENTINELS[1]),
-        "--refresh-sentinels",
-        SERVICE,
-    ]);
+    let o = resolve(
+        dir,
+        &[
+            "-s",
+            &addr(net.unused[0]),
+            "-s",
+            &addr(net.sentinels[1]),
+            "--refresh-sentinels",
+            SERVICE,
+        ],
+    );
     assert!(o.status.success(), "{o:?}");
-    assert_eq!(stdout(&o), addr(PRIMARY));
+    assert_eq!(stdout(&o), addr(primary));
 
-    let mut args = sentinel_args();
+    let mut args = sentinel_args(&net);
     args.extend(["--replicas".to_string(), SERVICE.to_string()]);
-    let o = resolve(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = resolve(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{o:?}");
     let mut replicas: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     replicas.sort();
-    assert_eq!(replicas, vec![addr(REPLICAS[0]), addr(REPLICAS[1])]);
+    let mut want: Vec<String> = net.replicas.iter().map(|r| addr(*r)).collect();
+    want.sort();
+    assert_eq!(replicas, want);
 
     // The two error kinds.
-    let mut args = sentinel_args();
+    let mut args = sentinel_args(&net);
     args.push("nosuchservice".into());
-    let o = resolve(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = resolve(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.status.code(), Some(4), "{o:?}");
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no Sentinel knows the service nosuchservice")
+        o.out
+            .contains("no Sentinel knows the service nosuchservice"),
+        "{o:?}"
     );
-    let o = resolve(&[
-        "-s",
-        &addr(UNUSED[0]),
-        "-s",
-        &addr(UNUSED[1]),
-        "-s",
-        &addr(UNUSED[2]),
-        SERVICE,
-    ]);
+    let o = resolve(
+        dir,
+        &[
+            "-s",
+            &addr(net.unused[0]),
+            "-s",
+            &addr(net.unused[1]),
+            "-s",
+            &addr(net.unused[2]),
+            SERVICE,
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{o:?}");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no Sentinel could be reached"));
+    assert!(o.out.contains("no Sentinel could be reached"), "{o:?}");
 
     // --- watch, then kill -9 the primary -------------------------------------------------
-    let mut args = sentinel_args();
+    let mut args = sentinel_args(&net);
     args.extend([
         "--watch".into(),
         "--refresh-sentinels".into(),
         SERVICE.into(),
     ]);
-    let watch_log = fs::File::create(dir.join("watch.stderr")).expect("watch log");
-    let mut c = Command::new(BIN);
-    c.args(&args).stdout(Stdio::piped()).stderr(watch_log);
-    let watch = procs.spawn("watch", &mut c);
-    let out = watch.stdout.take().expect("piped stdout");
-    let (tx, lines) = mpsc::channel::<(Instant, String)>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send((Instant::now(), line)).is_err() {
-                break;
-            }
-        }
-    });
+    let watch_log = dir.join("watch.log");
+    procs.spawn("watch", Command::new(BIN).args(&args));
+    let (lines, _follow) = follow_watch(watch_log.clone());
     let next_line =
         |within: Duration| -> Option<(Instant, String)> { lines.recv_timeout(within).ok() };
-    let (_, first) = next_line(Duration::from_secs(10)).expect("watch prints the primary");
+    let (_, first) = next_line(HANG).unwrap_or_else(|| {
+        panic!(
+            "the watch printed no primary within {HANG:?} (a hang):\n{}",
+            log_tail(&watch_log, TAIL_LINES)
+        )
+    });
     assert!(
-        first.contains(&format!(" primary {} via ", addr(PRIMARY))),
+        first.contains(&format!(" primary {} via ", addr(primary))),
         "{first}"
     );
 
     procs.kill("primary");
     let killed_at = Instant::now();
     let mut sentinel_switched_at = None;
-    let deadline = killed_at + Duration::from_secs(25);
+    let deadline = killed_at + HANG;
     let (followed_at, new_primary) = loop {
         assert!(
             Instant::now() < deadline,
-            "no new primary within 25 s of kill -9"
+            "no new primary within {HANG:?} of kill -9 (a hang):\n{}",
+            log_tail(&watch_log, TAIL_LINES)
         );
         if sentinel_switched_at.is_none()
-            && sentinel_primary(SENTINELS[0]).is_some_and(|p| p != addr(PRIMARY))
+            && sentinel_primary(net.sentinels[0]).is_some_and(|p| p != addr(primary))
         {
             sentinel_switched_at = Some(Instant::now());
         }
@@ -425,14 +482,15 @@ fn resolver_follows_a_real_sentinel_failover() {
                 .to_string();
             assert_ne!(
                 new,
-                addr(PRIMARY),
+                addr(primary),
                 "reported the dead primary again: {line}"
             );
             break (at, new);
         }
     };
+    let replica_addrs: Vec<String> = net.replicas.iter().map(|r| addr(*r)).collect();
     assert!(
-        REPLICAS.iter().any(|r| addr(*r) == new_primary),
+        replica_addrs.contains(&new_primary),
         "new primary {new_primary} is not one of the replicas"
     );
     let new_port: u16 = new_primary
@@ -444,7 +502,7 @@ fn resolver_follows_a_real_sentinel_failover() {
     let follow = followed_at - killed_at;
     eprintln!(
         "FAILOVER-FOLLOW: kill -9 of the primary -> resolver reported {new_primary} after {} ms \
-         (Sentinel itself switched after {}; down-after-milliseconds 1000)",
+         (Sentinel itself switched after {}; down-after-milliseconds {DOWN_AFTER_MS})",
         follow.as_millis(),
         sentinel_switched_at.map_or(
             format!(
@@ -456,44 +514,45 @@ fn resolver_follows_a_real_sentinel_failover() {
     );
 
     // --- the old primary comes back, still believing it is primary -----------------------
-    // Let the failover finish first (every Sentinel agrees, none is mid-failover). With
-    // down-after-milliseconds 1000 on a loaded machine Sentinel may fail over once more;
-    // follow whatever it settles on.
+    // Let the failover finish first (every Sentinel agrees, none is mid-failover). On a
+    // loaded machine Sentinel may fail over once more; follow whatever it settles on.
     let mut current = new_primary.clone();
-    wait_until("the failover to settle", Duration::from_secs(15), || {
-        if let Some(p) = sentinel_primary(SENTINELS[0]) {
+    wait_until("the failover to settle", || {
+        if let Some(p) = sentinel_primary(net.sentinels[0]) {
             current = p;
         }
-        failover_settled(&current)
+        failover_settled(&net, &current)
     });
-    let replica_addrs: Vec<String> = REPLICAS.iter().map(|r| addr(*r)).collect();
     assert!(replica_addrs.contains(&current), "settled on {current}");
-    let mut c = Command::new(&server);
-    c.arg(&primary_conf);
-    quiet(&mut c);
-    procs.spawn("old-primary", &mut c);
-    wait_until("old primary back", Duration::from_secs(10), || {
-        role(PRIMARY).is_some()
-    });
+    procs
+        .spawn("old-primary", Command::new(&server).arg(&primary_conf))
+        .wait_listening(primary);
+    // Its first ROLE: it starts from a config without `replicaof`, so it reports master until
+    // Sentinel, after seeing it for a while, demotes it.
     let mut saw_old_as_master = false;
+    wait_until("old primary back", || {
+        let r = role(primary);
+        saw_old_as_master |= r.as_deref() == Some("master");
+        r.is_some()
+    });
     let mut one_shots = 0;
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + HANG;
     loop {
         assert!(
             Instant::now() < deadline,
-            "Sentinel did not demote the old primary within 30 s"
+            "Sentinel did not demote the old primary within {HANG:?} (a hang)"
         );
-        let old_role = role(PRIMARY);
+        let old_role = role(primary);
         if old_role.as_deref() == Some("master") {
             saw_old_as_master = true;
         }
-        let o = resolve_primary();
+        let o = resolve_primary(dir, &net);
         one_shots += 1;
         let got = stdout(&o);
         // Reported only if Sentinel and ROLE both said so; Sentinel names the new primary.
         assert_ne!(
             got,
-            addr(PRIMARY),
+            addr(primary),
             "one-shot resolution reported the old primary"
         );
         if o.status.success() {
@@ -502,7 +561,7 @@ fn resolver_follows_a_real_sentinel_failover() {
         while let Some((_, line)) = next_line(Duration::from_millis(0)) {
             eprintln!("watch: {line}");
             assert!(
-                !line.contains(&format!(" primary {} ", addr(PRIMARY))),
+                !line.contains(&format!(" primary {} ", addr(primary))),
                 "{line}"
             );
             assert!(
@@ -528,33 +587,35 @@ fn resolver_follows_a_real_sentinel_failover() {
     // Sentinel demoted it: the resolver moves on with the primary Sentinel names (and
     // ROLE confirms). Compare with Sentinel's answer before and after the one-shot run;
     // if Sentinel changed its mind in between, try again.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + HANG;
     loop {
         assert!(
             Instant::now() < deadline,
-            "resolver and Sentinel never agreed"
+            "resolver and Sentinel did not agree within {HANG:?} (a hang)"
         );
-        let before = sentinel_primary(SENTINELS[0]);
-        let o = resolve_primary();
-        let after = sentinel_primary(SENTINELS[0]);
+        let before = sentinel_primary(net.sentinels[0]);
+        let o = resolve_primary(dir, &net);
+        let after = sentinel_primary(net.sentinels[0]);
         if o.status.success() && before == after {
             let got = stdout(&o);
-            assert_ne!(got, addr(PRIMARY));
+            assert_ne!(got, addr(primary));
             assert_eq!(Some(got), after);
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    // An observation window, not a wait for a condition: whatever the watch prints in it must
+    // not name the old primary.
     std::thread::sleep(Duration::from_millis(1500));
     while let Some((_, line)) = next_line(Duration::from_millis(0)) {
         assert!(
-            !line.contains(&format!(" primary {} ", addr(PRIMARY))),
+            !line.contains(&format!(" primary {} ", addr(primary))),
             "{line}"
         );
     }
     eprintln!(
-        "watch tool stderr:\n{}",
-        fs::read_to_string(dir.join("watch.stderr")).unwrap_or_default()
+        "watch tool log:\n{}",
+        fs::read_to_string(&watch_log).unwrap_or_default()
     );
     eprintln!("[{:?}] done", test_start.elapsed());
 }

@@ -638,7 +638,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n\r\n",
             crate::net::cluster_connections(state),
             shared.clients.maxclients(),
-            state.repl.waiting_clients() + state.blocked.len(),
+            state.repl.waiting_clients() + state.blocked.len() + shared.clients.paused(),
             shared.pubsub.read().client_count(),
         ));
     }

@@ -193,6 +193,9 @@ pub struct ClientCtx {
     pub created_ms: u64,
     /// Waiting for a WAIT reply or blocked on keys (`crate::blocking`).
     pub blocked: bool,
+    /// Its next request waits for the end of a pause (`ClientGate::set_paused` keeps the
+    /// count).
+    pub paused: bool,
     /// Running the commands of an EXEC (a blocking command then answers at once).
     pub in_exec: bool,
     /// Name of the last command (CLIENT INFO `cmd=`).
@@ -273,6 +276,7 @@ impl ClientCtx {
             patterns: BTreeSet::new(),
             created_ms: crate::server::unix_ms(),
             blocked: false,
+            paused: false,
             in_exec: false,
             last_cmd: "NULL",
             is_replica_link: false,
@@ -319,6 +323,7 @@ impl ClientCtx {
     /// Cleans up shared registries when the connection closes.
     pub fn on_close(&mut self, shared: &Shared) {
         shared.stats.client_disconnected();
+        shared.clients.set_paused(self, false);
         shared.directory.lock().remove(&self.id);
         self.drop_subscriptions(shared);
         if self.tracking_redir.is_some() {
@@ -366,7 +371,7 @@ impl ClientCtx {
         if self.multi.is_some() {
             flags.push('x');
         }
-        if self.blocked {
+        if self.blocked || self.paused {
             flags.push('b');
         }
         if self.tracking_redir.is_some() {

@@ -1538,7 +1538,7 @@ pub fn parse_args(
 }
 
 fn parse_demo(args: &[String]) -> Result<Invocation, ConfigError> {
-    let mut base_port = 23100;
+    let mut base_port = 7100;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -1694,7 +1694,7 @@ mod tests {
     fn demo_and_version() {
         assert_eq!(
             parse_args(&args("demo"), no_file).unwrap(),
-            Invocation::Demo { base_port: 23100 }
+            Invocation::Demo { base_port: 7100 }
         );
         assert_eq!(
             parse_args(&args("demo --base-port 23500"), no_file).unwrap(),

@@ -127,15 +127,37 @@ pub struct ClientGate {
     maxclients: AtomicU32,
     pending: AtomicUsize,
     rejected: AtomicU64,
+    /// Clients whose next request waits for the end of a pause (CLIENT PAUSE or a manual
+    /// failover's write pause): counted in INFO `blocked_clients` and flagged `b` in CLIENT
+    /// LIST, as Redis 7.0 and Valkey 9.1 block them (`blockPostponeClient`).
+    paused: AtomicUsize,
 }
 
 impl ClientGate {
+    /// How many clients wait for the end of a pause now.
+    pub fn paused(&self) -> usize {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Notes whether `c`'s next request waits for a pause (changes the count on a change).
+    pub fn set_paused(&self, c: &mut ClientCtx, paused: bool) {
+        if c.paused != paused {
+            c.paused = paused;
+            if paused {
+                self.paused.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.paused.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// A gate for `maxclients` clients (at least 1).
     pub fn new(maxclients: u32) -> ClientGate {
         ClientGate {
             maxclients: AtomicU32::new(maxclients.max(1)),
             pending: AtomicUsize::new(0),
             rejected: AtomicU64::new(0),
+            paused: AtomicUsize::new(0),
         }
     }
 
@@ -902,6 +924,7 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     if c.rbuf.capacity() > 4 * READ_CHUNK && c.rbuf.len() < READ_CHUNK {
         c.rbuf.shrink_to(2 * READ_CHUNK);
     }
+    shared.clients.set_paused(&mut c.client, paused);
     paused
 }
 

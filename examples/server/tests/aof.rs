@@ -2,7 +2,7 @@
 //! a writer, for each `appendfsync` mode, and during BGREWRITEAOF), a torn last command loaded
 //! with `aof-load-truncated yes` and refused with `no`, a bad file refused, and AOF
 //! directories moving both ways between ours and redis-server 7.0 / valkey-server 9.1.2.
-//! A replica writes an AOF of what it applies. Ports 23260-23273 (bus ports +10000).
+//! A replica writes an AOF of what it applies. Ports from `common::ports`.
 //!
 //! The kill points are random (the seed is printed): these are crash tests, not timing tests;
 //! what is checked holds at every kill point.
@@ -10,47 +10,54 @@
 
 mod common;
 
-use common::{bulk_text, run_to_exit, start_real_server, test_dir, Client, BIN};
+use common::{
+    bulk_text, ports, run_to_exit, start_real_server, test_dir, wait_until, Client, Logged, BIN,
+    HANG,
+};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Our server; killed (SIGKILL) when dropped, also when an assertion fails.
-struct Node(std::process::Child);
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_ours(dir: &Path, port: u16, extra: &[&str]) -> Node {
+/// Our server (standalone, no RDB saves) on `port` with its files and `stderr.log` in `dir`;
+/// SIGKILLed when dropped, also when an assertion fails.
+fn spawn_ours(dir: &Path, port: u16, extra: &[&str]) -> Logged {
     std::fs::create_dir_all(dir).unwrap();
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("stderr.log"))
-        .unwrap();
-    let child = std::process::Command::new(BIN)
-        .args(["--port", &port.to_string(), "--cluster-enabled", "no"])
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["--port", &port.to_string(), "--cluster-enabled", "no"])
         .arg("--dir")
         .arg(dir)
         .args(["--save", ""])
-        .args(extra)
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let node = Node(child);
-    common::wait_for_port(port);
+        .args(extra);
+    let mut node = Logged::spawn(
+        &mut cmd,
+        &dir.join("stderr.log"),
+        &format!("ferrocluster-server on {port}"),
+    );
+    node.wait_listening(port);
     node
 }
 
-fn kill9(node: Node) {
-    drop(node);
+fn kill9(mut node: Logged) {
+    node.kill();
+}
+
+/// The wall clock, unix ms (the clock the servers stamp deadlines with).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// `key`'s deadline (`PEXPIRETIME`, unix ms) on `c`'s server.
+fn pexpiretime(c: &mut Client, key: &str) -> i64 {
+    let r = c.cmd_s(&["PEXPIRETIME", key]);
+    r.strip_prefix(':')
+        .and_then(|n| n.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("PEXPIRETIME {key}: {r:?}"))
 }
 
 fn seed() -> u64 {
@@ -81,7 +88,7 @@ fn read_log(port: u16) -> Vec<u64> {
 fn writer(port: u16, sent: Arc<AtomicU64>, acked: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_read_timeout(Some(HANG)).unwrap();
         let mut buf = [0u8; 64];
         for i in 0u64.. {
             let v = i.to_string();
@@ -112,7 +119,11 @@ fn crash_under_writer(mode: &str, port: u16) {
     let node = spawn_ours(&dir, port, &flags);
     let (sent, acked) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let w = writer(port, Arc::clone(&sent), Arc::clone(&acked));
-    std::thread::sleep(Duration::from_millis(100 + seed() % 700));
+    // The kill point: a random moment after the first acknowledged write.
+    wait_until("the writer's first reply", || {
+        acked.load(Ordering::SeqCst) > 0 || w.is_finished()
+    });
+    std::thread::sleep(Duration::from_millis(seed() % 700));
     kill9(node);
     let _ = w.join();
     let (sent, acked) = (sent.load(Ordering::SeqCst), acked.load(Ordering::SeqCst));
@@ -136,17 +147,17 @@ fn crash_under_writer(mode: &str, port: u16) {
 
 #[test]
 fn kill_9_under_a_writer_with_appendfsync_always_keeps_every_acknowledged_write() {
-    crash_under_writer("always", 23260);
+    crash_under_writer("always", ports::port());
 }
 
 #[test]
 fn kill_9_under_a_writer_with_appendfsync_everysec_keeps_a_prefix() {
-    crash_under_writer("everysec", 23261);
+    crash_under_writer("everysec", ports::port());
 }
 
 #[test]
 fn kill_9_under_a_writer_with_appendfsync_no_keeps_a_prefix() {
-    crash_under_writer("no", 23262);
+    crash_under_writer("no", ports::port());
 }
 
 fn fill_pipelined(port: u16, n: usize) {
@@ -178,19 +189,24 @@ fn info_field(port: u16, name: &str) -> String {
 #[test]
 fn kill_9_during_bgrewriteaof_loads_the_old_or_the_new_set_fully() {
     let dir = test_dir("aof-crash-rewrite");
-    let port = 23263;
+    let port = ports::port();
     let flags = ["--appendonly", "yes", "--appendfsync", "always"];
     let node = spawn_ours(&dir, port, &flags);
     let keys = 100_000;
     fill_pipelined(port, keys);
-    // A first rewrite gives its duration; the second one is killed at a random point of it.
+    // A first rewrite gives its duration (measured only to choose the kill point: nothing is
+    // asserted on it); the second one is killed at a random point of it.
     let mut c = Client::connect(port);
     assert_eq!(
         c.cmd_s(&["BGREWRITEAOF"]),
         "+Background append only file rewriting started\r\n"
     );
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     while info_field(port, "aof_rewrite_in_progress") != "0" {
+        assert!(
+            started.elapsed() < HANG,
+            "the first rewrite did not end within {HANG:?} (a hang)"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let took = started.elapsed().as_micros() as u64;
@@ -211,8 +227,8 @@ fn kill_9_during_bgrewriteaof_loads_the_old_or_the_new_set_fully() {
                 .starts_with("temp-rewriteaof")
         })
     };
-    let end = std::time::Instant::now() + Duration::from_micros(took);
-    while !temp_present() && std::time::Instant::now() < end {}
+    let end = Instant::now() + Duration::from_micros(took);
+    while !temp_present() && Instant::now() < end {}
     std::thread::sleep(Duration::from_micros(seed() % 2000));
     kill9(node);
     let during = temp_present();
@@ -268,7 +284,7 @@ fn append(path: &std::path::Path, bytes: &[u8]) {
 #[test]
 fn a_torn_last_command_is_cut_with_aof_load_truncated_yes_and_refused_with_no() {
     let dir = test_dir("aof-torn");
-    let port = 23264;
+    let port = ports::port();
     let incr = small_aof(&dir, port);
     let whole = std::fs::read(&incr).unwrap().len() as u64;
     append(&incr, b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1");
@@ -330,7 +346,7 @@ fn a_torn_last_command_is_cut_with_aof_load_truncated_yes_and_refused_with_no() 
 #[test]
 fn a_file_that_is_not_commands_refuses_to_start_with_the_file_offset_and_reason() {
     let dir = test_dir("aof-bad");
-    let port = 23265;
+    let port = ports::port();
     let incr = small_aof(&dir, port);
     let whole = std::fs::read(&incr).unwrap().len() as u64;
     append(&incr, b"xx garbage\r\n");
@@ -349,10 +365,16 @@ fn a_file_that_is_not_commands_refuses_to_start_with_the_file_offset_and_reason(
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A data set of every type, with a TTL.
-fn fill(c: &mut Client) {
+/// The deadline (unix ms) of `fill`'s key `ttl` lies in this range: its `PX 600000` after
+/// the clock read just before the SET and just after its reply.
+type Deadline = (i64, i64);
+
+/// A data set of every type, with a TTL; returns the TTL's deadline range.
+fn fill(c: &mut Client) -> Deadline {
     assert_eq!(c.cmd_s(&["SET", "s", "v"]), "+OK\r\n");
+    let before = unix_ms();
     assert_eq!(c.cmd_s(&["SET", "ttl", "x", "PX", "600000"]), "+OK\r\n");
+    let deadline = (before + 600_000, unix_ms() + 600_000);
     assert_eq!(c.cmd_s(&["HSET", "h", "f", "1", "g", "2"]), ":2\r\n");
     assert_eq!(c.cmd_s(&["RPUSH", "l", "a", "b", "c"]), ":3\r\n");
     assert_eq!(c.cmd_s(&["SADD", "set", "1", "2", "x"]), ":3\r\n");
@@ -361,19 +383,22 @@ fn fill(c: &mut Client) {
     assert_eq!(c.cmd_s(&["SELECT", "3"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SET", "in3", "x"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SELECT", "0"]), "+OK\r\n");
+    deadline
 }
 
-/// What `fill` wrote, read back.
-fn check(port: u16) {
+/// What `fill` wrote, read back: the TTL keeps its deadline (`deadline`, `fill`'s range).
+fn check(port: u16, deadline: Deadline) {
+    // A real server listens while it loads the AOF (and answers -LOADING meanwhile).
+    wait_until(&format!("{port}: the AOF loaded"), || {
+        info_field(port, "loading") == "0"
+    });
     let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["GET", "s"]), "$1\r\nv\r\n");
-    let ttl: i64 = c
-        .cmd_s(&["PTTL", "ttl"])
-        .trim_start_matches(':')
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(ttl > 500_000 && ttl <= 600_000, "ttl {ttl}");
+    let at = pexpiretime(&mut c, "ttl");
+    assert!(
+        (deadline.0..=deadline.1).contains(&at),
+        "ttl's deadline {at}, set in {deadline:?}"
+    );
     assert_eq!(c.cmd_s(&["HGET", "h", "g"]), "$1\r\n2\r\n");
     assert_eq!(
         c.cmd_s(&["LRANGE", "l", "0", "-1"]),
@@ -388,18 +413,20 @@ fn check(port: u16) {
 }
 
 /// Half of `fill` before a rewrite, half after: the directory has a base and increments.
-fn fill_with_rewrite(port: u16) {
+/// Returns `fill`'s TTL deadline range.
+fn fill_with_rewrite(port: u16) -> Deadline {
     let mut c = Client::connect(port);
-    fill(&mut c);
+    let deadline = fill(&mut c);
     assert_eq!(
         c.cmd_s(&["BGREWRITEAOF"]),
         "+Background append only file rewriting started\r\n"
     );
-    common::wait_until("rewrite done", || {
+    wait_until("rewrite done", || {
         info_field(port, "aof_rewrite_in_progress") == "0"
     });
     assert_eq!(c.cmd_s(&["DEL", "s"]), ":1\r\n");
     assert_eq!(c.cmd_s(&["SET", "s", "v"]), "+OK\r\n");
+    deadline
 }
 
 fn shutdown(port: u16) {
@@ -419,41 +446,47 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn redis_7_aof_directories_load_in_ours_and_ours_load_in_redis_and_valkey() {
     let base = test_dir("aof-interop");
+    let [redis_port, from_redis, ours_port, redis_from_ours, valkey_from_ours] =
+        ports::ports(5)[..]
+    else {
+        unreachable!()
+    };
     // redis-server 7.0 writes an AOF directory (base RDB + increments), stops.
     let rdir = base.join("redis");
-    {
-        let _r = start_real_server(
+    let deadline = {
+        let mut r = start_real_server(
             "redis-server",
-            23266,
+            redis_port,
             &rdir,
             &["--appendonly", "yes", "--appendfsync", "always"],
         );
-        fill_with_rewrite(23266);
-        shutdown(23266);
-    }
+        let deadline = fill_with_rewrite(redis_port);
+        shutdown(redis_port);
+        r.0.wait_exit();
+        deadline
+    };
     // `start_real_server` passes `--appendonly no` first; ours is given yes.
     let ours_from_redis = base.join("ours-from-redis");
     copy_dir(
         &rdir.join("appendonlydir"),
         &ours_from_redis.join("appendonlydir"),
     );
-    let node = spawn_ours(&ours_from_redis, 23267, &["--appendonly", "yes"]);
-    check(23267);
+    let node = spawn_ours(&ours_from_redis, from_redis, &["--appendonly", "yes"]);
+    check(from_redis, deadline);
     kill9(node);
 
     // Ours writes one with an RDB base, one with a command base; redis-server 7.0 and
     // valkey-server 9.1.2 load each.
     for preamble in ["yes", "no"] {
         let odir = base.join(format!("ours-{preamble}"));
-        let node = spawn_ours(
+        let mut node = spawn_ours(
             &odir,
-            23268,
+            ours_port,
             &["--appendonly", "yes", "--aof-use-rdb-preamble", preamble],
         );
-        fill_with_rewrite(23268);
-        shutdown(23268);
-        let mut node = node;
-        let _ = node.0.wait();
+        let deadline = fill_with_rewrite(ours_port);
+        shutdown(ours_port);
+        node.wait_exit();
         let manifest =
             std::fs::read_to_string(odir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
         let ext = if preamble == "yes" { "rdb" } else { "aof" };
@@ -461,11 +494,14 @@ fn redis_7_aof_directories_load_in_ours_and_ours_load_in_redis_and_valkey() {
             manifest,
             format!("file appendonly.aof.2.base.{ext} seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n")
         );
-        for (bin, port) in [("redis-server", 23269), ("valkey-server", 23270)] {
+        for (bin, port) in [
+            ("redis-server", redis_from_ours),
+            ("valkey-server", valkey_from_ours),
+        ] {
             let d = base.join(format!("{bin}-from-ours-{preamble}"));
             copy_dir(&odir.join("appendonlydir"), &d.join("appendonlydir"));
             let _r = start_real_server(bin, port, &d, &["--appendonly", "yes"]);
-            check(port);
+            check(port, deadline);
         }
     }
     let _ = std::fs::remove_dir_all(&base);
@@ -474,7 +510,7 @@ fn redis_7_aof_directories_load_in_ours_and_ours_load_in_redis_and_valkey() {
 #[test]
 fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
     let dir = test_dir("aof-config");
-    let port = 23271;
+    let port = ports::port();
     let node = spawn_ours(&dir, port, &[]);
     let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["SET", "before", "1"]), "+OK\r\n");
@@ -512,7 +548,7 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
         c.cmd_s(&["BGREWRITEAOF"]),
         "+Background append only file rewriting started\r\n"
     );
-    common::wait_until("rewrite done", || {
+    wait_until("rewrite done", || {
         info_field(port, "aof_rewrite_in_progress") == "0"
     });
     assert_eq!(
@@ -522,7 +558,7 @@ fn config_set_appendonly_yes_rewrites_first_and_info_shows_the_aof() {
     assert_eq!(info_field(port, "aof_enabled"), "0");
     assert_eq!(c.cmd_s(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SET", "after", "2"]), "+OK\r\n");
-    common::wait_until("rewrite done", || {
+    wait_until("rewrite done", || {
         info_field(port, "aof_rewrite_in_progress") == "0"
     });
     assert_eq!(info_field(port, "aof_enabled"), "1");
@@ -571,7 +607,9 @@ fn myid(port: u16) -> String {
 /// base, then the stream): restarted alone, it has the primary's writes.
 #[test]
 fn a_replica_writes_an_aof_of_what_it_applies() {
-    let (p, r) = (23272, 23273);
+    let [p, r] = ports::ports(2)[..] else {
+        unreachable!()
+    };
     let dir = test_dir("aof-replica");
     let mut procs = common::Procs::default();
     let flags = [
@@ -589,7 +627,7 @@ fn a_replica_writes_an_aof_of_what_it_applies() {
         cp.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    common::wait_until("cluster_state:ok", || {
+    wait_until("cluster_state:ok", || {
         bulk_text(&Client::connect(p).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     // Written before the replica syncs: they come in its full copy.
@@ -599,27 +637,33 @@ fn a_replica_writes_an_aof_of_what_it_applies() {
         Client::connect(r).cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &p.to_string()]),
         "+OK\r\n"
     );
-    common::wait_until("the MEET completes", || {
+    wait_until("the MEET completes", || {
         bulk_text(&Client::connect(r).cmd(&["CLUSTER", "NODES"])).contains(&pid)
     });
     assert_eq!(
         Client::connect(r).cmd_s(&["CLUSTER", "REPLICATE", &pid]),
         "+OK\r\n"
     );
-    common::wait_until("the replica to sync", || {
+    wait_until("the replica to sync", || {
         Client::connect(p).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
     });
-    // Then the stream.
+    // Then the stream. `k:0`'s deadline lies 1000 s after a clock read around its SET.
     let mut cp = Client::connect(p);
+    let before = unix_ms();
+    let mut deadline = (0, 0);
     for i in 0..50 {
         let k = format!("k:{i}");
         assert_eq!(
             cp.cmd_s(&["SET", &k, &i.to_string(), "EX", "1000"]),
             "+OK\r\n"
         );
+        if i == 0 {
+            deadline = (before + 1_000_000, unix_ms() + 1_000_000);
+        }
     }
-    assert_eq!(cp.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
-    common::wait_until("the replica's AOF written", || {
+    let wait = HANG.as_millis().to_string();
+    assert_eq!(cp.cmd_s(&["WAIT", "1", &wait]), ":1\r\n");
+    wait_until("the replica's AOF written", || {
         info_field(r, "aof_buffer_length") == "0" && info_field(r, "aof_rewrite_in_progress") == "0"
     });
     procs.kill(p);
@@ -634,12 +678,10 @@ fn a_replica_writes_an_aof_of_what_it_applies() {
     let mut cr = Client::connect(r);
     assert_eq!(cr.cmd_s(&["GET", "k:49"]), "$2\r\n49\r\n");
     assert_eq!(cr.cmd_s(&["GET", "early"]), "$1\r\n1\r\n");
-    let ttl: i64 = cr
-        .cmd_s(&["TTL", "k:0"])
-        .trim_start_matches(':')
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(ttl > 900 && ttl <= 1000, "ttl {ttl}");
+    let at = pexpiretime(&mut cr, "k:0");
+    assert!(
+        (deadline.0..=deadline.1).contains(&at),
+        "k:0's deadline {at}, set in {deadline:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,16 +7,19 @@
 //! move the new owner holds every key as it was made (TTL still pending) and every
 //! acknowledged write exactly once, and the old owner holds none of the moved keys.
 //!
-//! Ports 24540-24541 (bus ports +1000). A missing server fails the test.
+//! Ports from the one allocator (`ferrocluster_testkit::ports`; the harness's bus ports,
+//! +10000, are free too). A missing server fails the test.
 #![allow(clippy::disallowed_methods)]
 
 mod mixed;
 
+use ferrocluster_testkit::ports;
+use ferrocluster_testkit::wait::{wait_ok, wait_until, HANG};
 use mixed::keys::{check_on, content, dbsize, keys_in, make_keys, SLOTS};
-use mixed::{cmd, export_state, wait_for, Client, Kind, Member, Mixed, Reply, Role};
-use std::sync::atomic::{AtomicBool, Ordering};
+use mixed::{cmd, export_state, Client, Kind, Member, Mixed, Reply, Role};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the writer's acknowledged writes made, key by key.
 #[derive(Debug, Default, Clone)]
@@ -55,7 +58,8 @@ fn write_once(conns: &mut Vec<(u16, Client)>, port: &mut u16, args: &[&str]) {
         conns.len() - 1
     }
     let mut asking = None;
-    for _ in 0..20_000 {
+    let end = Instant::now() + HANG;
+    while Instant::now() < end {
         let (target, ask) = match asking.take() {
             Some(p) => (p, true),
             None => (*port, false),
@@ -75,11 +79,18 @@ fn write_once(conns: &mut Vec<(u16, Client)>, port: &mut u16, args: &[&str]) {
             _ => return,
         }
     }
-    panic!("{args:?} was never acknowledged");
+    panic!("{args:?} was not acknowledged within {HANG:?} (a hang)");
 }
 
 /// Writes keys of tag `t` starting at `port` until `stop`; returns what was acknowledged.
-fn writer(mut port: u16, t: String, mut acked: Acked, stop: Arc<AtomicBool>) -> Acked {
+/// `done` counts the acknowledged writes as they come.
+fn writer(
+    mut port: u16,
+    t: String,
+    mut acked: Acked,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+) -> Acked {
     let mut conns = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let i = acked.n;
@@ -128,6 +139,7 @@ fn writer(mut port: u16, t: String, mut acked: Acked, stop: Arc<AtomicBool>) -> 
                 acked.scored.push(format!("{m},{n}"));
             }
         }
+        done.fetch_add(1, Ordering::SeqCst);
     }
     acked
 }
@@ -210,15 +222,28 @@ fn tag_in(port: u16, lo: u16) -> String {
         .expect("a tag in the moving slots")
 }
 
+/// Acknowledged writes of each stretch of the writer: before the move starts, and at the new
+/// owner after it ended.
+const STRETCH: u64 = 31;
+
 /// Moves `lo..lo + SLOTS` from `from` to `to` with `CLUSTER MIGRATESLOTS` while the writer
 /// runs; returns what it acknowledged.
 fn migrate_under_writes(from: &Member, to: &Member, lo: u16, t: &str, acked: Acked) -> Acked {
     let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
     let w = {
-        let (stop, t, port) = (Arc::clone(&stop), t.to_string(), from.port);
-        std::thread::spawn(move || writer(port, t, acked, stop))
+        let (stop, done, t, port) = (
+            Arc::clone(&stop),
+            Arc::clone(&done),
+            t.to_string(),
+            from.port,
+        );
+        std::thread::spawn(move || writer(port, t, acked, stop, done))
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // The writer is at work on the source before the move starts.
+    wait_until("the writer's first writes acknowledged", || {
+        w.is_finished() || done.load(Ordering::SeqCst) >= STRETCH
+    });
     let (a, b) = (lo.to_string(), (lo + SLOTS - 1).to_string());
     let r = cmd(
         from.port,
@@ -239,19 +264,18 @@ fn migrate_under_writes(from: &Member, to: &Member, lo: u16, t: &str, acked: Ack
         from.kind,
         to.kind
     );
-    wait_for(
-        Duration::from_secs(120),
-        "the export to succeed",
-        || match export_state(from.port) {
-            Some(s) if s == "success" => Ok(()),
-            Some(s) if s == "failed" || s == "cancelled" => {
-                panic!("{:?} -> {:?}: export {s}", from.kind, to.kind)
-            }
-            other => Err(format!("{other:?}")),
-        },
-    );
+    wait_ok("the export to succeed", || match export_state(from.port) {
+        Some(s) if s == "success" => Ok(()),
+        Some(s) if s == "failed" || s == "cancelled" => {
+            panic!("{:?} -> {:?}: export {s}", from.kind, to.kind)
+        }
+        other => Err(format!("{other:?}")),
+    });
     // Writes go on at the new owner for a while.
-    std::thread::sleep(Duration::from_millis(500));
+    let at = done.load(Ordering::SeqCst);
+    wait_until("writes acknowledged after the move", || {
+        w.is_finished() || done.load(Ordering::SeqCst) >= at + STRETCH
+    });
     stop.store(true, Ordering::Relaxed);
     w.join().expect("the writer")
 }
@@ -260,7 +284,7 @@ fn migrate_under_writes(from: &Member, to: &Member, lo: u16, t: &str, acked: Ack
 fn migrateslots_under_writes_between_ours_and_valkey_9() {
     let m = Mixed::form(
         "asm-interop",
-        24540,
+        ports::block(2),
         &[(Kind::Valkey, Role::Primary), (Kind::Ours, Role::Primary)],
     );
     let (valkey, ours) = (m.m(0).clone(), m.m(1).clone());
@@ -273,21 +297,17 @@ fn migrateslots_under_writes_between_ours_and_valkey_9() {
     let mut acked = Acked::default();
     for (from, to) in [(&valkey, &ours), (&ours, &valkey)] {
         acked = migrate_under_writes(from, to, lo, &t, acked);
-        assert!(acked.n > 60, "the writer ran: {} writes", acked.n);
+        assert!(acked.n >= 2 * STRETCH, "the writer ran: {} writes", acked.n);
         check_on(to.port, &keys, &want);
         check_acked(to.port, &t, &acked);
         // The writer's keys: strings, and one of each other type.
         let total = made + acked.strings.len() as i64 + 5;
         assert_eq!(dbsize(to.port), total, "{:?} -> {:?}", from.kind, to.kind);
         // The old owner drops the moved keys once it sees the new owner.
-        wait_for(
-            Duration::from_secs(30),
-            "the source to drop the keys",
-            || match dbsize(from.port) {
-                0 => Ok(()),
-                n => Err(format!("{n} keys left on {:?}", from.kind)),
-            },
-        );
+        wait_ok("the source to drop the keys", || match dbsize(from.port) {
+            0 => Ok(()),
+            n => Err(format!("{n} keys left on {:?}", from.kind)),
+        });
     }
     m.assert_cluster_check(ours.port);
 }

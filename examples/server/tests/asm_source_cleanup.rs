@@ -18,14 +18,16 @@
 //! * at start-up, a primary whose data set holds keys of a slot another node owns deletes
 //!   them (Valkey `verifyClusterConfigWithData`): B restarted on a copy of A's AOF.
 //!
-//! Ports 24600-24602, 24604-24605 and 24610-24611 (bus ports +1000).
+//! Ports from `ferrocluster_testkit::ports` (bus ports +10000).
 #![allow(clippy::disallowed_methods)]
 
 mod mixed;
 
-use mixed::{cmd, slot_jobs, try_cmd, wait_for, Client, Kind, Mixed, Reply, Role};
+use ferrocluster_testkit::ports;
+use ferrocluster_testkit::proc::Logged;
+use ferrocluster_testkit::wait::{wait_ok, HANG};
+use mixed::{cmd, slot_jobs, try_cmd, Client, Kind, Mixed, Reply, Role};
 use std::path::Path;
-use std::time::Duration;
 
 const A: usize = 0;
 const B: usize = 1;
@@ -80,7 +82,7 @@ fn fill(port: u16, tag: &str) {
 fn fill_n(port: u16, tag: &str, n: u64) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_read_timeout(Some(HANG)).unwrap();
     let chunk = 1000u64;
     for start in (0..n).step_by(chunk as usize) {
         let end = (start + chunk).min(n);
@@ -127,7 +129,7 @@ fn migrate(from: u16, to_id: &str, slot: i64) {
     };
     let before = done(from);
     let s = slot.to_string();
-    wait_for(Duration::from_secs(30), "MIGRATESLOTS accepted", || {
+    wait_ok("MIGRATESLOTS accepted", || {
         let args = [
             "CLUSTER",
             "MIGRATESLOTS",
@@ -139,13 +141,11 @@ fn migrate(from: u16, to_id: &str, slot: i64) {
         ];
         match try_cmd(from, &args)? {
             Reply::Status(o) if o == "OK" => Ok(()),
-            other => {
-                std::thread::sleep(Duration::from_millis(50));
-                Err(format!("{other:?}"))
-            }
+            other => Err(format!("{other:?}")),
         }
     });
-    wait_for(Duration::from_secs(180), "the export to succeed", || {
+    // An export of KEYS keys: its bound on a hang is three times the usual one.
+    mixed::wait_for(3 * HANG, "the export to succeed", || {
         let jobs = slot_jobs(from);
         if let Some((_, st)) = jobs.iter().find(|(op, _)| op == "EXPORT") {
             assert!(st != "failed" && st != "cancelled", "export {st}: {jobs:?}");
@@ -153,7 +153,6 @@ fn migrate(from: u16, to_id: &str, slot: i64) {
         if done(from) > before {
             Ok(())
         } else {
-            std::thread::sleep(Duration::from_millis(5));
             Err(format!("{jobs:?}"))
         }
     });
@@ -161,7 +160,7 @@ fn migrate(from: u16, to_id: &str, slot: i64) {
 
 /// Waits until `port` owns `slot` in its own view.
 fn wait_owner(port: u16, id: &str, slot: i64) {
-    wait_for(Duration::from_secs(30), "the slot's owner to show", || {
+    wait_ok("the slot's owner to show", || {
         let nodes = try_cmd(port, &["CLUSTER", "NODES"])?.text();
         let line = nodes
             .lines()
@@ -180,19 +179,17 @@ fn wait_owner(port: u16, id: &str, slot: i64) {
 
 /// Waits until `port` has nothing left to free (INFO memory `lazyfree_pending_objects` 0).
 fn wait_freed(port: u16) {
-    wait_for(
-        Duration::from_secs(60),
-        "lazyfree_pending_objects 0",
-        || match info(port, "memory", "lazyfree_pending_objects")?.as_str() {
+    wait_ok("lazyfree_pending_objects 0", || {
+        match info(port, "memory", "lazyfree_pending_objects")?.as_str() {
             "0" => Ok(()),
             n => Err(format!("{port}: {n} pending")),
-        },
-    );
+        }
+    });
 }
 
 /// Waits until R holds `want` keys of `slot`.
 fn wait_keys(port: u16, slot: i64, want: i64, what: &str) {
-    wait_for(Duration::from_secs(60), what, || {
+    wait_ok(what, || {
         let n = int(try_cmd(
             port,
             &["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()],
@@ -233,7 +230,7 @@ fn aof_on(port: u16) {
         cmd(port, &["CONFIG", "SET", "appendonly", "yes"]),
         "appendonly",
     );
-    wait_for(Duration::from_secs(30), "the AOF to be on", || {
+    wait_ok("the AOF to be on", || {
         let on = info(port, "persistence", "aof_enabled")?;
         let busy = info(port, "persistence", "aof_rewrite_in_progress")?;
         (on == "1" && busy == "0")
@@ -257,40 +254,33 @@ fn copy_aof(dir: &Path, name: &str) -> std::path::PathBuf {
     copy
 }
 
-/// A standalone node of ours on `dir`'s AOF; killed on drop.
-struct Standalone(std::process::Child);
-
-impl Drop for Standalone {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Waits until our node on `port` answers PING (its data set loaded); fails at once, with
+/// its log, when it exits.
+fn wait_pong(node: &mut Logged, port: u16, what: &str) {
+    wait_ok(what, || {
+        if let Some(status) = node.exited() {
+            panic!("{}", node.failure(&format!("exited ({status})"), port));
+        }
+        match try_cmd(port, &["PING"])? {
+            Reply::Status(p) if p == "PONG" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
 }
 
-fn standalone(dir: &Path, port: u16) -> Standalone {
-    let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let child = std::process::Command::new(mixed::OURS)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+/// A standalone node of ours on `dir`'s AOF (killed when dropped).
+fn standalone(dir: &Path, port: u16) -> Logged {
+    let mut cmd = std::process::Command::new(mixed::OURS);
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--cluster-enabled", "no", "--appendonly", "yes"])
         .arg("--dir")
-        .arg(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::from(log))
-        .spawn()
-        .expect("spawn ferrocluster-server");
-    let node = Standalone(child);
-    wait_for(
-        Duration::from_secs(60),
-        "the AOF to load",
-        || match try_cmd(port, &["PING"])? {
-            Reply::Status(p) if p == "PONG" => Ok(()),
-            other => {
-                std::thread::sleep(Duration::from_millis(50));
-                Err(format!("{other:?}"))
-            }
-        },
+        .arg(dir);
+    let mut node = Logged::spawn(
+        &mut cmd,
+        &dir.join("stderr.log"),
+        &format!("standalone ferrocluster-server on {port}"),
     );
+    wait_pong(&mut node, port, "the AOF to load");
     node
 }
 
@@ -303,7 +293,7 @@ fn standalone_count(port: u16, tag: &str) -> usize {
 fn migrateslots_source_cleanup_reaches_replica_and_aof_in_order() {
     let m = Mixed::form(
         "asm-cleanup",
-        24600,
+        ports::block(3),
         &[
             (Kind::Ours, Role::Primary),
             (Kind::Ours, Role::Primary),
@@ -380,7 +370,10 @@ fn migrateslots_source_cleanup_reaches_replica_and_aof_in_order() {
 /// The AOFs of A and R, each copied and loaded by a fresh standalone node: each tag's keys
 /// are all there with the sampled values and the list once (`Some`), or none is (`None`).
 fn check_aofs(m: &Mixed, want: &[(&str, Option<&Vec<String>>)]) {
-    for (i, port, name) in [(A, 24610, "A"), (R, 24611, "R")] {
+    let [a_port, r_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    for (i, port, name) in [(A, a_port, "A"), (R, r_port, "R")] {
         let dir = m.procs.live(m.m(i).port).dir.clone();
         let copy = copy_aof(&dir, name);
         let node = standalone(&copy, port);
@@ -400,11 +393,11 @@ fn check_aofs(m: &Mixed, want: &[(&str, Option<&Vec<String>>)]) {
     }
 }
 
-/// Starts our node on `port` in `dir` as the mixed harness does, with an AOF; killed on drop.
-fn restart_ours(dir: &Path, port: u16) -> Standalone {
-    let log = std::fs::File::create(dir.join("ours.log")).unwrap();
-    let child = std::process::Command::new(mixed::OURS)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+/// Starts our node on `port` in `dir` as the mixed harness does, with an AOF (killed when
+/// dropped).
+fn restart_ours(dir: &Path, port: u16) -> Logged {
+    let mut cmd = std::process::Command::new(mixed::OURS);
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--cluster-enabled", "yes"])
         .args(["--cluster-port", &(port + mixed::BUS_OFFSET).to_string()])
         .args(["--cluster-config-file", "nodes.conf"])
@@ -415,20 +408,20 @@ fn restart_ours(dir: &Path, port: u16) -> Standalone {
         .args(["--appendonly", "yes", "--loglevel", "verbose"])
         .arg("--dir")
         .arg(dir)
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::from(log))
-        .spawn()
-        .expect("spawn ferrocluster-server");
-    Standalone(child)
+        .env("NO_COLOR", "1");
+    let _ = std::fs::remove_file(dir.join("ours.log"));
+    Logged::spawn(
+        &mut cmd,
+        &dir.join("ours.log"),
+        &format!("ferrocluster-server restarted on {port}"),
+    )
 }
 
 #[test]
 fn a_primary_restarted_with_keys_of_a_slot_another_node_owns_deletes_them() {
     let mut m = Mixed::form(
         "asm-restart",
-        24604,
+        ports::block(2),
         &[(Kind::Ours, Role::Primary), (Kind::Ours, Role::Primary)],
     );
     let (a, b) = (m.m(A).clone(), m.m(B).clone());
@@ -444,15 +437,8 @@ fn a_primary_restarted_with_keys_of_a_slot_another_node_owns_deletes_them() {
     let _ = std::fs::remove_dir_all(dir.join("appendonlydir"));
     std::fs::rename(aof.join("appendonlydir"), dir.join("appendonlydir")).unwrap();
     let _ = std::fs::remove_dir_all(&aof);
-    let _node = restart_ours(&dir, b.port);
-    wait_for(
-        Duration::from_secs(30),
-        "B to serve again",
-        || match try_cmd(b.port, &["PING"])? {
-            Reply::Status(p) if p == "PONG" => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-    );
+    let mut node = restart_ours(&dir, b.port);
+    wait_pong(&mut node, b.port, "B to serve again");
     wait_keys(b.port, slot, 0, "B to delete the keys of A's slot");
     wait_freed(b.port);
     assert_eq!(int(cmd(b.port, &["DBSIZE"])), 0);

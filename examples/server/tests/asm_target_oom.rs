@@ -4,14 +4,15 @@
 //! on the target, which closes the link; the source's export fails with `Connection lost to
 //! target...` (sheet A.16; it stayed in progress before: the last data connection's close was
 //! never reported to the node), the source keeps the slot and every key, the target shows
-//! none of them. Ports 24680-24682.
+//! none of them. Ports from `common::ports` (bus ports +10000 free too).
 
 #![allow(clippy::disallowed_methods)] // the test waits on the clock
 
 mod common;
 
-use common::{bulk_text, run_bounded, test_dir, wait_cluster_ok, wait_until, Client, Procs};
-use std::time::Duration;
+use common::{
+    bulk_text, ports, run_bounded, test_dir, wait_cluster_ok, wait_until, Client, Procs, HANG,
+};
 
 fn node_id(port: u16) -> String {
     bulk_text(&Client::connect(port).cmd(&["CLUSTER", "MYID"]))
@@ -22,18 +23,22 @@ fn an_import_out_of_memory_fails_and_the_source_keeps_everything() {
     common::require_redis_tools();
     let dir = test_dir("asm-target-oom");
     let mut procs = Procs::default();
-    let ports = [24680u16, 24681, 24682];
+    let [a, b, c] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    let ports = [a, b, c];
     for p in ports {
         procs.start(&dir, p, &["--cluster-node-timeout", "2000"]);
     }
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
     args.push("--cluster-yes".into());
-    let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(60));
+    let (ok, out) = run_bounded("redis-cli", &args, HANG);
     assert!(ok, "{out}");
     wait_cluster_ok(&ports);
-    // --cluster create gives 24680 slots 0-5460; 3000 keys of 1 KB in slot 100's hash tag.
-    let mut src = Client::connect(24680);
+    // --cluster create gives the first node slots 0-5460; 3000 keys of 1 KB in slot 100's
+    // hash tag.
+    let mut src = Client::connect(a);
     let tag = "{48063}"; // CLUSTER KEYSLOT {48063} = 100
     assert_eq!(src.cmd_s(&["CLUSTER", "KEYSLOT", tag]), ":100\r\n");
     let value = "v".repeat(1000);
@@ -43,7 +48,7 @@ fn an_import_out_of_memory_fails_and_the_source_keeps_everything() {
             "+OK\r\n"
         );
     }
-    let mut dst = Client::connect(24681);
+    let mut dst = Client::connect(b);
     let used = bulk_text(&dst.cmd(&["INFO", "memory"]))
         .lines()
         .find_map(|l| l.strip_prefix("used_memory_dataset:").map(str::to_string))
@@ -53,7 +58,7 @@ fn an_import_out_of_memory_fails_and_the_source_keeps_everything() {
         dst.cmd_s(&["CONFIG", "SET", "maxmemory", &limit]),
         "+OK\r\n"
     );
-    let target = node_id(24681);
+    let target = node_id(b);
     let r = src.cmd_s(&[
         "CLUSTER",
         "MIGRATESLOTS",

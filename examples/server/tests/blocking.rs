@@ -2,61 +2,24 @@
 //! ferrocluster-server (standalone): wake order, timeouts, MULTI, CLIENT UNBLOCK, a BLMOVE
 //! chain, pipelined commands behind a blocked one. Every scenario's replies on ours must equal
 //! redis-server's. Then the cluster rules on a cluster of ours: what replicas receive, MOVED
-//! when the slot moves, UNBLOCKED on a failover. Ports 23992 (redis), 23993 (ours), 23994,
-//! 23998, 23999 (the cluster; bus ports +10000).
-#![allow(clippy::disallowed_methods)]
+//! when the slot moves, UNBLOCKED on a failover. Ports from `common::ports` (the cluster's
+//! bus ports +10000).
 
 mod common;
 
-use common::{require_redis_tools, test_dir, wait_until, Client, Procs};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::{
+    bulk_text, ports, require_redis_tools, start_real_server, test_dir, wait_until, Client, Procs,
+    RealServer,
+};
 
-const REDIS: u16 = 23992;
-const OURS: u16 = 23993;
-/// The cluster test's nodes (their own ports: tests run in parallel).
-const PRIMARY: u16 = 23998;
-const REPLICA: u16 = 23994;
-const OTHER: u16 = 23999;
-
-struct Redis(Child);
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_pair(name: &str) -> (Procs, Redis, std::path::PathBuf) {
-    start_pair_on(name, OURS)
-}
-
-fn start_pair_on(name: &str, ours: u16) -> (Procs, Redis, std::path::PathBuf) {
+/// redis-server on `redis` and ours (standalone) on `ours`, their files in `name`'s directory.
+fn start_pair(name: &str, redis: u16, ours: u16) -> (Procs, RealServer) {
     require_redis_tools();
     let dir = test_dir(name);
-    let rdir = dir.join("redis");
-    std::fs::create_dir_all(&rdir).expect("redis dir");
-    let redis = Redis(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &REDIS.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(&rdir)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server"),
-    );
-    common::wait_for_port(REDIS);
+    let real = start_real_server("redis-server", redis, &dir.join("redis"), &[]);
     let mut procs = Procs::default();
     procs.start(&dir, ours, &["--cluster-enabled", "no"]);
-    (procs, redis, dir)
+    (procs, real)
 }
 
 fn c(port: u16) -> Client {
@@ -68,14 +31,53 @@ fn id_of(cl: &mut Client) -> String {
     String::from_utf8_lossy(&r[1..r.len() - 2]).into_owned()
 }
 
+/// INFO `blocked_clients` on `admin`'s server.
+fn blocked_clients(admin: &mut Client) -> usize {
+    let info = bulk_text(&admin.cmd(&["INFO", "clients"]));
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("blocked_clients:"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no blocked_clients in {info}"))
+}
+
 /// Waits until `n` clients are blocked (INFO `blocked_clients`).
 fn wait_blocked(port: u16, n: usize) {
     let mut admin = c(port);
-    wait_until("clients to block", || {
-        let info = common::bulk_text(&admin.cmd(&["INFO", "clients"]));
-        info.lines()
-            .any(|l| l.trim() == format!("blocked_clients:{n}"))
-    });
+    wait_until("clients to block", || blocked_clients(&mut admin) == n);
+}
+
+/// Whether bytes of a reply wait on `cl`'s connection (without reading them).
+fn reply_waiting(cl: &Client) -> bool {
+    cl.stream.set_nonblocking(true).expect("nonblocking");
+    let mut byte = [0u8; 1];
+    let got = cl.stream.peek(&mut byte);
+    cl.stream.set_nonblocking(false).expect("blocking");
+    matches!(got, Ok(n) if n > 0)
+}
+
+/// `BLPOP nokey <timeout>` on `a`: the server reports the client blocked while the command
+/// is pending, and the reply that comes afterwards is returned (the timeout's nil). Watching
+/// a short timeout can miss the blocked state on a busy machine: the reply must be nil every
+/// time, and the command is sent again until one attempt was seen blocked before its reply
+/// arrived. Nothing is timed.
+fn blpop_seen_blocked_until_timeout(port: u16, a: &mut Client, timeout: &str) -> Vec<u8> {
+    let mut admin = c(port);
+    common::wait_for("a BLPOP seen blocked before its timeout's reply", || {
+        a.send_raw(&common::encode(&[b"BLPOP", b"nokey", timeout.as_bytes()]));
+        let mut seen_blocked = false;
+        wait_until("the BLPOP blocked or answered", || {
+            seen_blocked = blocked_clients(&mut admin) == 1;
+            seen_blocked || reply_waiting(a)
+        });
+        let reply = a.read_reply();
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            "*-1\r\n",
+            "BLPOP nokey {timeout}: the timeout's nil"
+        );
+        assert_eq!(blocked_clients(&mut admin), 0, "unblocked by its timeout");
+        seen_blocked.then_some(reply)
+    })
 }
 
 /// A scenario on one server: the replies it collected, in order.
@@ -105,13 +107,7 @@ fn fifo(port: u16) -> Vec<Vec<u8>> {
 
 fn timeouts(port: u16) -> Vec<Vec<u8>> {
     let mut a = c(port);
-    let started = Instant::now();
-    let r1 = a.cmd(&["BLPOP", "nokey", "0.2"]);
-    let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(200),
-        "timed out early: {waited:?}"
-    );
+    let r1 = blpop_seen_blocked_until_timeout(port, &mut a, "0.2");
     let r2 = a.cmd(&["BLMOVE", "nokey", "d", "LEFT", "LEFT", "0.05"]);
     let r3 = a.cmd(&["BZPOPMIN", "nokey", "0.05"]);
     let r4 = a.cmd(&["BZMPOP", "0.05", "1", "nokey", "MIN"]);
@@ -204,7 +200,10 @@ fn wrong_type_wait(port: u16) -> Vec<Vec<u8>> {
 
 #[test]
 fn blocking_pops_match_redis() {
-    let (_procs, _redis, _dir) = start_pair("blocking-pops");
+    let [redis, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let (_procs, _redis) = start_pair("blocking-pops", redis, ours);
     type Scenario = fn(u16) -> Vec<Vec<u8>>;
     let all: [(&str, Scenario); 8] = [
         ("fifo", fifo),
@@ -217,8 +216,8 @@ fn blocking_pops_match_redis() {
         ("wrong_type_wait", wrong_type_wait),
     ];
     for (name, run) in all {
-        let want = scenario(REDIS, run);
-        let got = scenario(OURS, run);
+        let want = scenario(redis, run);
+        let got = scenario(ours, run);
         assert_eq!(
             got, want,
             "scenario {name}: ours (left) vs redis-server (right)"
@@ -227,7 +226,7 @@ fn blocking_pops_match_redis() {
 }
 
 fn myid(port: u16) -> String {
-    common::bulk_text(&c(port).cmd(&["CLUSTER", "MYID"]))
+    bulk_text(&c(port).cmd(&["CLUSTER", "MYID"]))
 }
 
 /// `from` MEETs `to` and waits until it knows it; returns `to`'s ID.
@@ -238,38 +237,38 @@ fn meet(from: u16, to: u16) -> String {
     );
     let id = myid(to);
     wait_until("the MEET completes", || {
-        common::bulk_text(&c(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
+        bulk_text(&c(from).cmd(&["CLUSTER", "NODES"])).contains(&id)
     });
     id
 }
 
-/// A cluster: PRIMARY owns every slot, REPLICA replicates it, OTHER is a primary without
+/// A cluster: `primary` owns every slot, `replica` replicates it, `other` is a primary without
 /// slots.
-fn cluster(procs: &mut Procs, name: &str) -> (String, String) {
+fn cluster(procs: &mut Procs, name: &str, [primary, replica, other]: [u16; 3]) -> (String, String) {
     let dir = test_dir(name);
-    for port in [PRIMARY, REPLICA, OTHER] {
+    for port in [primary, replica, other] {
         procs.start(&dir, port, &["--cluster-node-timeout", "2000"]);
     }
     assert_eq!(
-        c(PRIMARY).cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        c(primary).cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    let pid = meet(REPLICA, PRIMARY);
-    meet(OTHER, PRIMARY);
-    let oid = myid(OTHER);
-    assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
-    for port in [PRIMARY, REPLICA, OTHER] {
+    let pid = meet(replica, primary);
+    meet(other, primary);
+    let oid = myid(other);
+    assert_eq!(c(replica).cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
+    for port in [primary, replica, other] {
         wait_until("cluster_state:ok", || {
-            common::bulk_text(&c(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+            bulk_text(&c(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
         });
     }
     wait_until("the replica to sync", || {
-        c(PRIMARY).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
+        c(primary).cmd_s(&["WAIT", "1", "100"]) == ":1\r\n"
     });
-    // CLUSTER SETSLOT ... NODE <other> needs the primary to know OTHER as a primary (its
+    // CLUSTER SETSLOT ... NODE <other> needs the primary to know `other` as a primary (its
     // handshake done), which cluster_state:ok does not say.
-    wait_until("the primary knows OTHER as a primary", || {
-        common::bulk_text(&c(PRIMARY).cmd(&["CLUSTER", "NODES"]))
+    wait_until("the primary knows the other node as a primary", || {
+        bulk_text(&c(primary).cmd(&["CLUSTER", "NODES"]))
             .lines()
             .any(|l| l.starts_with(&oid) && l.contains("master") && !l.contains("handshake"))
     });
@@ -284,13 +283,16 @@ fn cluster(procs: &mut Procs, name: &str) -> (String, String) {
 #[test]
 fn cluster_rules_for_blocked_clients() {
     let mut procs = Procs::default();
-    let (_pid, oid) = cluster(&mut procs, "blocking-cluster");
+    let [primary, replica, other] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    let (_pid, oid) = cluster(&mut procs, "blocking-cluster", [primary, replica, other]);
     // Replication of served pops.
-    let (mut a, mut p) = (c(PRIMARY), c(PRIMARY));
+    let (mut a, mut p) = (c(primary), c(primary));
     a.send_raw(&common::encode(&[
         b"BLMOVE", b"{t}src", b"{t}dst", b"LEFT", b"RIGHT", b"0",
     ]));
-    wait_blocked(PRIMARY, 1);
+    wait_blocked(primary, 1);
     p.cmd(&["RPUSH", "{t}src", "1", "2"]);
     assert_eq!(a.read_reply(), b"$1\r\n1\r\n");
     p.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
@@ -298,8 +300,8 @@ fn cluster_rules_for_blocked_clients() {
         p.cmd(&["BZPOPMAX", "z", "0"]),
         b"*3\r\n$1\r\nz\r\n$1\r\nb\r\n$1\r\n2\r\n"
     );
-    assert_eq!(p.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
-    let mut r = c(REPLICA);
+    assert_eq!(p.cmd_s(&["WAIT", "1", "60000"]), ":1\r\n");
+    let mut r = c(replica);
     r.cmd(&["READONLY"]);
     assert_eq!(
         r.cmd(&["LRANGE", "{t}dst", "0", "-1"]),
@@ -311,31 +313,31 @@ fn cluster_rules_for_blocked_clients() {
     );
     assert_eq!(r.cmd(&["ZRANGE", "z", "0", "-1"]), b"*1\r\n$1\r\na\r\n");
 
-    // The slot of "moved" goes to OTHER while a client waits on it.
+    // The slot of "moved" goes to `other` while a client waits on it.
     let slot = "1999"; // CLUSTER KEYSLOT moved
     assert_eq!(
         p.cmd_s(&["CLUSTER", "KEYSLOT", "moved"]),
         format!(":{slot}\r\n")
     );
-    let mut b = c(PRIMARY);
+    let mut b = c(primary);
     b.send_raw(&common::encode(&[b"BLPOP", b"moved", b"0"]));
-    wait_blocked(PRIMARY, 1);
-    for port in [OTHER, PRIMARY] {
+    wait_blocked(primary, 1);
+    for port in [other, primary] {
         assert_eq!(
-            c(port).cmd_s(&["CLUSTER", "SETSLOT", slot, "NODE", &oid]),
+            c(port).cmd_s(&["CLUSTER", "SETSLOT", slot, "NODE", &oid, "TIMEOUT", "60000"]),
             "+OK\r\n"
         );
     }
     assert_eq!(
         String::from_utf8_lossy(&b.read_reply()),
-        format!("-MOVED {slot} 127.0.0.1:{OTHER}\r\n")
+        format!("-MOVED {slot} 127.0.0.1:{other}\r\n")
     );
 
     // A failover: the old primary's blocked client is unblocked and disconnected.
-    let mut d = c(PRIMARY);
+    let mut d = c(primary);
     d.send_raw(&common::encode(&[b"BLPOP", b"{t}src2", b"0"]));
-    wait_blocked(PRIMARY, 1);
-    assert_eq!(c(REPLICA).cmd_s(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    wait_blocked(primary, 1);
+    assert_eq!(c(replica).cmd_s(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
     assert_eq!(
         String::from_utf8_lossy(&d.read_to_close()),
         "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"

@@ -2,11 +2,11 @@
 //! subcommand this server serves, `COMMAND INFO` and `COMMAND DOCS` equal valkey-server
 //! 9.1's captured replies byte for byte, in RESP2 and RESP3 (the capture and the Redis 7.0
 //! comparison are in `crates/command/tests`). A container lists the subcommands served.
-//! Ports 23870-23871.
+//! Ports from the one allocator (`common::ports`).
 
 mod common;
 
-use common::{test_dir, Client, Procs};
+use common::{ports, test_dir, Client, Procs};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 
@@ -45,7 +45,7 @@ fn names(reply: &[u8]) -> Vec<String> {
 fn command_info_and_docs_are_valkey_9_1_for_every_command_served() {
     let dir = test_dir("command-table");
     let mut procs = Procs::default();
-    let port = 23870;
+    let port = ports::port();
     procs.start(&dir, port, &["--cluster-enabled", "no"]);
     let cap = capture();
     let mut c2 = Client::connect(port);
@@ -123,7 +123,7 @@ fn command_info_and_docs_are_valkey_9_1_for_every_command_served() {
 fn command_getkeys_follows_the_key_specs() {
     let dir = test_dir("command-getkeys");
     let mut procs = Procs::default();
-    let port = 23871;
+    let port = ports::port();
     procs.start(&dir, port, &["--cluster-enabled", "no"]);
     let mut c = Client::connect(port);
     let cases: &[(&[&str], &str)] = &[

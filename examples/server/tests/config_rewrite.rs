@@ -2,16 +2,14 @@
 //! an `include`, two `save` lines, an alias, runs of blank lines), the same CONFIG SETs, then
 //! the rewritten files agree line for line on everything both servers have; ours restarts
 //! from its rewritten file with the new values; without a config file both refuse with the
-//! same error. Ports 24650-24653.
-
-#![allow(clippy::disallowed_methods)] // the test waits on the clock
+//! same error. Ports from `common::ports` (both config files enable cluster mode: bus ports
+//! +10000, allocated with them).
 
 mod common;
 
-use common::{bulk_text, test_dir, wait_for_port, Client, BIN};
+use common::{bulk_text, ports, test_dir, Client, Logged, BIN};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 /// The config file both servers start with, for `port` in `dir`.
 fn config_text(port: u16, dir: &Path) -> String {
@@ -46,27 +44,17 @@ const SETS: &[(&str, &str)] = &[
     ("auto-aof-rewrite-min-size", "128mb"),
 ];
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(bin: &str, file: &Path, port: u16, dir: &Path) -> Killed {
-    let child = Command::new(bin)
-        .arg(file)
-        .arg("--dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin} is needed (.ci/run installs it): {e}"));
-    wait_for_port(port);
-    Killed(child)
+/// Starts `bin` on its config `file` (which names `port`) in `dir`; waits until it listens.
+fn start(bin: &str, file: &Path, port: u16, dir: &Path) -> Logged {
+    let mut cmd = Command::new(bin);
+    cmd.arg(file).arg("--dir").arg(dir);
+    let mut child = Logged::spawn(
+        &mut cmd,
+        &dir.join("stderr.log"),
+        &format!("{bin} on {port}"),
+    );
+    child.wait_listening(port);
+    child
 }
 
 fn get(c: &mut Client, name: &str) -> String {
@@ -88,12 +76,28 @@ fn set_and_rewrite(port: u16, file: &Path) -> String {
     std::fs::read_to_string(file).unwrap()
 }
 
-/// The file's lines, the port and the directory made neutral.
+/// The file's lines, the directory and the port made neutral (the port only as a number of
+/// its own: not inside a longer number or the directory's name).
 fn neutral(text: &str, port: u16, dir: &Path) -> Vec<String> {
+    let port = port.to_string();
     text.lines()
         .map(|l| {
-            l.replace(&port.to_string(), "PORT")
-                .replace(&dir.display().to_string(), "DIR")
+            let l = l.replace(&dir.display().to_string(), "DIR");
+            let mut out = String::new();
+            let mut rest = l.as_str();
+            while let Some(at) = rest.find(&port) {
+                let end = at + port.len();
+                let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+                out.push_str(&rest[..at]);
+                if digit(rest[..at].chars().next_back()) || digit(rest[end..].chars().next()) {
+                    out.push_str(&port);
+                } else {
+                    out.push_str("PORT");
+                }
+                rest = &rest[end..];
+            }
+            out.push_str(rest);
+            out
         })
         .collect()
 }
@@ -102,7 +106,10 @@ fn neutral(text: &str, port: u16, dir: &Path) -> Vec<String> {
 fn rewritten_file_matches_redis_and_restarts_with_the_new_values() {
     let base = test_dir("config-rewrite");
     let mut files = Vec::new();
-    for (port, name) in [(24650u16, "redis"), (24651, "ours")] {
+    let [redis_port, ours_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    for (port, name) in [(redis_port, "redis"), (ours_port, "ours")] {
         let dir = base.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
@@ -184,13 +191,16 @@ fn rewritten_file_matches_redis_and_restarts_with_the_new_values() {
 fn without_a_config_file_both_refuse_alike() {
     let base = test_dir("config-rewrite-none");
     let redis_dir = base.join("redis");
-    let _redis = common::start_real_server("redis-server", 24652, &redis_dir, &[]);
-    let redis_reply = Client::connect(24652).cmd_s(&["CONFIG", "REWRITE"]);
+    let [redis_port, ours_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _redis = common::start_real_server("redis-server", redis_port, &redis_dir, &[]);
+    let redis_reply = Client::connect(redis_port).cmd_s(&["CONFIG", "REWRITE"]);
     let mut procs = common::Procs::default();
-    procs.start(&base, 24653, &[]);
-    let ours = Client::connect(24653).cmd_s(&["CONFIG", "REWRITE"]);
+    procs.start(&base, ours_port, &[]);
+    let ours = Client::connect(ours_port).cmd_s(&["CONFIG", "REWRITE"]);
     assert_eq!(ours, redis_reply);
     assert_eq!(ours, "-ERR The server is running without a config file\r\n");
-    let mut c = Client::connect(24653);
+    let mut c = Client::connect(ours_port);
     assert!(bulk_text(&c.cmd(&["INFO", "server"])).contains("config_file:\r\n"));
 }

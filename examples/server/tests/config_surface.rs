@@ -1,4 +1,4 @@
-//! The config surface (ports 23630-23639, bus ports +10000; issue 16 item 8): every `cluster-*`
+//! The config surface (ports from `common::ports`, bus ports +10000; issue 16 item 8): every `cluster-*`
 //! option of valkey-server 9.1.2 is accepted as a flag and in a config file and shown by
 //! CONFIG GET as Valkey shows it; CONFIG SET answers as Valkey does
 //! (`tests/vectors/config-surface.json`, captured by `tests/vectors/capture_config.py`), the
@@ -8,11 +8,11 @@
 
 mod common;
 
-use common::{bulk_text, test_dir, wait_until, Client, Procs};
+use common::{bulk_text, ports, test_dir, wait_until, Client, Procs};
+use ferrocluster_testkit::BUS_OFFSET;
 use redis_protocol::resp2::decode::decode;
 use redis_protocol::resp2::types::OwnedFrame;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 fn vectors() -> serde_json::Value {
     common::vector("config-surface.json")
@@ -77,21 +77,25 @@ fn every_valkey_cluster_option_is_a_flag_and_a_file_line_shown_like_valkey() {
         flags.push(value.to_string());
     }
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    procs.start(&dir, 23630, &flags);
-    shown_as_valkey(23630);
+    let [flag_port, file_port, value_port] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    procs.start(&dir, flag_port, &flags);
+    shown_as_valkey(flag_port);
     // The same lines in a config file.
     let file = dir.join("all.conf");
     let text: String = all.iter().map(|(n, v)| format!("{n} \"{v}\"\n")).collect();
     std::fs::write(&file, text).unwrap();
     let dir2 = test_dir("config-file");
-    std::fs::create_dir_all(dir2.join("node-23631")).unwrap();
-    std::fs::copy(&file, dir2.join("node-23631/all.conf")).unwrap();
-    procs.start_with_file(&dir2, 23631, &dir2.join("node-23631/all.conf"), &[]);
-    shown_as_valkey(23631);
+    let node2 = dir2.join(format!("node-{file_port}"));
+    std::fs::create_dir_all(&node2).unwrap();
+    std::fs::copy(&file, node2.join("all.conf")).unwrap();
+    procs.start_with_file(&dir2, file_port, &node2.join("all.conf"), &[]);
+    shown_as_valkey(file_port);
     // A value other than the default is taken, as a flag and shown back in Valkey's format.
     procs.start(
         &test_dir("config-values"),
-        23632,
+        value_port,
         &[
             "--cluster-preferred-endpoint-type",
             "HOSTNAME",
@@ -105,14 +109,14 @@ fn every_valkey_cluster_option_is_a_flag_and_a_file_line_shown_like_valkey() {
             "best-effort",
         ],
     );
-    let got = config_get(23632, "cluster-*");
+    let got = config_get(value_port, "cluster-*");
     assert_eq!(got["cluster-preferred-endpoint-type"], "hostname");
     assert_eq!(got["cluster-announce-hostname"], "node-a.example");
     assert_eq!(got["cluster-node-timeout"], "4000");
     assert_eq!(got["cluster-replica-validity-factor"], "3");
     assert_eq!(got["cluster-slave-validity-factor"], "3");
     assert_eq!(got["cluster-config-save-behavior"], "best-effort");
-    let nodes = bulk_text(&Client::connect(23632).cmd(&["CLUSTER", "NODES"]));
+    let nodes = bulk_text(&Client::connect(value_port).cmd(&["CLUSTER", "NODES"]));
     assert!(nodes.contains(",node-a.example "), "{nodes}");
 }
 
@@ -142,8 +146,9 @@ fn config_set_answers_like_valkey() {
     let doc = vectors();
     let (listed, hidden) = valkey_defaults();
     let mut procs = Procs::default();
-    procs.start(&test_dir("config-set"), 23633, &[]);
-    let mut c = Client::connect(23633);
+    let port = ports::port();
+    procs.start(&test_dir("config-set"), port, &[]);
+    let mut c = Client::connect(port);
     let mut failures = Vec::new();
     for case in doc["sets"].as_array().unwrap() {
         let args: Vec<&str> = case["args"]
@@ -163,7 +168,7 @@ fn config_set_answers_like_valkey() {
             ));
         } else {
             for (name, value) in want["get"].as_object().unwrap() {
-                let shown = config_get(23633, name);
+                let shown = config_get(port, name);
                 if shown.get(name).map(String::as_str) != value.as_str() {
                     failures.push(format!(
                         "after {args:?}: {name} = {shown:?}, Valkey {value}"
@@ -211,7 +216,7 @@ fn config_set_answers_like_valkey() {
     }
     // maxmemory takes Redis's units and shows bytes (tests/maxmemory.rs: what it does).
     assert_eq!(c.cmd_s(&["CONFIG", "SET", "maxmemory", "1mb"]), "+OK\r\n");
-    assert_eq!(config_get(23633, "maxmemory")["maxmemory"], "1048576");
+    assert_eq!(config_get(port, "maxmemory")["maxmemory"], "1048576");
     assert_eq!(c.cmd_s(&["CONFIG", "SET", "maxmemory", "0"]), "+OK\r\n");
     assert_eq!(
         c.cmd_s(&["CONFIG", "SET", "maxmemory-policy", "lru"]),
@@ -223,24 +228,28 @@ fn config_set_answers_like_valkey() {
 fn run_time_changes_take_effect_in_the_node() {
     let mut procs = Procs::default();
     let dir = test_dir("config-runtime");
-    let a_dir = procs.start(&dir, 23634, &["--cluster-node-timeout", "15000"]);
-    procs.start(&dir, 23635, &["--cluster-node-timeout", "15000"]);
-    let mut a = Client::connect(23634);
-    let mut b = Client::connect(23635);
+    let [a_port, b_port, announced] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    // A node timeout no test outlives: a peer seen failing below shows the new one.
+    let a_dir = procs.start(&dir, a_port, &["--cluster-node-timeout", "3600000"]);
+    procs.start(&dir, b_port, &["--cluster-node-timeout", "3600000"]);
+    let mut a = Client::connect(a_port);
+    let mut b = Client::connect(b_port);
     assert_eq!(
         a.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]),
         "+OK\r\n"
     );
     // Coverage: half the slots -> fail, until full coverage is not required.
     wait_until("a is up", || {
-        bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:fail")
+        bulk_text(&Client::connect(a_port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:fail")
     });
     assert_eq!(
         a.cmd_s(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]),
         "+OK\r\n"
     );
     wait_until("state ok without full coverage", || {
-        bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        bulk_text(&Client::connect(a_port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     assert_eq!(
         a.cmd_s(&["CONFIG", "SET", "cluster-require-full-coverage", "yes"]),
@@ -251,7 +260,7 @@ fn run_time_changes_take_effect_in_the_node() {
         "+OK\r\n"
     );
     assert_eq!(
-        b.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", "23634"]),
+        b.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &a_port.to_string()]),
         "+OK\r\n"
     );
     // An announced hostname and port: in nodes.conf when acknowledged, then gossiped.
@@ -266,21 +275,30 @@ fn run_time_changes_take_effect_in_the_node() {
     );
     let b_nodes = bulk_text(&b.cmd(&["CLUSTER", "NODES"]));
     assert!(
-        b_nodes.contains(":23635@33635,node-b.example myself"),
+        b_nodes.contains(&format!(
+            ":{b_port}@{},node-b.example myself",
+            b_port + BUS_OFFSET
+        )),
         "{b_nodes}"
     );
     assert_eq!(
-        a.cmd_s(&["CONFIG", "SET", "cluster-announce-port", "23644"]),
+        a.cmd_s(&[
+            "CONFIG",
+            "SET",
+            "cluster-announce-port",
+            &announced.to_string()
+        ]),
         "+OK\r\n"
     );
     let conf = std::fs::read_to_string(a_dir.join("nodes.conf")).unwrap();
-    assert!(conf.contains(":23644@33634"), "{conf}");
+    let announced_addr = format!(":{announced}@{}", a_port + BUS_OFFSET);
+    assert!(conf.contains(&announced_addr), "{conf}");
     wait_until("both views updated", || {
-        let a_view = bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "NODES"]));
-        let b_view = bulk_text(&Client::connect(23635).cmd(&["CLUSTER", "NODES"]));
+        let a_view = bulk_text(&Client::connect(a_port).cmd(&["CLUSTER", "NODES"]));
+        let b_view = bulk_text(&Client::connect(b_port).cmd(&["CLUSTER", "NODES"]));
         a_view.contains(",node-b.example ")
-            && b_view.contains(":23644@33634")
-            && bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "INFO"]))
+            && b_view.contains(&announced_addr)
+            && bulk_text(&Client::connect(a_port).cmd(&["CLUSTER", "INFO"]))
                 .contains("cluster_state:ok")
     });
     // The endpoint type: MOVED names the node by its hostname.
@@ -291,7 +309,7 @@ fn run_time_changes_take_effect_in_the_node() {
     let slot = ferrocluster_slot::key_hash_slot(key.as_bytes()).get();
     assert_eq!(
         a.cmd_s(&["GET", &key]),
-        format!("-MOVED {slot} 127.0.0.1:23635\r\n")
+        format!("-MOVED {slot} 127.0.0.1:{b_port}\r\n")
     );
     assert_eq!(
         a.cmd_s(&[
@@ -304,21 +322,22 @@ fn run_time_changes_take_effect_in_the_node() {
     );
     assert_eq!(
         a.cmd_s(&["GET", &key]),
-        format!("-MOVED {slot} node-b.example:23635\r\n")
+        format!("-MOVED {slot} node-b.example:{b_port}\r\n")
     );
-    // The node timeout: with 1 s, a dead peer is PFAIL within a few seconds (not 15).
+    // The node timeout: with 1 s, a dead peer is seen failing (with the hour it started with,
+    // never within this test).
     assert_eq!(
         a.cmd_s(&["CONFIG", "SET", "cluster-node-timeout", "1000"]),
         "+OK\r\n"
     );
-    procs.kill(23635);
+    procs.kill(b_port);
     wait_until("b seen failing with the new timeout", || {
-        bulk_text(&Client::connect(23634).cmd(&["CLUSTER", "NODES"])).contains("fail")
+        bulk_text(&Client::connect(a_port).cmd(&["CLUSTER", "NODES"])).contains("fail")
     });
     // maxclients at run time.
     assert_eq!(a.cmd_s(&["CONFIG", "SET", "maxclients", "3"]), "+OK\r\n");
-    let _second = Client::connect(23634);
-    let mut third = Client::connect(23634);
+    let _second = Client::connect(a_port);
+    let mut third = Client::connect(a_port);
     third.send_raw(b"PING\r\n");
     assert_eq!(
         String::from_utf8_lossy(&third.read_to_close()),
@@ -329,9 +348,10 @@ fn run_time_changes_take_effect_in_the_node() {
 #[test]
 fn best_effort_save_behavior_keeps_the_node_running() {
     let mut procs = Procs::default();
-    let dir = procs.start(&test_dir("config-besteffort"), 23636, &[]);
-    let pid = procs.pid(23636);
-    let mut c = Client::connect(23636);
+    let port = ports::port();
+    let dir = procs.start(&test_dir("config-besteffort"), port, &[]);
+    let pid = procs.pid(port);
+    let mut c = Client::connect(port);
     assert_eq!(
         c.cmd_s(&[
             "CONFIG",
@@ -363,8 +383,9 @@ fn best_effort_save_behavior_keeps_the_node_running() {
 #[test]
 fn help_and_error_texts_point_to_what_exists() {
     let mut procs = Procs::default();
-    procs.start(&test_dir("config-help"), 23637, &[]);
-    let mut c = Client::connect(23637);
+    let port = ports::port();
+    procs.start(&test_dir("config-help"), port, &[]);
+    let mut c = Client::connect(port);
     for cmd in [
         "CONFIG",
         "CLIENT",
@@ -400,7 +421,7 @@ fn help_and_error_texts_point_to_what_exists() {
 #[test]
 fn a_log_that_is_not_a_terminal_has_no_colour_codes() {
     let mut procs = Procs::default();
-    let node = procs.start(&test_dir("plain-log"), 23638, &[]);
+    let node = procs.start(&test_dir("plain-log"), ports::port(), &[]);
     let read = || std::fs::read_to_string(node.join("stderr.log")).unwrap_or_default();
     wait_until("the start lines in the log", || {
         read().contains("ready to accept connections")
@@ -418,19 +439,19 @@ fn a_log_that_is_not_a_terminal_has_no_colour_codes() {
 #[test]
 fn log_lines_are_in_redis_format_and_sigterm_says_so_and_exits_cleanly() {
     let mut procs = Procs::default();
-    let node = procs.start(&test_dir("redis-log-format"), 23639, &[]);
+    let port = ports::port();
+    let node = procs.start(&test_dir("redis-log-format"), port, &[]);
     let read = || std::fs::read_to_string(node.join("stderr.log")).unwrap_or_default();
     wait_until("the start lines in the log", || {
         read().contains("ready to accept connections")
     });
-    let child = &mut procs.children[0].1;
-    let pid = child.pid().expect("running");
+    let pid = procs.pid(port);
     let status = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    let code = child.wait_exit();
+    let code = procs.child(port).expect("the node").wait_exit();
     assert_eq!(code.code(), Some(0), "SIGTERM exits cleanly");
     let log = read();
     let months = [

@@ -1,11 +1,34 @@
 //! One node: the data commands, RESP2/RESP3, pipelining, bad input, start-up errors.
-//! Ports 23300-23399 (bus ports +10000).
+//! Ports from `common::ports` (bus ports +10000 free too).
+#![allow(clippy::disallowed_methods)] // deadlines are checked against the wall clock
 
 mod common;
 
-use common::{bulk_text, test_dir, wait_until, Client, Procs, BIN};
+use common::{bulk_text, ports, test_dir, wait_until, Client, Procs, BIN, HANG};
 use std::io::{Read, Write};
-use std::time::Duration;
+
+/// The wall clock, unix ms (the clock the server stamps deadlines with).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// An integer reply's value.
+fn int(reply: &str) -> i64 {
+    reply
+        .strip_prefix(':')
+        .and_then(|n| n.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("not an integer reply: {reply:?}"))
+}
+
+/// Runs `req` on `c` between two clock reads: (reply, (before, after)) in unix ms.
+fn timed(c: &mut Client, req: &[&str]) -> (String, (i64, i64)) {
+    let before = unix_ms();
+    let reply = c.cmd_s(req);
+    (reply, (before, unix_ms()))
+}
 
 /// A node owning every slot, cluster state ok.
 fn single_node(procs: &mut Procs, name: &str, port: u16, extra: &[&str]) -> Client {
@@ -25,7 +48,8 @@ fn single_node(procs: &mut Procs, name: &str, port: u16, extra: &[&str]) -> Clie
 #[test]
 fn string_commands_reply_like_redis() {
     let mut procs = Procs::default();
-    let mut c = single_node(&mut procs, "strings", 23300, &[]);
+    let port = ports::port();
+    let mut c = single_node(&mut procs, "strings", port, &[]);
     // (request, exact reply) pairs; texts are redis-server 7.0's.
     let cases: &[(&[&str], &str)] = &[
         (&["PING"], "+PONG\r\n"),
@@ -74,8 +98,31 @@ fn string_commands_reply_like_redis() {
         (&["TYPE", "missing"], "+none\r\n"),
         (&["TTL", "s"], ":-1\r\n"),
         (&["TTL", "missing"], ":-2\r\n"),
-        (&["EXPIRE", "s", "100"], ":1\r\n"),
-        (&["TTL", "s"], ":100\r\n"),
+    ];
+    for (req, want) in cases {
+        assert_eq!(c.cmd_s(req), *want, "request {req:?}");
+    }
+    // EXPIRE s 100: the deadline is 100 s after the server's clock at the EXPIRE, and TTL
+    // answers the seconds left to it, rounded (Redis `(ttl + 500) / 1000`), from the server's
+    // clock at the TTL; each clock lies between the reads around the command.
+    let (reply, at) = timed(&mut c, &["EXPIRE", "s", "100"]);
+    assert_eq!(reply, ":1\r\n");
+    let deadline = int(&c.cmd_s(&["PEXPIRETIME", "s"]));
+    assert!(
+        (at.0 + 100_000..=at.1 + 100_000).contains(&deadline),
+        "deadline {deadline}, EXPIRE between {at:?}"
+    );
+    let (reply, at) = timed(&mut c, &["TTL", "s"]);
+    let ttl = int(&reply);
+    let (least, most) = (
+        (deadline - at.1 + 500) / 1000,
+        (deadline - at.0 + 500) / 1000,
+    );
+    assert!(
+        (least..=most).contains(&ttl),
+        "TTL {ttl}, {least}..={most} by the clock"
+    );
+    let cases: &[(&[&str], &str)] = &[
         (&["EXPIRE", "s", "50", "GT"], ":0\r\n"),
         (&["PERSIST", "s"], ":1\r\n"),
         (&["PERSIST", "s"], ":0\r\n"),
@@ -100,15 +147,21 @@ fn string_commands_reply_like_redis() {
     for (req, want) in cases {
         assert_eq!(c.cmd_s(req), *want, "request {req:?}");
     }
-    // PTTL is in ms and positive for a key with a deadline.
-    c.cmd(&["SET", "p", "1", "PX", "100000"]);
-    let pttl = c.cmd_s(&["PTTL", "p"]);
-    let ms: i64 = pttl
-        .trim_start_matches(':')
-        .trim()
-        .parse()
-        .expect("integer");
-    assert!(ms > 90_000 && ms <= 100_000, "{pttl}");
+    // PTTL is in ms: the deadline (100 s after the SET, by the server's clock) less the
+    // server's clock at the PTTL.
+    let (reply, at) = timed(&mut c, &["SET", "p", "1", "PX", "100000"]);
+    assert_eq!(reply, "+OK\r\n");
+    let deadline = int(&c.cmd_s(&["PEXPIRETIME", "p"]));
+    assert!(
+        (at.0 + 100_000..=at.1 + 100_000).contains(&deadline),
+        "deadline {deadline}, SET between {at:?}"
+    );
+    let (reply, at) = timed(&mut c, &["PTTL", "p"]);
+    let ms = int(&reply);
+    assert!(
+        (deadline - at.1..=deadline - at.0).contains(&ms),
+        "PTTL {ms}, deadline {deadline}, PTTL between {at:?}"
+    );
     assert_eq!(c.cmd_s(&["DBSIZE"]), ":5\r\n");
     assert!(c.cmd_s(&["KEYS", "{t}*"]).starts_with("*2\r\n"));
     let scan = c.cmd_s(&["SCAN", "0", "COUNT", "1000"]);
@@ -125,7 +178,8 @@ fn string_commands_reply_like_redis() {
 #[test]
 fn error_texts_match_captures() {
     let mut procs = Procs::default();
-    let _c = single_node(&mut procs, "vectors", 23301, &[]);
+    let port = ports::port();
+    let _c = single_node(&mut procs, "vectors", port, &[]);
     let index = ferrocluster_testvectors::read_json("valkey-8.0/text/index.json");
     let cases = [
         "countkeysinslot-invalid",
@@ -161,7 +215,7 @@ fn error_texts_match_captures() {
             .iter()
             .find(|r| r["file"] == file.as_str())
             .unwrap_or_else(|| panic!("case {name} missing from the vectors"));
-        let mut c = Client::connect(23301);
+        let mut c = Client::connect(port);
         let steps = case["steps"].as_array().expect("steps");
         let mut last = Vec::new();
         for step in steps {
@@ -185,7 +239,7 @@ fn error_texts_match_captures() {
 #[test]
 fn keyslot_matches_captures() {
     let mut procs = Procs::default();
-    let mut c = single_node(&mut procs, "keyslot", 23302, &[]);
+    let mut c = single_node(&mut procs, "keyslot", ports::port(), &[]);
     let v = ferrocluster_testvectors::read_json("redis-7.0/text/keyslot.json");
     let entries = v
         .as_array()
@@ -221,7 +275,8 @@ fn keyslot_matches_captures() {
 #[test]
 fn pipelining_resp3_and_multi() {
     let mut procs = Procs::default();
-    let mut c = single_node(&mut procs, "pipeline", 23303, &[]);
+    let port = ports::port();
+    let mut c = single_node(&mut procs, "pipeline", port, &[]);
     let mut batch = Vec::new();
     for i in 0..500 {
         let k = format!("p:{i}");
@@ -240,7 +295,7 @@ fn pipelining_resp3_and_multi() {
     // CLIENT INFO names the connection's protocol (redis-server 7.0: `resp=3` after HELLO 3).
     let info = c.cmd_s(&["CLIENT", "INFO"]);
     assert!(info.contains(" resp=3 "), "{info}");
-    assert!(Client::connect(23303)
+    assert!(Client::connect(port)
         .cmd_s(&["CLIENT", "INFO"])
         .contains(" resp=2 "));
     assert_eq!(
@@ -294,7 +349,8 @@ fn pipelining_resp3_and_multi() {
 #[test]
 fn expiry_is_lazy_and_active() {
     let mut procs = Procs::default();
-    let mut c = single_node(&mut procs, "expiry", 23304, &[]);
+    let port = ports::port();
+    let mut c = single_node(&mut procs, "expiry", port, &[]);
     for i in 0..50 {
         c.cmd(&["SET", &format!("e:{i}"), "v", "PX", "50"]);
     }
@@ -302,11 +358,11 @@ fn expiry_is_lazy_and_active() {
     assert_eq!(c.cmd_s(&["SET", "keep", "v"]), "+OK\r\n");
     // Lazy: an expired key reads as missing at once.
     wait_until("lazy expiry of `lazy`", || {
-        Client::connect(23304).cmd_s(&["GET", "lazy"]) == "$-1\r\n"
+        Client::connect(port).cmd_s(&["GET", "lazy"]) == "$-1\r\n"
     });
     // Active: the timer reclaims expired keys nobody reads (DBSIZE counts stored keys).
     wait_until("active expiry reclaims the keys", || {
-        Client::connect(23304).cmd_s(&["DBSIZE"]) == ":1\r\n"
+        Client::connect(port).cmd_s(&["DBSIZE"]) == ":1\r\n"
     });
     let info = bulk_text(&c.cmd(&["INFO", "stats"]));
     assert!(info.contains("expired_keys:"), "{info}");
@@ -315,7 +371,8 @@ fn expiry_is_lazy_and_active() {
 #[test]
 fn pubsub_and_sharded_pubsub() {
     let mut procs = Procs::default();
-    let mut sub = single_node(&mut procs, "pubsub", 23305, &[]);
+    let port = ports::port();
+    let mut sub = single_node(&mut procs, "pubsub", port, &[]);
     assert_eq!(
         sub.cmd_s(&["SUBSCRIBE", "news"]),
         "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n"
@@ -324,7 +381,7 @@ fn pubsub_and_sharded_pubsub() {
         sub.cmd_s(&["GET", "x"]),
         "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"
     );
-    let mut publ = Client::connect(23305);
+    let mut publ = Client::connect(port);
     // PUBSUB sees the subscription (redis-server 7.0's replies).
     assert_eq!(publ.cmd_s(&["PUBSUB", "CHANNELS"]), "*1\r\n$4\r\nnews\r\n");
     assert_eq!(publ.cmd_s(&["PUBSUB", "CHANNELS", "x*"]), "*0\r\n");
@@ -334,7 +391,7 @@ fn pubsub_and_sharded_pubsub() {
     );
     assert_eq!(publ.cmd_s(&["PUBSUB", "SHARDCHANNELS"]), "*0\r\n");
     // A pattern subscriber of another connection gets it too, as `pmessage`, and counts.
-    let mut psub = Client::connect(23305);
+    let mut psub = Client::connect(port);
     assert_eq!(
         psub.cmd_s(&["PSUBSCRIBE", "n*"]),
         "*3\r\n$10\r\npsubscribe\r\n$2\r\nn*\r\n:1\r\n"
@@ -359,7 +416,7 @@ fn pubsub_and_sharded_pubsub() {
         sub.cmd_s(&["UNSUBSCRIBE"]),
         "*3\r\n$11\r\nunsubscribe\r\n$4\r\nnews\r\n:0\r\n"
     );
-    let mut ssub = Client::connect(23305);
+    let mut ssub = Client::connect(port);
     assert_eq!(
         ssub.cmd_s(&["SSUBSCRIBE", "shard-news"]),
         "*3\r\n$10\r\nssubscribe\r\n$10\r\nshard-news\r\n:1\r\n"
@@ -386,10 +443,11 @@ fn pubsub_and_sharded_pubsub() {
 #[test]
 fn bad_input_closes_only_that_connection() {
     let mut procs = Procs::default();
+    let port = ports::port();
     let _c = single_node(
         &mut procs,
         "badinput",
-        23306,
+        port,
         &["--proto-max-bulk-len", "1kb"],
     );
     let cases: &[(&[u8], &str)] = &[
@@ -412,16 +470,16 @@ fn bad_input_closes_only_that_connection() {
         ),
     ];
     for (bytes, want) in cases {
-        let mut c = Client::connect(23306);
+        let mut c = Client::connect(port);
         c.send_raw(bytes);
         assert_eq!(String::from_utf8_lossy(&c.read_to_close()), *want);
     }
     // A client that disconnects mid-command loses nothing that was acknowledged.
-    let mut c = Client::connect(23306);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["SET", "acked", "1"]), "+OK\r\n");
     c.send_raw(b"*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$1");
     drop(c);
-    let mut c = Client::connect(23306);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["GET", "acked"]), "$1\r\n1\r\n");
     assert_eq!(c.cmd_s(&["EXISTS", "half"]), ":0\r\n");
 }
@@ -430,8 +488,9 @@ fn bad_input_closes_only_that_connection() {
 fn auth_with_requirepass() {
     let mut procs = Procs::default();
     let dir = test_dir("auth");
-    procs.start(&dir, 23307, &["--requirepass", "secret"]);
-    let mut c = Client::connect(23307);
+    let port = ports::port();
+    procs.start(&dir, port, &["--requirepass", "secret"]);
+    let mut c = Client::connect(port);
     assert_eq!(
         c.cmd_s(&["GET", "x"]),
         "-NOAUTH Authentication required.\r\n"
@@ -442,7 +501,7 @@ fn auth_with_requirepass() {
     );
     assert_eq!(c.cmd_s(&["AUTH", "secret"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["PING"]), "+PONG\r\n");
-    let mut c = Client::connect(23307);
+    let mut c = Client::connect(port);
     assert!(c
         .cmd_s(&["HELLO", "3", "AUTH", "default", "secret"])
         .starts_with('%'));
@@ -452,8 +511,9 @@ fn auth_with_requirepass() {
 fn standalone_mode_has_sixteen_databases() {
     let mut procs = Procs::default();
     let dir = test_dir("standalone");
-    procs.start(&dir, 23308, &["--cluster-enabled", "no"]);
-    let mut c = Client::connect(23308);
+    let port = ports::port();
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["SET", "a", "1"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SET", "b", "2"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["SELECT", "5"]), "+OK\r\n");
@@ -503,7 +563,7 @@ fn corrupt_nodes_conf_stops_the_start() {
     )
     .expect("write");
     let out = std::process::Command::new(BIN)
-        .args(["--port", "23309", "--dir"])
+        .args(["--port", &ports::port().to_string(), "--dir"])
         .arg(&dir)
         .output()
         .expect("run");
@@ -516,8 +576,9 @@ fn corrupt_nodes_conf_stops_the_start() {
 fn restart_keeps_identity_and_nodes_conf_is_written_atomically() {
     let mut procs = Procs::default();
     let dir = test_dir("restart");
-    let node_dir = procs.start(&dir, 23310, &[]);
-    let mut c = Client::connect(23310);
+    let port = ports::port();
+    let node_dir = procs.start(&dir, port, &[]);
+    let mut c = Client::connect(port);
     let id = bulk_text(&c.cmd(&["CLUSTER", "MYID"]));
     assert_eq!(id.len(), 40);
     c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "99"]);
@@ -530,9 +591,9 @@ fn restart_keeps_identity_and_nodes_conf_is_written_atomically() {
         .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "temporary files left behind");
-    procs.kill(23310);
-    procs.start(&dir, 23310, &[]);
-    let mut c = Client::connect(23310);
+    procs.kill(port);
+    procs.start(&dir, port, &[]);
+    let mut c = Client::connect(port);
     assert_eq!(bulk_text(&c.cmd(&["CLUSTER", "MYID"])), id);
     assert!(
         bulk_text(&c.cmd(&["CLUSTER", "NODES"])).contains("myself,master - 0 0 0 connected 0-99")
@@ -542,10 +603,11 @@ fn restart_keeps_identity_and_nodes_conf_is_written_atomically() {
 #[test]
 fn garbage_on_the_bus_closes_that_link_and_the_node_goes_on() {
     let mut procs = Procs::default();
-    let mut c = single_node(&mut procs, "busgarbage", 23311, &[]);
-    let mut bus = std::net::TcpStream::connect(("127.0.0.1", 33311)).expect("bus port");
-    bus.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
+    let port = ports::port();
+    let mut c = single_node(&mut procs, "busgarbage", port, &[]);
+    let bus_port = port + ferrocluster_testkit::BUS_OFFSET;
+    let mut bus = std::net::TcpStream::connect(("127.0.0.1", bus_port)).expect("bus port");
+    bus.set_read_timeout(Some(HANG)).expect("timeout");
     let garbage: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
     let _ = bus.write_all(&garbage);
     let mut buf = [0u8; 16];
@@ -558,7 +620,7 @@ fn garbage_on_the_bus_closes_that_link_and_the_node_goes_on() {
 #[test]
 fn wait_without_replicas_times_out_and_the_pipeline_goes_on() {
     let mut procs = Procs::default();
-    let mut c = single_node(&mut procs, "wait", 23312, &[]);
+    let mut c = single_node(&mut procs, "wait", ports::port(), &[]);
     let mut batch = common::encode(&[b"SET", b"w", b"1"]);
     batch.extend_from_slice(&common::encode(&[b"WAIT", b"1", b"200"]));
     batch.extend_from_slice(&common::encode(&[b"GET", b"w"]));
@@ -572,46 +634,58 @@ fn wait_without_replicas_times_out_and_the_pipeline_goes_on() {
 #[test]
 fn replica_gets_a_full_copy_then_the_write_stream() {
     let mut procs = Procs::default();
-    let mut primary = single_node(&mut procs, "fullsync", 23313, &[]);
+    let [primary_port, replica_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let mut primary = single_node(&mut procs, "fullsync", primary_port, &[]);
     assert_eq!(
         primary.cmd_s(&["DEBUG", "POPULATE", "1000", "k", "16"]),
         "+OK\r\n"
     );
-    assert_eq!(primary.cmd_s(&["SET", "ttl", "v", "EX", "1000"]), "+OK\r\n");
+    let (reply, at) = timed(&mut primary, &["SET", "ttl", "v", "EX", "1000"]);
+    assert_eq!(reply, "+OK\r\n");
+    let deadline = int(&primary.cmd_s(&["PEXPIRETIME", "ttl"]));
+    assert!(
+        (at.0 + 1_000_000..=at.1 + 1_000_000).contains(&deadline),
+        "deadline {deadline}, SET between {at:?}"
+    );
     let dir = test_dir("fullsync-replica");
-    procs.start(&dir, 23314, &[]);
+    procs.start(&dir, replica_port, &[]);
     assert_eq!(
-        primary.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", "23314"]),
+        primary.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &replica_port.to_string()]),
         "+OK\r\n"
     );
     let primary_id = bulk_text(&primary.cmd(&["CLUSTER", "MYID"]));
-    let mut replica = Client::connect(23314);
+    let mut replica = Client::connect(replica_port);
     wait_until("the replica knows the primary", || {
-        bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "NODES"])).contains(&primary_id)
+        bulk_text(&Client::connect(replica_port).cmd(&["CLUSTER", "NODES"])).contains(&primary_id)
     });
     assert_eq!(
         replica.cmd_s(&["CLUSTER", "REPLICATE", &primary_id]),
         "+OK\r\n"
     );
     wait_until("full copy on the replica", || {
-        Client::connect(23314).cmd_s(&["DBSIZE"]) == ":1001\r\n"
+        Client::connect(replica_port).cmd_s(&["DBSIZE"]) == ":1001\r\n"
     });
     wait_until("the replica sees the slots served", || {
-        bulk_text(&Client::connect(23314).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        bulk_text(&Client::connect(replica_port).cmd(&["CLUSTER", "INFO"]))
+            .contains("cluster_state:ok")
     });
     assert_eq!(replica.cmd_s(&["READONLY"]), "+OK\r\n");
     assert_eq!(
         replica.cmd_s(&["GET", "k:999"]),
         "$16\r\nvalue:999\0\0\0\0\0\0\0\r\n"
     );
-    let ttl = replica.cmd_s(&["TTL", "ttl"]);
-    assert!(
-        ttl.starts_with(":99") || ttl.starts_with(":1000"),
-        "TTL on the replica: {ttl}"
+    // The full copy keeps the deadline itself, to the millisecond.
+    assert_eq!(
+        int(&replica.cmd_s(&["PEXPIRETIME", "ttl"])),
+        deadline,
+        "the deadline on the replica"
     );
     assert_eq!(primary.cmd_s(&["INCRBY", "counter", "5"]), ":5\r\n");
     assert_eq!(primary.cmd_s(&["DEL", "k:1"]), ":1\r\n");
-    assert_eq!(primary.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    let wait = HANG.as_millis().to_string();
+    assert_eq!(primary.cmd_s(&["WAIT", "1", &wait]), ":1\r\n");
     assert_eq!(replica.cmd_s(&["GET", "counter"]), "$1\r\n5\r\n");
     assert_eq!(replica.cmd_s(&["EXISTS", "k:1"]), ":0\r\n");
     let p = bulk_text(&primary.cmd(&["INFO", "replication"]));
@@ -623,7 +697,7 @@ fn replica_gets_a_full_copy_then_the_write_stream() {
     };
     assert!(p.contains("connected_slaves:1"), "{p}");
     assert!(
-        r.contains("role:slave") && r.contains("master_port:23313"),
+        r.contains("role:slave") && r.contains(&format!("master_port:{primary_port}\r\n")),
         "{r}"
     );
     assert_eq!(offset(&p), offset(&r), "offsets after WAIT:\n{p}\n{r}");

@@ -4,51 +4,36 @@
 //! two families, their options and error paths, WRONGTYPE) and seeded random sequences over
 //! a few keys (so encodings convert back and forth under the real thresholds).
 //!
-//! Needs `redis-server` 7.0 on PATH (`.ci/run` installs it). Ports 23990 (redis) and 23991
-//! (ours).
+//! Needs `redis-server` 7.0 on PATH (`.ci/run` installs it). Ports from the one allocator
+//! (`common::ports`).
 
 mod common;
 
-use common::{require_redis_tools, test_dir, Client, Procs};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use common::{ports, require_redis_tools, start_real_server, test_dir, Client, Procs, RealServer};
 
-const REDIS: u16 = 23990;
-const OURS: u16 = 23991;
-
-struct Redis(Child);
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// The two servers of the test: redis-server and ours, on their ports.
+struct Servers {
+    _procs: Procs,
+    _redis: RealServer,
+    redis: u16,
+    ours: u16,
 }
 
-fn start_pair(name: &str) -> (Procs, Redis) {
+fn start_pair(name: &str) -> Servers {
     require_redis_tools();
     let dir = test_dir(name);
-    let rdir = dir.join("redis");
-    std::fs::create_dir_all(&rdir).expect("redis dir");
-    let redis = Command::new("redis-server")
-        .args([
-            "--port",
-            &REDIS.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(&rdir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    let redis = Redis(redis);
-    common::wait_for_port(REDIS);
+    let [redis, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let real = start_real_server("redis-server", redis, &dir.join("redis"), &[]);
     let mut procs = Procs::default();
-    procs.start(&dir, OURS, &["--cluster-enabled", "no"]);
-    (procs, redis)
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
+    Servers {
+        _procs: procs,
+        _redis: real,
+        redis,
+        ours,
+    }
 }
 
 /// Splits a case line into arguments: whitespace-separated, `"..."` for an argument with
@@ -85,10 +70,10 @@ struct Pair {
 }
 
 impl Pair {
-    fn connect(proto: u8) -> Pair {
+    fn connect(servers: &Servers, proto: u8) -> Pair {
         let mut p = Pair {
-            redis: Client::connect(REDIS),
-            ours: Client::connect(OURS),
+            redis: Client::connect(servers.redis),
+            ours: Client::connect(servers.ours),
         };
         if proto == 3 {
             p.redis.cmd(&["HELLO", "3"]);
@@ -524,12 +509,12 @@ fn run_cases(pair: &mut Pair, proto: u8) {
 /// One test for both parts: they share the two servers (and their ports).
 #[test]
 fn lists_and_sorted_sets_match_redis() {
-    let (_procs, _redis) = start_pair("diff-list-zset");
+    let servers = start_pair("diff-list-zset");
     for proto in [2, 3] {
-        let mut pair = Pair::connect(proto);
+        let mut pair = Pair::connect(&servers, proto);
         run_cases(&mut pair, proto);
     }
-    random_sequences();
+    random_sequences(&servers);
 }
 
 /// xorshift64: the same sequences every run.
@@ -682,9 +667,9 @@ fn random_command(r: &mut Rng) -> Vec<String> {
     v
 }
 
-fn random_sequences() {
+fn random_sequences(servers: &Servers) {
     for (proto, seed) in [(2u8, 0x5eed_1234u64), (3, 0xfeed_beef)] {
-        let mut pair = Pair::connect(proto);
+        let mut pair = Pair::connect(servers, proto);
         let mut r = Rng(seed);
         for i in 0..3000 {
             let cmd = random_command(&mut r);

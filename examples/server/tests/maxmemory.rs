@@ -5,14 +5,11 @@
 //! `volatile-ttl` evicts only keys with a TTL and then refuses; an evicted key leaves a
 //! valkey-server 9.1 replica of our primary too. Limits are set over each server's own start-up
 //! use (`used_memory` on redis-server, `used_memory_dataset` here: `crate::evict` says why they
-//! differ). Ports 24660-24667.
-
-#![allow(clippy::disallowed_methods)] // the test waits on the clock
+//! differ). Ports from `common::ports`.
 
 mod common;
 
-use common::{bulk_text, start_real_server, test_dir, wait_until, Client, Procs};
-use std::time::Duration;
+use common::{bulk_text, ports, start_real_server, test_dir, wait_until, Client, Procs};
 
 /// A value of about 1000 bytes.
 fn value(i: usize) -> String {
@@ -112,15 +109,18 @@ fn noeviction_script(s: &Server) -> Vec<String> {
 fn noeviction_refuses_writes_as_redis_does_and_deletes_make_room() {
     let dir = test_dir("maxmemory-noeviction");
     let mut procs = Procs::default();
-    let _redis = start(false, 24660, &mut procs, &dir);
-    start(true, 24661, &mut procs, &dir);
+    let [redis_port, our_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _redis = start(false, redis_port, &mut procs, &dir);
+    start(true, our_port, &mut procs, &dir);
     let redis = noeviction_script(&Server {
         ours: false,
-        port: 24660,
+        port: redis_port,
     });
     let ours = noeviction_script(&Server {
         ours: true,
-        port: 24661,
+        port: our_port,
     });
     eprintln!("redis-server: {redis:?}\nours: {ours:?}");
     assert_eq!(ours, redis);
@@ -139,8 +139,17 @@ fn lru_script(s: &Server) -> (u64, usize, usize) {
     for i in 0..1800 {
         set(&mut c, &format!("old{i}"), i);
     }
-    // LRU clocks tick once a second: let the old keys age, then use half of them.
-    std::thread::sleep(Duration::from_millis(2200));
+    // LRU clocks tick once a second: let the old keys age until the server says the last one
+    // written has been idle 2 s (OBJECT IDLETIME does not touch the key), then use half of
+    // them.
+    wait_until("the old keys idle for 2 s", || {
+        let r = c.cmd_s(&["OBJECT", "IDLETIME", "old1799"]);
+        let idle: u64 = r
+            .strip_prefix(':')
+            .and_then(|n| n.trim_end().parse().ok())
+            .unwrap_or_else(|| panic!("OBJECT IDLETIME old1799: {r:?}"));
+        idle >= 2
+    });
     for i in 0..900 {
         assert!(c.cmd_s(&["GET", &format!("old{i}")]).starts_with('$'));
     }
@@ -161,16 +170,19 @@ fn lru_script(s: &Server) -> (u64, usize, usize) {
 fn allkeys_lru_evicts_the_keys_left_unused_first_like_redis() {
     let dir = test_dir("maxmemory-lru");
     let mut procs = Procs::default();
-    let _redis = start(false, 24662, &mut procs, &dir);
-    start(true, 24663, &mut procs, &dir);
+    let [redis_port, our_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _redis = start(false, redis_port, &mut procs, &dir);
+    start(true, our_port, &mut procs, &dir);
     for s in [
         Server {
             ours: false,
-            port: 24662,
+            port: redis_port,
         },
         Server {
             ours: true,
-            port: 24663,
+            port: our_port,
         },
     ] {
         let (evicted, used, new) = lru_script(&s);
@@ -223,15 +235,18 @@ fn volatile_script(s: &Server) -> (u64, usize, usize, String) {
 fn volatile_ttl_evicts_only_keys_with_a_ttl_then_refuses() {
     let dir = test_dir("maxmemory-ttl");
     let mut procs = Procs::default();
-    let _redis = start(false, 24664, &mut procs, &dir);
-    start(true, 24665, &mut procs, &dir);
+    let [redis_port, our_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _redis = start(false, redis_port, &mut procs, &dir);
+    start(true, our_port, &mut procs, &dir);
     let redis = volatile_script(&Server {
         ours: false,
-        port: 24664,
+        port: redis_port,
     });
     let ours = volatile_script(&Server {
         ours: true,
-        port: 24665,
+        port: our_port,
     });
     // Every TTL key went (small values: 500 of them free about 30-40 KB, less than the
     // persistent writes that follow need), no persistent key did, then -OOM.
@@ -245,11 +260,14 @@ fn volatile_ttl_evicts_only_keys_with_a_ttl_then_refuses() {
 fn an_evicted_key_leaves_a_valkey_replica_of_our_primary() {
     let dir = test_dir("maxmemory-replica");
     let mut procs = Procs::default();
-    start(true, 24666, &mut procs, &dir);
-    let (_replica, mut replica) = common::valkey_replica_of(24666, 24667, &dir);
+    let [primary, replica_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    start(true, primary, &mut procs, &dir);
+    let (_replica, mut replica) = common::valkey_replica_of(primary, replica_port, &dir);
     let mut c = Server {
         ours: true,
-        port: 24666,
+        port: primary,
     }
     .limit(1 << 20, "allkeys-random");
     for i in 0..3000 {

@@ -6,19 +6,20 @@
 //! node, from that node back to ours, and from ours to the valkey node. After every move the
 //! target holds every key with the same value and a TTL still pending, and the source none.
 //!
-//! Ports 24520-24522 (bus ports +1000). A missing server fails the test.
+//! Ports from the one allocator (`ports::block`, bus ports + `mixed::BUS_OFFSET` kept free by
+//! it too). A missing server fails the test.
 #![allow(clippy::disallowed_methods)]
 
 mod mixed;
 
 use mixed::keys::{check_on, dbsize, keys_in, make_keys, SLOTS};
-use mixed::{reshard, Client, Kind, Mixed, Role};
+use mixed::{ports, reshard, Client, Kind, Mixed, Role};
 
 #[test]
 fn redis_cli_reshard_moves_every_type_with_ttls_between_ours_valkey_9_and_redis_7() {
     let m = Mixed::form(
         "migrate-interop",
-        24520,
+        ports::block(3),
         &[
             (Kind::Valkey, Role::Primary),
             (Kind::Ours, Role::Primary),

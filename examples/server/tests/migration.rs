@@ -1,14 +1,14 @@
 //! Slot migration against clusters of our servers: the legacy path as `redis-cli --cluster
 //! reshard/rebalance` drives it (CLUSTER SETSLOT + MIGRATE/RESTORE-ASKING), DUMP/RESTORE
 //! error texts, and atomic slot migration (CLUSTER MIGRATESLOTS) with redis-py writing
-//! during it, plus its cancellation. Ports 23500-23599 (bus ports +10000). Missing tools
-//! make the tests fail with an install hint.
+//! during it, plus its cancellation. Ports from `common::ports` (bus ports +10000). Missing
+//! tools make the tests fail with an install hint.
 
 mod common;
 
 use common::{
-    bulk_text, require_redis_py, require_redis_tools, run_bounded, six_node_cluster, test_dir,
-    wait_cluster_ok, Client, Procs,
+    bulk_text, ports, require_redis_py, require_redis_tools, run_bounded, six_node_cluster,
+    test_dir, wait_cluster_ok, Client, Procs, HANG,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,15 +26,15 @@ fn script(name: &str) -> String {
 }
 
 /// Three primaries formed with `redis-cli --cluster create`.
-fn three_primaries(procs: &mut Procs, dir: &std::path::Path, base: u16) -> Vec<u16> {
-    let ports: Vec<u16> = (0..3).map(|i| base + i).collect();
+fn three_primaries(procs: &mut Procs, dir: &std::path::Path) -> Vec<u16> {
+    let ports = ports::ports(3);
     for &p in &ports {
         procs.start(dir, p, &["--cluster-node-timeout", "2000"]);
     }
     let mut args = s(&["--cluster", "create"]);
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
     args.push("--cluster-yes".into());
-    let (ok, out) = run_bounded("redis-cli", &args, Duration::from_secs(60));
+    let (ok, out) = run_bounded("redis-cli", &args, HANG);
     assert!(ok, "redis-cli --cluster create failed:\n{out}");
     wait_cluster_ok(&ports);
     ports
@@ -76,10 +76,15 @@ fn dump_restore_and_migrate_texts() {
     let mut procs = Procs::default();
     let dir = test_dir("migrate-texts");
     // Two standalone servers: MIGRATE then sends plain RESTORE.
-    procs.start(&dir, 23520, &["--cluster-enabled", "no"]);
-    procs.start(&dir, 23521, &["--cluster-enabled", "no"]);
-    let mut a = Client::connect(23520);
-    let mut b = Client::connect(23521);
+    // `nobody`: a port of ours nothing listens on.
+    let [a_port, b_port, nobody] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    procs.start(&dir, a_port, &["--cluster-enabled", "no"]);
+    procs.start(&dir, b_port, &["--cluster-enabled", "no"]);
+    let mut a = Client::connect(a_port);
+    let mut b = Client::connect(b_port);
+    let target = b_port.to_string();
     assert_eq!(a.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
     let payload = bulk_text(&a.cmd(&["DUMP", "k"]));
     assert_eq!(a.cmd_s(&["DUMP", "nokey"]), "$-1\r\n");
@@ -122,24 +127,24 @@ fn dump_restore_and_migrate_texts() {
     );
     // MIGRATE: NOKEY, KEYS form rules, COPY, REPLACE, BUSYKEY from the target, TTL kept.
     assert_eq!(
-        a.cmd_s(&["MIGRATE", "127.0.0.1", "23521", "missing", "0", "1000"]),
+        a.cmd_s(&["MIGRATE", "127.0.0.1", &target, "missing", "0", "60000"]),
         "+NOKEY\r\n"
     );
     assert_eq!(
         a.cmd_s(&[
             "MIGRATE",
             "127.0.0.1",
-            "23521",
+            &target,
             "k",
             "0",
-            "1000",
+            "60000",
             "KEYS",
             "k"
         ]),
         "-ERR When using MIGRATE KEYS option, the key argument must be set to the empty string\r\n"
     );
     assert_eq!(
-        a.cmd_s(&["MIGRATE", "127.0.0.1", "23521", "k", "0", "1000"]),
+        a.cmd_s(&["MIGRATE", "127.0.0.1", &target, "k", "0", "60000"]),
         "-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n"
     );
     assert_eq!(a.cmd_s(&["EXISTS", "k"]), ":1\r\n");
@@ -147,10 +152,10 @@ fn dump_restore_and_migrate_texts() {
         a.cmd_s(&[
             "MIGRATE",
             "127.0.0.1",
-            "23521",
+            &target,
             "k",
             "0",
-            "1000",
+            "60000",
             "COPY",
             "REPLACE"
         ]),
@@ -163,10 +168,10 @@ fn dump_restore_and_migrate_texts() {
         a.cmd_s(&[
             "MIGRATE",
             "127.0.0.1",
-            "23521",
+            &target,
             "",
             "0",
-            "1000",
+            "60000",
             "KEYS",
             "t1",
             "t2",
@@ -178,9 +183,9 @@ fn dump_restore_and_migrate_texts() {
     assert_eq!(b.cmd_s(&["GET", "t2"]), "$1\r\ny\r\n");
     let pttl: i64 = b.cmd_s(&["PTTL", "t1"]).trim()[1..].parse().unwrap();
     assert!(pttl > 0 && pttl <= 100_000, "PTTL after MIGRATE: {pttl}");
-    // Nothing listens on 23529.
+    // Nothing listens on `nobody`.
     assert_eq!(
-        a.cmd_s(&["MIGRATE", "127.0.0.1", "23529", "k", "0", "500"]),
+        a.cmd_s(&["MIGRATE", "127.0.0.1", &nobody.to_string(), "k", "0", "500"]),
         "-IOERR error or timeout connecting to the client\r\n"
     );
 }
@@ -190,7 +195,7 @@ fn redis_cli_reshard_and_rebalance_then_check() {
     require_redis_tools();
     let mut procs = Procs::default();
     let dir = test_dir("migrate-legacy");
-    let ports = three_primaries(&mut procs, &dir, 23560);
+    let ports = three_primaries(&mut procs, &dir);
     let n = 300;
     let mut pipe = String::new();
     for i in 0..n {
@@ -286,15 +291,15 @@ fn atomic_slot_migration_live_and_cancelled() {
     let mut procs = Procs::default();
     let dir = test_dir("migrate-asm");
     // Three primaries with one replica each: the import is propagated to the replicas too.
-    let ports = six_node_cluster(&mut procs, &dir, 23540);
-    // --cluster create gives 23540 slots 0-5460 and 23541 slots 5461-10922.
-    run_asm(&ports, 23540, 23541, 100, 400, 3000, "success");
+    let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
+    // --cluster create gives the first node slots 0-5460 and the second slots 5461-10922.
+    run_asm(&ports, ports[0], ports[1], 100, 400, 3000, "success");
     // The slots moved back by a cancelled migration stay with the source.
-    run_asm(&ports, 23541, 23542, 6000, 9000, 20000, "cancel");
+    run_asm(&ports, ports[1], ports[2], 6000, 9000, 20000, "cancel");
     let (ok, out) = run_bounded(
         "redis-cli",
-        &s(&["--cluster", "check", "127.0.0.1:23540"]),
-        Duration::from_secs(30),
+        &s(&["--cluster", "check", &format!("127.0.0.1:{}", ports[0])]),
+        HANG,
     );
     assert!(ok && out.contains("[OK] All 16384 slots covered."), "{out}");
 }

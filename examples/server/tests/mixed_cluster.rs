@@ -2,21 +2,23 @@
 //! the same bus (spec `cluster-bus.md` §21 "what Redis 7.0 does differently", §22 "interop
 //! checklist").
 //!
-//! Each test forms its own mixed cluster on its own ports (data 24000-24059, bus 25000-25059:
-//! see [`mixed::BUS_OFFSET`]) with `cluster-node-timeout` 3000, so the tests can run in
-//! parallel. Every test ends with
+//! Each test forms its own mixed cluster on its own ports (a block from the one allocator,
+//! `ports::block`; bus ports + [`mixed::BUS_OFFSET`], kept free by it too) with
+//! `cluster-node-timeout` 3000, so the tests can run in parallel with each other and with
+//! every other test binary. Every test ends with
 //! [`Mixed::assert_bus_clean`]: no real node logged a bus complaint, none of ours dropped a frame,
-//! and no real node closed and reopened a link. Needs `redis-server` and `redis-cli` (Debian's
+//! and no real node closed and reopened a link (but by the liveness rule, after a silence its
+//! log shows: a stalled process, not the bus). Every wait is for a condition, bounded only
+//! against a hang; no test depends on how fast failure detection or a failover is. Needs `redis-server` and `redis-cli` (Debian's
 //! redis-server and redis-tools, installed by `.ci/run`); missing tools fail the tests.
 #![allow(clippy::disallowed_methods)]
 
 mod mixed;
 
 use mixed::{
-    cluster_info_field, cmd, hostnames_of, nodes_of, run_bounded, wait_for, Client, Kind, Mixed,
-    Reply, Role, CONVERGE,
+    cluster_info_field, cmd, hostnames_of, nodes_of, ports, run_bounded, wait_ok, Client, Kind,
+    Mixed, Reply, Role, HANG,
 };
-use std::time::Duration;
 
 use Kind::{Ours, Real};
 use Role::{Primary, ReplicaOf};
@@ -41,7 +43,7 @@ fn cli_c(port: u16, args: &[&str]) -> String {
     let p = port.to_string();
     let mut all = vec!["-c", "-p", &p];
     all.extend_from_slice(args);
-    let (ok, out) = run_bounded("redis-cli", &all, Duration::from_secs(20));
+    let (ok, out) = run_bounded("redis-cli", &all, HANG);
     assert!(ok, "redis-cli {all:?} failed:\n{out}");
     out.trim().to_string()
 }
@@ -75,7 +77,7 @@ fn wait_failover(m: &mut Mixed, failed: usize, replica: usize) -> u64 {
     let rport = m.m(replica).port;
     let rid = m.m(replica).id.clone();
     let max_epoch = m.members.iter().map(|x| x.epoch).max().unwrap_or(0);
-    let epoch = wait_for(CONVERGE, "the replica to win the election", || {
+    let epoch = wait_ok("the replica to win the election", || {
         let view = nodes_of(rport)?;
         let me = view.get(&rid).ok_or("replica does not list itself")?;
         let (a, b) = slots.ok_or("failed node had no slots")?;
@@ -102,11 +104,8 @@ fn wait_failover(m: &mut Mixed, failed: usize, replica: usize) -> u64 {
 /// into every primary's slots, raw MOVED replies both ways, replicas of each kind.
 #[test]
 fn mixed_cluster_forms_checks_and_redirects_both_ways() {
-    let m = Mixed::form(
-        "topology",
-        24000,
-        &layout(&[(Real, ReplicaOf(0)), (Ours, ReplicaOf(1))]),
-    );
+    let layout = layout(&[(Real, ReplicaOf(0)), (Ours, ReplicaOf(1))]);
+    let m = Mixed::form("topology", ports::block(layout.len()), &layout);
     let (real, ours) = (m.m(0).port, m.m(1).port);
 
     m.assert_cluster_check(real);
@@ -154,7 +153,7 @@ fn mixed_cluster_forms_checks_and_redirects_both_ways() {
             Reply::Status("OK".into())
         );
         let rport = m.m(replica).port;
-        wait_for(CONVERGE, "the replica to have the key", || {
+        wait_ok("the replica to have the key", || {
             let mut c = Client::connect(rport)?;
             c.try_cmd(&["READONLY"])?;
             match c.try_cmd(&["GET", &key])? {
@@ -171,7 +170,8 @@ fn mixed_cluster_forms_checks_and_redirects_both_ways() {
 /// wins an election whose majority needs real primaries' votes.
 #[test]
 fn killing_our_primary_elects_our_replica_with_real_votes() {
-    let mut m = Mixed::form("fail-ours", 24010, &layout(&[(Ours, ReplicaOf(1))]));
+    let layout = layout(&[(Ours, ReplicaOf(1))]);
+    let mut m = Mixed::form("fail-ours", ports::block(layout.len()), &layout);
     let dead = m.m(1).id.clone();
     let replica = m.m(6).id.clone();
     m.kill9(1);
@@ -224,7 +224,8 @@ fn killing_our_primary_elects_our_replica_with_real_votes() {
 /// election that cannot reach a majority without our primaries' votes.
 #[test]
 fn killing_a_real_primary_elects_its_real_replica_with_our_votes() {
-    let mut m = Mixed::form("fail-real", 24020, &layout(&[(Real, ReplicaOf(0))]));
+    let layout = layout(&[(Real, ReplicaOf(0))]);
+    let mut m = Mixed::form("fail-real", ports::block(layout.len()), &layout);
     let dead = m.m(0).id.clone();
     let replica = m.m(6).id.clone();
     m.kill9(0);
@@ -280,7 +281,11 @@ fn killing_a_real_primary_elects_its_real_replica_with_our_votes() {
 /// identity, slots and epochs (spec §18, §21.1: R70 format, no aux fields).
 #[test]
 fn our_node_rejoins_from_a_redis_nodes_conf() {
-    let mut m = Mixed::form("nodes-conf", 24030, &SIX_PRIMARIES);
+    let mut m = Mixed::form(
+        "nodes-conf",
+        ports::block(SIX_PRIMARIES.len()),
+        &SIX_PRIMARIES,
+    );
     let port = m.m(4).port;
     let id = m.m(4).id.clone();
     assert_eq!(
@@ -338,7 +343,7 @@ fn our_node_rejoins_from_a_redis_nodes_conf() {
 fn pubsub_crosses_between_real_and_our_nodes() {
     let m = Mixed::form(
         "pubsub",
-        24040,
+        ports::block(4),
         &[
             (Real, Primary),
             (Ours, Primary),
@@ -418,24 +423,25 @@ fn pubsub_crosses_between_real_and_our_nodes() {
 /// proves that at least one extension-bearing message of that node of ours reached it.
 #[test]
 fn hostnames_cross_without_unknown_extensions() {
+    let base = ports::block(3);
     let hosts = [
-        "real-24050.example",
-        "ours-24051.example",
-        "ours-24052.example",
+        format!("real-{base}.example"),
+        format!("ours-{}.example", base + 1),
+        format!("ours-{}.example", base + 2),
     ];
     let m = Mixed::form_with_hostnames(
         "hostname",
-        24050,
+        base,
         &[(Real, Primary), (Ours, Primary), (Ours, Primary)],
-        &[(0, hosts[0]), (1, hosts[1]), (2, hosts[2])],
+        &[(0, &hosts[0]), (1, &hosts[1]), (2, &hosts[2])],
     );
     let want: std::collections::BTreeMap<String, Option<String>> = m
         .members
         .iter()
-        .zip(hosts)
-        .map(|(n, h)| (n.id.clone(), Some(h.to_string())))
+        .zip(&hosts)
+        .map(|(n, h)| (n.id.clone(), Some(h.clone())))
         .collect();
-    wait_for(CONVERGE, "every node to show every hostname", || {
+    wait_ok("every node to show every hostname", || {
         for p in m.live_ports() {
             let got = hostnames_of(p)?;
             if got != want {

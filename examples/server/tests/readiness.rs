@@ -1,6 +1,6 @@
 //! Issue 11 on the data port: `INFO readiness` and `FERROCLUSTER CKQUORUM` over RESP.
 //!
-//! Ports 23800-23899 (bus ports +10000). The expected values follow the `ferrocluster-health`
+//! Ports from the one allocator (`common::ports`, bus ports +10000 kept free too). The expected values follow the `ferrocluster-health`
 //! crate's rules (its crate docs: "Quorum check", "`INFO readiness` fields"): a voting
 //! primary owns at least one slot, the quorum is `voting / 2 + 1`, a replica is eligible by
 //! proxy once it advertises a replication offset > 0, `OK` needs every slot-owning shard
@@ -10,11 +10,10 @@
 mod common;
 
 use common::{
-    bulk_text, require_redis_tools, six_node_cluster, test_dir, wait_until, Client, Procs,
+    bulk_text, ports, require_redis_tools, six_node_cluster, test_dir, wait_until, Client, Procs,
 };
 use ferrocluster_node::health::INFO_FIELDS;
 use std::collections::HashMap;
-use std::time::Duration;
 
 /// `name -> value` of an INFO text.
 fn fields(info: &str) -> HashMap<String, String> {
@@ -61,7 +60,7 @@ fn info_readiness_and_ckquorum_follow_the_cluster() {
     require_redis_tools();
     let mut procs = Procs::default();
     let dir = test_dir("readiness");
-    let ports = six_node_cluster(&mut procs, &dir, 23800);
+    let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
     let primaries: Vec<u16> = ports.iter().copied().filter(|&p| is_primary(p)).collect();
     assert_eq!(
         primaries.len(),
@@ -213,8 +212,9 @@ fn info_readiness_and_ckquorum_follow_the_cluster() {
 fn standalone_mode_has_an_empty_section_and_refuses_ckquorum() {
     let mut procs = Procs::default();
     let dir = test_dir("readiness-standalone");
-    procs.start(&dir, 23850, &["--cluster-enabled", "no"]);
-    let mut c = Client::connect(23850);
+    let port = ports::port();
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
+    let mut c = Client::connect(port);
     assert_eq!(bulk_text(&c.cmd(&["INFO", "readiness"])), "# Readiness\r\n");
     assert_eq!(
         c.cmd_s(&["FERROCLUSTER", "CKQUORUM"]),

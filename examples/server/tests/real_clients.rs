@@ -1,12 +1,13 @@
 //! Six-node clusters driven by the tools people use: redis-cli (--cluster create/check, -c),
 //! redis-py's RedisCluster, redis-benchmark --cluster; replication and WAIT; the demo.
-//! Ports 23400-23699 (bus ports +10000). Missing tools make the tests fail with an install hint.
+//! Ports from `common::ports` (six consecutive ones per cluster, bus ports +10000). Missing
+//! tools make the tests fail with an install hint.
 
 mod common;
 
 use common::{
-    bulk_text, require_redis_py, require_redis_tools, run_bounded, six_node_cluster, test_dir,
-    wait_until, Client, Procs, BIN,
+    bulk_text, ports, require_redis_py, require_redis_tools, run_bounded, six_node_cluster,
+    test_dir, wait_until, Client, Logged, Procs, BIN, HANG,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,13 +30,17 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
     require_redis_py();
     let mut procs = Procs::default();
     let dir = test_dir("realclients");
-    let ports = six_node_cluster(&mut procs, &dir, 23400);
+    let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
+    // --cluster create's layout: the first three are the primaries, in order; "foo" (slot
+    // 12182) is the third one's.
+    let third = ports[2];
+    let moved_foo = format!("-MOVED 12182 127.0.0.1:{third}\r\n");
 
     // redis-cli --cluster check passes.
     let (ok, out) = run_bounded(
         "redis-cli",
-        &s(&["--cluster", "check", "127.0.0.1:23400"]),
-        Duration::from_secs(30),
+        &s(&["--cluster", "check", &format!("127.0.0.1:{}", ports[0])]),
+        HANG,
     );
     assert!(ok, "redis-cli --cluster check failed:\n{out}");
     assert!(
@@ -53,28 +58,28 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
     ] {
         let (ok, out) = run_bounded(
             "redis-cli",
-            &s(&["-c", "-p", "23401", "SET", k, v]),
-            Duration::from_secs(10),
+            &s(&["-c", "-p", &ports[1].to_string(), "SET", k, v]),
+            HANG,
         );
         assert!(ok && out.trim() == "OK", "SET {k}: {out}");
         let (ok, out) = run_bounded(
             "redis-cli",
-            &s(&["-c", "-p", "23402", "GET", k]),
-            Duration::from_secs(10),
+            &s(&["-c", "-p", &third.to_string(), "GET", k]),
+            HANG,
         );
         assert!(ok && out.trim() == v, "GET {k}: {out}");
     }
     // Without -c a non-owner answers MOVED to the owner (slot of foo is 12182, owned by the
     // third primary in --cluster create's layout).
-    let mut c = Client::connect(23400);
-    assert_eq!(c.cmd_s(&["GET", "foo"]), "-MOVED 12182 127.0.0.1:23402\r\n");
+    let mut c = Client::connect(ports[0]);
+    assert_eq!(c.cmd_s(&["GET", "foo"]), moved_foo);
 
     // redis-py RedisCluster: 10,000 keys across the slots, RESP2 then RESP3.
     let (ok, out) = run_bounded(
         "python3",
         &[
             script("redis_py_cluster.py"),
-            "23400".into(),
+            ports[0].to_string(),
             "10000".into(),
             "2".into(),
         ],
@@ -86,13 +91,14 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
         "python3",
         &[
             script("redis_py_cluster.py"),
-            "23403".into(),
+            ports[3].to_string(),
             "2000".into(),
             "3".into(),
         ],
         Duration::from_secs(120),
     );
     assert!(ok, "redis-py (RESP3) failed:\n{out}");
+    assert!(out.contains("RESULT written=2000 read_ok=2000"), "{out}");
 
     // Replication: each replica holds what its primary holds, and WAIT sees the replica.
     wait_until("replicas hold their primary's keys", || {
@@ -114,25 +120,22 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
         replicas.sort();
         primaries.len() == 3 && primaries == replicas
     });
-    let mut owner = Client::connect(23402);
+    let mut owner = Client::connect(third);
     assert_eq!(owner.cmd_s(&["SET", "foo", "after-wait"]), "+OK\r\n");
-    assert_eq!(owner.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(owner.cmd_s(&["WAIT", "1", "60000"]), ":1\r\n");
     let replica_port = ports
         .iter()
         .copied()
         .find(|&p| {
             bulk_text(&Client::connect(p).cmd(&["INFO", "replication"]))
-                .contains("master_port:23402")
+                .contains(&format!("master_port:{third}\r\n"))
         })
-        .expect("a replica of 23402");
+        .unwrap_or_else(|| panic!("a replica of {third}"));
     let mut r = Client::connect(replica_port);
-    assert_eq!(r.cmd_s(&["GET", "foo"]), "-MOVED 12182 127.0.0.1:23402\r\n");
+    assert_eq!(r.cmd_s(&["GET", "foo"]), moved_foo);
     assert_eq!(r.cmd_s(&["READONLY"]), "+OK\r\n");
     assert_eq!(r.cmd_s(&["GET", "foo"]), "$10\r\nafter-wait\r\n");
-    assert_eq!(
-        r.cmd_s(&["SET", "foo", "x"]),
-        "-MOVED 12182 127.0.0.1:23402\r\n"
-    );
+    assert_eq!(r.cmd_s(&["SET", "foo", "x"]), moved_foo);
     assert!(bulk_text(&r.cmd(&["INFO", "replication"])).contains("master_link_status:up"));
     assert!(r.cmd_s(&["ROLE"]).starts_with("*5\r\n$5\r\nslave\r\n"));
 
@@ -149,7 +152,7 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
         String::from_utf8_lossy(&sub.read_reply()),
         "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
     );
-    let slot_owner = 23402; // "foo" and "{foo}x" hash to 12182
+    let slot_owner = third; // "foo" and "{foo}x" hash to 12182
     let mut ssub = Client::connect(replica_port);
     assert_eq!(
         ssub.cmd_s(&["SSUBSCRIBE", "{foo}x"]),
@@ -170,7 +173,7 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
         &s(&[
             "--cluster",
             "-p",
-            "23400",
+            &ports[0].to_string(),
             "-t",
             "set,get",
             "-n",
@@ -193,73 +196,66 @@ fn redis_py_survives_kill_9_of_a_primary() {
     require_redis_py();
     let mut procs = Procs::default();
     let dir = test_dir("failover");
-    let _ports = six_node_cluster(&mut procs, &dir, 23500);
-    // redis-py writes for 15 s; 3 s in, the owner of slot 12182 ("foo") is killed.
-    let writer = std::process::Command::new("python3")
-        .args([script("redis_py_failover.py"), "23500".into(), "15".into()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run redis_py_failover.py");
-    let mut writer = KillOnDrop(Some(writer));
-    std::thread::sleep(Duration::from_secs(3));
-    procs.kill(23502);
-    // The replica of 23502 is elected: slot 12182 gets a new owner.
+    let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
+    // The owner of slot 12182 ("foo") in --cluster create's layout.
+    let victim = ports[2];
+    // redis-py writes until told to stop; once it has written, the owner of slot 12182 is
+    // killed; it is told to stop once a replica took the slot over, and ends with a write
+    // acknowledged after its last failed one.
+    let ready = dir.join("writer.ready");
+    let stop = dir.join("writer.stop");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg("-u")
+        .arg(script("redis_py_failover.py"))
+        .arg(ports[0].to_string())
+        .arg(&ready)
+        .arg(&stop);
+    let log = dir.join("writer.log");
+    let mut writer = Logged::spawn(&mut cmd, &log, "redis_py_failover.py");
+    wait_until("redis-py to have written", || {
+        if let Some(status) = writer.exited() {
+            panic!(
+                "redis_py_failover.py exited ({status}) before writing:\n{}",
+                common::log_tail(&log, 40)
+            );
+        }
+        ready.exists()
+    });
+    procs.kill(victim);
+    // The replica of the killed node is elected: slot 12182 gets a new owner.
+    let gone = format!("127.0.0.1:{victim}");
     let mut new_owner = String::new();
     wait_until("a replica takes over slot 12182", || {
-        let reply = Client::connect(23500).cmd_s(&["GET", "foo"]);
-        match reply.strip_prefix("-MOVED 12182 ") {
-            Some(addr) if !addr.starts_with("127.0.0.1:23502") => {
-                new_owner = addr.trim().to_string();
+        let reply = Client::connect(ports[0]).cmd_s(&["GET", "foo"]);
+        match reply.strip_prefix("-MOVED 12182 ").map(str::trim) {
+            Some(addr) if addr != gone => {
+                new_owner = addr.to_string();
                 true
             }
             _ => false,
         }
     });
-    let out = writer
-        .0
-        .take()
-        .expect("writer")
-        .wait_with_output()
-        .expect("writer output");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::fs::write(&stop, b"").expect("write the stop file");
+    let status = writer.wait_exit();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
     println!("{text}");
-    assert!(
-        out.status.success(),
-        "redis-py through the failover:\n{text}"
-    );
+    assert!(status.success(), "redis-py through the failover:\n{text}");
     assert!(text.contains("last_ok_after_failure=True"), "{text}");
     // The old primary, restarted, is a replica of the new one and redirects there.
-    procs.start(&dir, 23502, &["--cluster-node-timeout", "2000"]);
+    procs.start(&dir, victim, &["--cluster-node-timeout", "2000"]);
     wait_until("the old primary answers MOVED to the new one", || {
-        Client::connect(23502).cmd_s(&["GET", "foo"]) == format!("-MOVED 12182 {new_owner}\r\n")
+        Client::connect(victim).cmd_s(&["GET", "foo"]) == format!("-MOVED 12182 {new_owner}\r\n")
     });
-    assert!(Client::connect(23502)
+    assert!(Client::connect(victim)
         .cmd_s(&["ROLE"])
         .starts_with("*5\r\n$5\r\nslave\r\n"));
-}
-
-/// Kills a helper process if the test fails before waiting for it.
-struct KillOnDrop(Option<std::process::Child>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 #[test]
 fn demo_runs_and_checks_what_it_claims() {
     let (ok, out) = run_bounded(
         BIN,
-        &s(&["demo", "--base-port", "23600"]),
+        &s(&["demo", "--base-port", &ports::block(6).to_string()]),
         Duration::from_secs(240),
     );
     assert!(ok, "demo failed:\n{out}");

@@ -8,11 +8,11 @@
 //! [`SUITE`] lists redis-benchmark 7.0's default tests (`redis-benchmark` without `-t`).
 //! A test whose commands a family has not served yet is in [`PENDING`]; it must still fail
 //! with `unknown command` (so this file is updated when it starts working). Adding a family:
-//! move its tests from PENDING to SUITE with a check. Ports 23860-23866.
+//! move its tests from PENDING to SUITE with a check. Ports from `common::ports`.
 
 mod common;
 
-use common::{bulk_text, run_bounded, six_node_cluster, test_dir, Client, Procs};
+use common::{bulk_text, ports, run_bounded, six_node_cluster, test_dir, Client, Procs, HANG};
 use std::time::Duration;
 
 const N: usize = 2000;
@@ -311,10 +311,24 @@ fn run_suite(entry: u16, nodes: &[u16], primaries: &[u16], cluster: bool) {
                 "redis-benchmark -t {test} printed no {row} row:\n{out}"
             );
         }
-        // The replicas have applied what their primaries wrote before the checks read them.
+        // The replicas have applied what their primaries wrote before the checks read them
+        // (a primary without replicas, the one node, has none to wait for).
         for &p in primaries {
             let mut c = Client::connect(p);
-            c.cmd(&["WAIT", "1", "5000"]);
+            let replicas = bulk_text(&c.cmd(&["INFO", "replication"]))
+                .lines()
+                .find_map(|l| l.strip_prefix("connected_slaves:"))
+                .map(|n| n.trim().to_string())
+                .unwrap_or_else(|| panic!("{p}: no connected_slaves in INFO replication"));
+            // The 3+3 cluster gives each primary one replica; the one node has none.
+            assert_eq!(replicas, if cluster { "1" } else { "0" }, "{p}'s replicas");
+            if replicas != "0" {
+                assert_eq!(
+                    c.cmd_s(&["WAIT", &replicas, &HANG.as_millis().to_string()]),
+                    format!(":{replicas}\r\n"),
+                    "{p}: WAIT for its replicas"
+                );
+            }
         }
         check(&keys, if cluster { primaries.len() as i64 } else { 1 });
         let reply = by_hand(nodes, probe);
@@ -347,7 +361,7 @@ fn by_hand(nodes: &[u16], argv: &[&str]) -> String {
 fn every_default_test_gets_real_replies_on_one_node() {
     let dir = test_dir("redis-benchmark-one");
     let mut procs = Procs::default();
-    let port = 23860;
+    let port = ports::port();
     procs.start(&dir, port, &["--cluster-enabled", "no"]);
     run_suite(port, &[port], &[port], false);
 }
@@ -357,7 +371,7 @@ fn every_default_test_gets_real_replies_with_cluster() {
     common::require_redis_tools();
     let dir = test_dir("redis-benchmark-cluster");
     let mut procs = Procs::default();
-    let ports = six_node_cluster(&mut procs, &dir, 23861);
+    let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
     let primaries: Vec<u16> = ports
         .iter()
         .copied()

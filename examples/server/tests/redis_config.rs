@@ -2,13 +2,13 @@
 //! `tcp-keepalive`, `save`, `dbfilename`, `slowlog-*`, `latency-monitor-threshold`, taken from
 //! a config file and shown by CONFIG GET with Redis's names and values; Debian's whole Redis 7.0
 //! redis.conf (daemonize, pidfile, logfile, cluster mode, AOF); protected mode and
-//! stop-writes-on-bgsave-error against valkey-server 9.1. Ports 23230-23238.
+//! stop-writes-on-bgsave-error against valkey-server 9.1. Ports from `common::ports`.
 
-#![allow(clippy::disallowed_methods)] // the test waits on the clock
+#![allow(clippy::disallowed_methods)] // a poll sleeps between two looks at CLIENT LIST
 
 mod common;
 
-use common::{bulk_text, test_dir, wait_until, Client, BIN};
+use common::{bulk_text, ports, test_dir, wait_for, wait_until, Client, Logged, BIN, HANG};
 use std::io::Read;
 use std::time::Duration;
 
@@ -19,9 +19,21 @@ fn get(c: &mut Client, name: &str) -> String {
     text.split("\r\n").nth(4).unwrap_or_default().to_string()
 }
 
+/// The `idle=` seconds of client `id` in CLIENT LIST on `port`, None once it is gone.
+fn idle_seconds(port: u16, id: &str) -> Option<u64> {
+    let list = bulk_text(&Client::connect(port).cmd(&["CLIENT", "LIST", "ID", id]));
+    let line = list.lines().find(|l| l.starts_with(&format!("id={id} ")))?;
+    let idle = line
+        .split(' ')
+        .find_map(|f| f.strip_prefix("idle="))
+        .unwrap_or_else(|| panic!("no idle= in {line}"));
+    Some(idle.parse().unwrap())
+}
+
 #[test]
 fn a_redis_style_config_with_include_pidfile_and_timeout_is_taken() {
     let dir = test_dir("redis-config");
+    let port = ports::port();
     std::fs::create_dir_all(&dir).unwrap();
     let pidfile = dir.join("server.pid");
     std::fs::write(
@@ -32,53 +44,65 @@ fn a_redis_style_config_with_include_pidfile_and_timeout_is_taken() {
     std::fs::write(
         dir.join("main.conf"),
         format!(
-            "port 23230\ncluster-enabled no\ndir {}\ninclude {}\npidfile {}\ntimeout 1\ntcp-keepalive 60\nsave 900 1 300 10\ndbfilename data.rdb\n",
+            "port {port}\ncluster-enabled no\ndir {}\ninclude {}\npidfile {}\ntimeout 1\ntcp-keepalive 60\nsave 900 1 300 10\ndbfilename data.rdb\n",
             dir.display(),
             dir.join("extra.conf").display(),
             pidfile.display()
         ),
     )
     .unwrap();
-    let mut child = std::process::Command::new(BIN)
-        .arg(dir.join("main.conf"))
-        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
-        .spawn()
-        .unwrap();
-    common::wait_for_port(23230);
-    let mut c = Client::connect(23230);
-    assert_eq!(get(&mut c, "slowlog-log-slower-than"), "5");
-    assert_eq!(get(&mut c, "latency-monitor-threshold"), "10");
-    assert_eq!(get(&mut c, "timeout"), "1");
-    assert_eq!(get(&mut c, "tcp-keepalive"), "60");
-    assert_eq!(get(&mut c, "save"), "900 1 300 10");
-    assert_eq!(get(&mut c, "dbfilename"), "data.rdb");
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.arg(dir.join("main.conf"));
+    let mut child = Logged::spawn(
+        &mut cmd,
+        &dir.join("stderr.log"),
+        &format!("ferrocluster-server on {port}"),
+    );
+    child.wait_listening(port);
+    // `timeout 1` closes a client idle for a second: each look is a new connection.
+    let get = |name: &str| get(&mut Client::connect(port), name);
+    assert_eq!(get("slowlog-log-slower-than"), "5");
+    assert_eq!(get("latency-monitor-threshold"), "10");
+    assert_eq!(get("timeout"), "1");
+    assert_eq!(get("tcp-keepalive"), "60");
+    assert_eq!(get("save"), "900 1 300 10");
+    assert_eq!(get("dbfilename"), "data.rdb");
     let pid = std::fs::read_to_string(&pidfile).unwrap();
-    assert_eq!(pid.trim(), child.id().to_string());
-    // `timeout 1`: an idle client is closed, a subscriber is not.
-    let mut sub = Client::connect(23230);
+    assert_eq!(pid.trim(), child.pid().unwrap().to_string());
+    // `timeout 1`: an idle client is kept while the server counts it idle for less than
+    // the timeout, and still when CLIENT LIST says `idle=1` (not more than 1 s yet), then
+    // closed; a subscriber is not. (A client closed between two looks at it, before one saw
+    // `idle=1`, proves nothing either way: another is tried.)
+    let mut sub = Client::connect(port);
     assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
-    let mut idle = Client::connect(23230);
-    assert_eq!(idle.cmd_s(&["PING"]), "+PONG\r\n");
+    let mut idle = wait_for("an idle client kept at idle=1", || {
+        let mut idle = Client::connect(port);
+        let id = idle.cmd_s(&["CLIENT", "ID"]);
+        let id = id.trim_start_matches(':').trim_end().to_string();
+        // From here on it sends nothing.
+        loop {
+            match idle_seconds(port, &id) {
+                None => return None,
+                Some(0) => std::thread::sleep(Duration::from_millis(20)),
+                Some(_) => return Some(idle),
+            }
+        }
+    });
     let mut buf = [0u8; 16];
-    idle.stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    let t0 = std::time::Instant::now();
     assert_eq!(
         idle.stream.read(&mut buf).unwrap(),
         0,
         "closed by the server"
     );
-    assert!(t0.elapsed() >= Duration::from_millis(900));
     wait_until("the subscriber still served", || {
-        let mut c = Client::connect(23230);
+        let mut c = Client::connect(port);
         bulk_text(&c.cmd(&["CLIENT", "LIST"])).contains("sub=1")
     });
     // SHUTDOWN saves (save points are set) to data.rdb and removes the pidfile.
-    c = Client::connect(23230);
-    assert_eq!(c.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
-    c.send_raw(&common::encode(&[b"SHUTDOWN"]));
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(Client::connect(port).cmd_s(&["SET", "k", "v"]), "+OK\r\n");
+    let mut stop = Client::connect(port);
+    stop.send_raw(&common::encode(&[b"SHUTDOWN"]));
+    assert_eq!(child.wait_exit().code(), Some(0));
     assert!(dir.join("data.rdb").exists());
     assert!(!pidfile.exists());
 }
@@ -89,7 +113,7 @@ fn an_include_that_cannot_be_read_is_refused_with_its_line() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("main.conf"),
-        "port 23231\n\ninclude /nonexistent/x.conf\n",
+        format!("port {}\n\ninclude /nonexistent/x.conf\n", ports::port()),
     )
     .unwrap();
     let out = std::process::Command::new(BIN)
@@ -126,6 +150,7 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
     let debian = std::fs::read_to_string("/etc/redis/redis.conf")
         .expect("/etc/redis/redis.conf (Debian's redis-server package, .ci/run installs it)");
     let dir = test_dir("debian-conf");
+    let port = ports::port();
     let (pidfile, logfile) = (dir.join("redis.pid"), dir.join("redis.log"));
     let mut changed = 0;
     let mut conf: String = debian
@@ -133,7 +158,7 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
         .map(|l| {
             let word = l.split_whitespace().next().unwrap_or("");
             let new = match word {
-                "port" => "port 23232".to_string(),
+                "port" => format!("port {port}"),
                 "dir" => format!("dir {}", dir.display()),
                 "appendonly" => "appendonly yes".into(),
                 "cluster-enabled" => "cluster-enabled yes".into(),
@@ -164,7 +189,7 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    common::wait_for_port(23232);
+    common::wait_for_port(port);
     let mut daemon = Daemon(None);
     wait_until("the pid file", || pidfile.exists());
     let pid: u32 = std::fs::read_to_string(&pidfile)
@@ -176,7 +201,7 @@ fn debians_whole_redis_conf_starts_a_cluster_node_with_aof() {
     // disable-thp yes: THP is off for the server process.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     assert!(status.contains("THP_enabled:\t0"), "{status}");
-    let mut c = Client::connect(23232);
+    let mut c = Client::connect(port);
     assert!(bulk_text(&c.cmd(&["INFO", "cluster"])).contains("cluster_enabled:1"));
     assert!(bulk_text(&c.cmd(&["INFO", "persistence"])).contains("aof_enabled:1"));
     assert_eq!(get(&mut c, "protected-mode"), "yes");
@@ -245,9 +270,7 @@ fn in_own_netns(test: &str) -> bool {
 /// PING's reply).
 fn from_outside(port: u16) -> String {
     let mut c = Client::connect_to(OUTSIDE, port);
-    c.stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    c.stream.set_read_timeout(Some(HANG)).unwrap();
     // The refusal is sent at accept; a PING may meet a reset socket, which is fine.
     let _ = std::io::Write::write_all(&mut c.stream, b"PING\r\n");
     let mut got = Vec::new();
@@ -276,13 +299,16 @@ fn protected_mode_refuses_outside_clients_as_valkey_does() {
         return;
     }
     let dir = test_dir("protected-mode");
+    let [valkey, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
     let _valkey = common::start_real_server(
         "valkey-server",
-        23234,
+        valkey,
         &dir.join("valkey"),
         &["--bind", "0.0.0.0", "--protected-mode", "yes"],
     );
-    let expected = from_outside(23234);
+    let expected = from_outside(valkey);
     assert!(
         expected.starts_with("-DENIED Running in protected mode"),
         "{expected}"
@@ -290,7 +316,7 @@ fn protected_mode_refuses_outside_clients_as_valkey_does() {
     let mut procs = common::Procs::default();
     procs.start(
         &dir.join("ours"),
-        23233,
+        ours,
         &[
             "--cluster-enabled",
             "no",
@@ -300,20 +326,20 @@ fn protected_mode_refuses_outside_clients_as_valkey_does() {
             "yes",
         ],
     );
-    assert_eq!(from_outside(23233), expected);
-    let mut local = Client::connect(23233);
+    assert_eq!(from_outside(ours), expected);
+    let mut local = Client::connect(ours);
     assert_eq!(local.cmd_s(&["PING"]), "+PONG\r\n");
     assert!(bulk_text(&local.cmd(&["INFO", "stats"])).contains("rejected_connections:1"));
     assert_eq!(
         local.cmd_s(&["CONFIG", "SET", "protected-mode", "no"]),
         "+OK\r\n"
     );
-    assert_eq!(from_outside(23233), "+PONG\r\n");
-    procs.kill(23233);
+    assert_eq!(from_outside(ours), "+PONG\r\n");
+    procs.kill(ours);
     // A password for the default user: protected mode lets the client in (to authenticate).
     procs.start(
         &dir.join("ours-pass"),
-        23233,
+        ours,
         &[
             "--cluster-enabled",
             "no",
@@ -323,7 +349,7 @@ fn protected_mode_refuses_outside_clients_as_valkey_does() {
             "pw",
         ],
     );
-    assert!(from_outside(23233).starts_with("-NOAUTH"));
+    assert!(from_outside(ours).starts_with("-NOAUTH"));
 }
 
 /// `stop-writes-on-bgsave-error yes` (the default) with save points: after a failed BGSAVE
@@ -333,6 +359,9 @@ fn protected_mode_refuses_outside_clients_as_valkey_does() {
 #[test]
 fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
     let dir = test_dir("bgsave-error");
+    let [valkey, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
     let fail_bgsave = |port: u16| -> String {
         let mut c = Client::connect(port);
         assert_eq!(c.cmd_s(&["SET", "a", "1"]), "+OK\r\n");
@@ -343,9 +372,9 @@ fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
         c.cmd_s(&["SET", "a", "2"])
     };
     let vdir = dir.join("valkey");
-    let _valkey = common::start_real_server("valkey-server", 23236, &vdir, &["--save", "3600 1"]);
+    let _valkey = common::start_real_server("valkey-server", valkey, &vdir, &["--save", "3600 1"]);
     std::fs::remove_dir_all(&vdir).unwrap();
-    let expected = fail_bgsave(23236);
+    let expected = fail_bgsave(valkey);
     assert!(
         expected.starts_with("-MISCONF Valkey is configured to save RDB"),
         "{expected}"
@@ -353,12 +382,12 @@ fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
     let mut procs = common::Procs::default();
     let odir = procs.start(
         &dir.join("ours"),
-        23235,
+        ours,
         &["--cluster-enabled", "no", "--save", "3600 1"],
     );
     std::fs::remove_dir_all(&odir).unwrap();
-    assert_eq!(fail_bgsave(23235), expected);
-    let mut c = Client::connect(23235);
+    assert_eq!(fail_bgsave(ours), expected);
+    let mut c = Client::connect(ours);
     assert_eq!(c.cmd_s(&["GET", "a"]), "$1\r\n1\r\n");
     assert_eq!(
         c.cmd_s(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"]),
@@ -375,11 +404,14 @@ fn a_failed_bgsave_stops_writes_with_valkeys_misconf() {
 #[test]
 fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
     let dir = test_dir("pubsub-limit");
-    let _redis = common::start_real_server("redis-server", 23238, &dir.join("redis"), &[]);
+    let [redis, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _redis = common::start_real_server("redis-server", redis, &dir.join("redis"), &[]);
     let mut procs = common::Procs::default();
-    procs.start(&dir.join("ours"), 23237, &["--cluster-enabled", "no"]);
+    procs.start(&dir.join("ours"), ours, &["--cluster-enabled", "no"]);
     let payload = "x".repeat(100_000);
-    for port in [23238, 23237] {
+    for port in [redis, ours] {
         let mut admin = Client::connect(port);
         // Subscribers in CLIENT LIST (valkey's INFO pubsub_clients lags a closed one).
         let subscribers = |admin: &mut Client| {
@@ -410,7 +442,10 @@ fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
             subscribers(&mut admin) == "0"
         });
         drop(sub);
-        // Soft limit 64 KiB for 1 s: over it, then over it still after the second.
+        // Soft limit 64 KiB for 1 s: over it, the subscriber is kept (unlike the hard
+        // limit), then closed once it stayed over it past the second (the limit is checked
+        // as output is added: each look publishes once more). A subscriber that stayed over
+        // it past the second before the look proves nothing either way: another is tried.
         assert_eq!(
             admin.cmd_s(&[
                 "CONFIG",
@@ -420,19 +455,27 @@ fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
             ]),
             "+OK\r\n"
         );
-        let mut sub = Client::connect(port);
-        assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
-        for _ in 0..100 {
-            admin.cmd(&["PUBLISH", "ch", &payload]);
-        }
-        assert_eq!(
-            subscribers(&mut admin),
-            "1",
-            "{port}: soft limit not yet past its time"
+        let sub = wait_for(
+            &format!("{port}: a subscriber over the soft limit kept"),
+            || {
+                let mut sub = Client::connect(port);
+                assert!(sub.cmd_s(&["SUBSCRIBE", "ch"]).starts_with("*3\r\n"));
+                for _ in 0..100 {
+                    admin.cmd(&["PUBLISH", "ch", &payload]);
+                }
+                // Listed, with its output buffer (`omem`) past the soft limit.
+                let list = bulk_text(&admin.cmd(&["CLIENT", "LIST"]));
+                let omem: Vec<u64> = list
+                    .lines()
+                    .filter(|l| l.contains(" sub=1 "))
+                    .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("omem=")))
+                    .map(|n| n.parse().unwrap())
+                    .collect();
+                (omem.len() == 1 && omem[0] >= 64 * 1024).then_some(sub)
+            },
         );
-        std::thread::sleep(Duration::from_millis(2100));
-        admin.cmd(&["PUBLISH", "ch", &payload]);
         wait_until(&format!("{port}: closed (soft)"), || {
+            admin.cmd(&["PUBLISH", "ch", &payload]);
             subscribers(&mut admin) == "0"
         });
         drop(sub);

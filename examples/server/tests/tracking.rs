@@ -1,30 +1,33 @@
 //! Client-side caching (`CLIENT TRACKING` default and BCAST modes with REDIRECT, NOLOOP, OPTIN /
 //! OPTOUT, PREFIX, CLIENT CACHING / GETREDIR / TRACKINGINFO): the same sessions on redis-server 7.0 and on
-//! ours, every byte each client receives compared. Ports 23240-23241.
+//! ours, every byte each client receives compared. Ports from the one allocator
+//! (`common::ports`).
 
 mod common;
 
-use common::{start_real_server, test_dir, Client, Procs};
-use std::io::Read;
-use std::time::Duration;
+use common::{encode, ports, start_real_server, test_dir, Client, Procs};
 
-/// Whatever arrives on `c` within a short wait (pushes and messages that no request asked for).
+/// What `PING <token>` answers, outside and inside RESP2 Pub/Sub mode.
+const MARK: &str = "pending-mark";
+const MARK_REPLY: &str = "$12\r\npending-mark\r\n";
+const MARK_REPLY_PUBSUB: &str = "*2\r\n$4\r\npong\r\n$12\r\npending-mark\r\n";
+
+/// Everything that arrived on `c` that no request asked for (pushes and messages) since the
+/// last reply. Called after a write on another client has been answered: both servers queue
+/// the write's invalidations before its reply leaves (Redis writes them into the client's
+/// buffer inside the command, ours hands them to the client's I/O thread, which takes them
+/// before it reads the client's next request), so what `PING <mark>` answers comes after all
+/// of them; everything before that answer is the write's doing.
 fn pending(c: &mut Client) -> String {
-    c.stream
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    c.send_raw(&encode(&[b"PING", MARK.as_bytes()]));
     let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = c.stream.read(&mut buf) {
-        if n == 0 {
-            break;
+    loop {
+        let frame = c.read_reply();
+        if frame == MARK_REPLY.as_bytes() || frame == MARK_REPLY_PUBSUB.as_bytes() {
+            return String::from_utf8_lossy(&got).into_owned();
         }
-        got.extend_from_slice(&buf[..n]);
+        got.extend_from_slice(&frame);
     }
-    c.stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    String::from_utf8_lossy(&got).into_owned()
 }
 
 fn id_of(c: &mut Client) -> String {
@@ -130,11 +133,14 @@ fn session(port: u16) -> Vec<String> {
 #[test]
 fn tracking_sessions_match_redis_7_byte_for_byte() {
     let dir = test_dir("tracking");
+    let [ours_port, redis_port] = ports::ports(2)[..] else {
+        unreachable!()
+    };
     let mut procs = Procs::default();
-    procs.start(&dir, 23240, &["--cluster-enabled", "no"]);
-    let _redis = start_real_server("redis-server", 23241, &dir.join("redis"), &[]);
-    let ours = session(23240);
-    let theirs = session(23241);
+    procs.start(&dir, ours_port, &["--cluster-enabled", "no"]);
+    let _redis = start_real_server("redis-server", redis_port, &dir.join("redis"), &[]);
+    let ours = session(ours_port);
+    let theirs = session(redis_port);
     for (i, (o, t)) in ours.iter().zip(&theirs).enumerate() {
         assert_eq!(o, t, "step {i}");
     }

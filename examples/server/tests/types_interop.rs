@@ -2,12 +2,12 @@
 //! redis-server 7.0 and valkey-server 9.1 and theirs on ours (small and big encodings), and
 //! replication (full sync and the stream) carries every type, with the effects the
 //! propagation rule chooses (SPOP as SREM, INCRBYFLOAT as SET, relative expiries as
-//! PEXPIREAT, ...), so a replica ends equal to its primary. Ports 23880-23885.
+//! PEXPIREAT, ...), so a replica ends equal to its primary. Ports from the one allocator
+//! (`common::ports`).
 
 mod common;
 
-use common::{start_real_server, test_dir, wait_until, Client, Procs};
-use std::time::Duration;
+use common::{ports, start_real_server, test_dir, wait_until, Client, Procs, HANG};
 
 /// A bulk reply's payload.
 fn bulk(r: &[u8]) -> Vec<u8> {
@@ -79,20 +79,18 @@ fn build(c: &mut Client) -> Vec<&'static str> {
 #[test]
 fn dump_and_restore_move_hashes_and_sets_both_ways() {
     let dir = test_dir("types-interop");
+    let [port, redis, valkey] = ports::ports(3)[..] else {
+        unreachable!()
+    };
     let mut procs = Procs::default();
-    procs.start(&dir, 23880, &["--cluster-enabled", "no"]);
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
     let _real = [
-        start_real_server("redis-server", 23881, &dir.join("redis-server-23881"), &[]),
-        start_real_server(
-            "valkey-server",
-            23882,
-            &dir.join("valkey-server-23882"),
-            &[],
-        ),
+        start_real_server("redis-server", redis, &dir.join("redis-server"), &[]),
+        start_real_server("valkey-server", valkey, &dir.join("valkey-server"), &[]),
     ];
-    let mut ours = Client::connect(23880);
+    let mut ours = Client::connect(port);
     let keys = build(&mut ours);
-    for peer in [23881u16, 23882] {
+    for peer in [redis, valkey] {
         let mut them = Client::connect(peer);
         them.cmd(&["FLUSHALL"]);
         // Ours -> theirs.
@@ -194,7 +192,9 @@ fn snapshot(port: u16) -> Vec<(String, String, String)> {
 fn replicas_end_equal_to_their_primary_for_every_effect() {
     let dir = test_dir("types-replication");
     let mut procs = Procs::default();
-    let (primary, replica) = (23883u16, 23884u16);
+    let [primary, replica] = ports::ports(2)[..] else {
+        unreachable!()
+    };
     procs.start(&dir, primary, &["--cluster-node-timeout", "2000"]);
     procs.start(&dir, replica, &["--cluster-node-timeout", "2000"]);
     let mut p = Client::connect(primary);
@@ -250,7 +250,9 @@ fn replicas_end_equal_to_their_primary_for_every_effect() {
         let reply = p.cmd_s(w);
         assert!(!reply.starts_with('-'), "{w:?}: {reply}");
     }
-    assert_eq!(p.cmd_s(&["WAIT", "1", "5000"]), ":1\r\n");
+    // WAIT's timeout only bounds a hang: the stream reaches the replica however slowly.
+    let hang_ms = HANG.as_millis().to_string();
+    assert_eq!(p.cmd_s(&["WAIT", "1", &hang_ms]), ":1\r\n");
     let (a, b) = (snapshot(primary), snapshot(replica));
     assert!(a.len() > 10, "{a:?}");
     assert_eq!(a, b, "the replica differs from its primary");

@@ -13,8 +13,12 @@
 //!   of our own with writes during the snapshot and the stream; B takes the slots over and
 //!   its keys equal ours.
 //!
-//! The servers must be installed (`.ci/run` installs them); ports are chosen by the OS; run
-//! inside a network namespace.
+//! The servers must be installed (`.ci/run` installs them). Their ports (and bus ports, data
+//! port + 10000) come from the shared allocator (`ferrocluster_testkit::ports`); the listener
+//! that stands for our "B" takes port 0 and stays open for the whole test. Every wait only
+//! bounds a hang (`HANG`); the real nodes' timers that could end a migration or mark a node
+//! failed on a loaded machine (`cluster-node-timeout`, the write pause of 2 ×
+//! `cluster-manual-failover-timeout`) are set to `HANG` too.
 #![allow(clippy::disallowed_methods)] // a test host reads the clock
 
 #[path = "../asm/db.rs"]
@@ -24,7 +28,7 @@ mod db;
 mod driver;
 
 use db::{Db, Entry, Val};
-use driver::{free_port, unix_ms, Server};
+use driver::{unix_ms, Server};
 use ferrocluster_dataplane::resp::{CommandReader, Item, ReaderLimits};
 use ferrocluster_dataplane::{
     AsmConfig, AsmOutput, AsmPlane, ConnId, Millis, SnapshotMode, SnapshotProgress,
@@ -33,6 +37,7 @@ use ferrocluster_migration::{
     JobState, MigrationConfig, MigrationOutput, MigrationRequest, Migrations, Origin,
 };
 use ferrocluster_slot::{key_hash_slot, Slot};
+use ferrocluster_testkit::{ports, wait_until, BUS_OFFSET, HANG};
 use ferrocluster_topology::{Node, NodeFlags, NodeId, ShardId, Topology};
 use rand_core::SeedableRng;
 use std::collections::BTreeMap;
@@ -41,6 +46,11 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// `HANG` in ms, for the real nodes' timers and ours.
+fn hang_ms() -> u64 {
+    HANG.as_millis() as u64
+}
 
 const TAGS: [&str; 2] = ["t7", "t2"];
 const CONN: ConnId = ConnId(1);
@@ -53,17 +63,23 @@ fn cmd<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T 
     q.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
-/// A valkey-server 9.1 cluster node on OS-chosen ports, announcing `announce` as its client
-/// port when given.
+/// A valkey-server 9.1 cluster node on a port of the allocator (its bus port + 10000),
+/// announcing `announce` as its client port when given. Its node timeout and its write pause
+/// (2 × the manual failover timeout) only bound a hang.
 fn node(announce: Option<u16>, password: Option<&str>) -> Server {
-    let bus = free_port().to_string();
+    let port = ports::port();
+    let bus = (port + BUS_OFFSET).to_string();
+    let node_timeout = hang_ms().to_string();
+    let mf_timeout = (hang_ms() / 2).to_string();
     let mut args = vec![
         "--cluster-enabled",
         "yes",
         "--cluster-port",
         &bus,
         "--cluster-node-timeout",
-        "3000",
+        &node_timeout,
+        "--cluster-manual-failover-timeout",
+        &mf_timeout,
         "--enable-debug-command",
         "yes",
     ];
@@ -74,7 +90,7 @@ fn node(announce: Option<u16>, password: Option<&str>) -> Server {
     if let Some(pw) = password {
         args.extend(["--masterauth", pw]);
     }
-    Server::start_with("valkey-server", &args, password)
+    Server::start_on("valkey-server", port, &args, password)
 }
 
 fn bus_port(s: &Server) -> String {
@@ -93,23 +109,12 @@ fn cluster(a: &Server, b: &Server) {
     let bb = bus_port(b);
     let _: () = cmd(&mut a.conn(), &["CLUSTER", "MEET", "127.0.0.1", &bp, &bb]);
     let _: () = cmd(&mut a.conn(), &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
-    wait(20, "cluster ok", || {
+    wait_until("cluster ok", || {
         [a, b].iter().all(|s| {
             let info: String = cmd(&mut s.conn(), &["CLUSTER", "INFO"]);
             info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:2")
         })
     });
-}
-
-fn wait(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{what} never held");
 }
 
 fn slot(tag: &str) -> Slot {
@@ -278,6 +283,8 @@ impl Host {
             mig: Migrations::new(
                 MigrationConfig {
                     auth_to_target: auth,
+                    // The write pause (2 × this) only bounds a hang.
+                    manual_failover_timeout_ms: hang_ms() / 2,
                     ..MigrationConfig::default()
                 },
                 now,
@@ -495,6 +502,7 @@ impl Host {
 /// A real Valkey source's migration into our import.
 #[test]
 fn real_source_into_our_import() {
+    // Port 0, the kernel's pick: the listener stays open until the test ends.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let fake_port = listener.local_addr().unwrap().port();
     let a = node(None, None);
@@ -520,8 +528,9 @@ fn real_source_into_our_import() {
                 // the slots, which its PONGs tell A.
                 let mut c = redis::Client::open(format!("redis://127.0.0.1:{b_port}/"))
                     .unwrap()
-                    .get_connection()
+                    .get_connection_with_timeout(HANG)
                     .unwrap();
+                c.set_read_timeout(Some(HANG)).unwrap();
                 let _: String = cmd(&mut c, &["CLUSTER", "BUMPEPOCH"]);
                 let me = b_id.to_string();
                 for s in slots {
@@ -571,7 +580,7 @@ fn real_source_into_our_import() {
             &b_id.to_string(),
         ],
     );
-    wait(20, "snapshotting", || {
+    wait_until("snapshotting", || {
         job_state(&mut ac).as_deref() == Some("snapshotting")
     });
     for tag in TAGS {
@@ -580,7 +589,7 @@ fn real_source_into_our_import() {
             let _: redis::Value = cmd(&mut ac, &args);
         }
     }
-    wait(60, "streaming", || {
+    wait_until("streaming", || {
         matches!(
             job_state(&mut ac).as_deref(),
             Some("replicating" | "waiting-to-pause")
@@ -595,7 +604,7 @@ fn real_source_into_our_import() {
     }
     let at_pause = real_keys(&mut ac);
     let _: () = cmd(&mut ac, &["DEBUG", "SLOTMIGRATION", "PREVENT-PAUSE", "0"]);
-    wait(30, "the source's success", || {
+    wait_until("the source's success", || {
         job_state(&mut ac).as_deref() == Some("success")
     });
     stop.store(true, Ordering::SeqCst);
@@ -654,19 +663,30 @@ fn our_export_into_a_real_target() {
     assert_eq!(reply, Some(ferrocluster_topology::Reply::ok()));
     let mut bc = b.conn();
     let mut round = 0;
-    let end = Instant::now() + Duration::from_secs(60);
+    let end = Instant::now() + HANG;
     let mut wrote = BTreeMap::new();
     while host.state().is_some_and(|s| !s.is_terminal()) {
-        assert!(Instant::now() < end, "stuck in {:?}", host.state());
+        assert!(
+            Instant::now() < end,
+            "stuck for {HANG:?} (a hang) in {:?}",
+            host.state()
+        );
         host.poll(false, Some(b.port), b"pw");
-        // Client writes on our source while it takes them.
+        // Client writes on our source while it takes them: at most 20 rounds while it
+        // snapshots, so that rounds are left for the stream after it however many turns the
+        // snapshot takes (turns, not time, count them).
         let state = host.state();
+        let cap = if state == Some(JobState::Snapshotting) {
+            20
+        } else {
+            40
+        };
         if !host.paused
             && matches!(
                 state,
                 Some(JobState::Snapshotting | JobState::Replicating | JobState::WaitingToPause)
             )
-            && round < 40
+            && round < cap
         {
             round += 1;
             *wrote.entry(format!("{state:?}")).or_insert(0) += 1;
@@ -709,9 +729,10 @@ fn our_export_into_a_real_target() {
             .next()
             .and_then(|j| j.message().map(str::to_owned))
     );
+    eprintln!("write rounds by state: {wrote:?}");
     assert!(wrote.contains_key("Some(Snapshotting)"), "{wrote:?}");
     assert!(wrote.len() > 1, "writes after the snapshot too: {wrote:?}");
-    wait(10, "the target's success", || {
+    wait_until("the target's success", || {
         job_state(&mut bc).as_deref() == Some("success")
     });
     let theirs = real_keys(&mut bc);

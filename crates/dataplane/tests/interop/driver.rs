@@ -6,12 +6,14 @@ use ferrocluster_dataplane::{
     CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Reply, Restored,
     Role, SnapshotId, SnapshotTarget, StreamCommand, UpstreamId,
 };
+use ferrocluster_testkit::proc::Logged;
+use ferrocluster_testkit::{ports, TestDir, HANG};
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub fn unix_ms() -> Millis {
     Millis(
@@ -22,24 +24,21 @@ pub fn unix_ms() -> Millis {
     )
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The captured vectors' directory.
 pub fn vectors() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
 }
 
-/// A real redis-server / valkey-server child process, killed on drop.
+/// A real redis-server / valkey-server child process on a port of the shared allocator
+/// (`ferrocluster_testkit::ports`), its output in `server.log` of its own directory. The child
+/// is killed on drop; the directory is removed when the test passes and kept (its path
+/// printed) when it fails. A start that fails panics with the log's last lines and who
+/// holds the port.
 pub struct Server {
-    child: Child,
+    /// Declared before `dir`: the child is killed before its directory goes.
+    child: Logged,
     pub port: u16,
-    pub dir: PathBuf,
+    dir: TestDir,
     bin: String,
     args: Vec<String>,
     /// `requirepass`, when set.
@@ -53,11 +52,13 @@ impl Server {
 
     /// A server with `requirepass <password>` (its clients here authenticate).
     pub fn start_with(bin: &str, extra: &[&str], password: Option<&str>) -> Server {
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("dp-interop-{bin}-{port}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        Server::start_on(bin, ports::port(), extra, password)
+    }
+
+    /// A server on `port` (from `ports`; a cluster node's bus port is `port + BUS_OFFSET`,
+    /// which the allocator keeps free too).
+    pub fn start_on(bin: &str, port: u16, extra: &[&str], password: Option<&str>) -> Server {
+        let dir = TestDir::new(&format!("dp-interop-{bin}-{port}"));
         let mut args: Vec<String> = [
             "--port",
             &port.to_string(),
@@ -77,8 +78,8 @@ impl Server {
         if let Some(pw) = password {
             args.extend(["--requirepass".to_string(), pw.to_string()]);
         }
-        let child = spawn(bin, &args, &dir);
-        let s = Server {
+        let child = spawn(bin, &args, &dir, port);
+        let mut s = Server {
             child,
             port,
             dir,
@@ -90,28 +91,57 @@ impl Server {
         s
     }
 
-    fn wait_up(&self) {
-        for _ in 0..200 {
-            if let Ok(mut c) = self.conn_opt() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return;
-                }
+    /// Waits until the server listens and answers PING (not `-LOADING`). Panics, with the
+    /// log's tail and who holds the port, when the child exits first or after `HANG`.
+    fn wait_up(&mut self) {
+        self.child.wait_listening(self.port);
+        let end = Instant::now() + HANG;
+        loop {
+            let last = match self.conn_opt() {
+                Ok(mut c) => match redis::cmd("PING").query::<String>(&mut c) {
+                    Ok(_) => return,
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            if let Some(status) = self.child.exited() {
+                let why = format!("exited ({status}) before it answered PING ({last})");
+                panic!("{}", self.child.failure(&why, self.port));
             }
-            std::thread::sleep(Duration::from_millis(25));
+            if Instant::now() >= end {
+                let why = format!("did not answer PING within {HANG:?} ({last})");
+                panic!("{}", self.child.failure(&why, self.port));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("{} on port {} never answered PING", self.bin, self.port);
     }
 
+    /// A connection whose connect, reads and writes give up only after `HANG`.
     fn conn_opt(&self) -> redis::RedisResult<redis::Connection> {
+        self.conn_db_opt(0)
+    }
+
+    /// A connection to database `db` (connect, reads and writes bounded by `HANG`).
+    fn conn_db_opt(&self, db: u32) -> redis::RedisResult<redis::Connection> {
         let auth = self
             .password
             .as_ref()
             .map_or(String::new(), |p| format!(":{p}@"));
-        redis::Client::open(format!("redis://{auth}127.0.0.1:{}/", self.port))?.get_connection()
+        let c = redis::Client::open(format!("redis://{auth}127.0.0.1:{}/{db}", self.port))?
+            .get_connection_with_timeout(HANG)?;
+        c.set_read_timeout(Some(HANG))?;
+        c.set_write_timeout(Some(HANG))?;
+        Ok(c)
     }
 
     pub fn conn(&self) -> redis::Connection {
-        self.conn_opt().unwrap()
+        self.conn_db(0)
+    }
+
+    /// A connection to database `db`.
+    pub fn conn_db(&self, db: u32) -> redis::Connection {
+        self.conn_db_opt(db)
+            .unwrap_or_else(|e| panic!("{}", self.child.failure(&e.to_string(), self.port)))
     }
 
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
@@ -120,8 +150,12 @@ impl Server {
         for a in &args[1..] {
             cmd.arg(*a);
         }
-        cmd.query(&mut c)
-            .unwrap_or_else(|e| panic!("{args:?} on {}: {e}", self.bin))
+        cmd.query(&mut c).unwrap_or_else(|e| {
+            panic!(
+                "{}",
+                self.child.failure(&format!("{args:?}: {e}"), self.port)
+            )
+        })
     }
 
     /// One field of `INFO <section>`.
@@ -133,32 +167,22 @@ impl Server {
         })
     }
 
-    /// `SHUTDOWN SAVE` and start again on the same port and directory.
+    /// `SHUTDOWN SAVE` and start again on the same port and directory (the log goes on in
+    /// the same file).
     pub fn restart_with_save(&mut self) {
         let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg("SAVE").query(&mut self.conn());
-        let _ = self.child.wait();
-        self.child = spawn(&self.bin, &self.args, &self.dir);
+        self.child.wait_exit();
+        self.child = spawn(&self.bin, &self.args, &self.dir, self.port);
         self.wait_up();
     }
 }
 
-fn spawn(bin: &str, args: &[String], dir: &std::path::Path) -> Child {
-    let log = std::fs::File::create(dir.join("server.log")).unwrap();
-    Command::new(bin)
-        .args(args)
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin} must be installed (.ci/run installs it): {e}"))
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+fn spawn(bin: &str, args: &[String], dir: &Path, port: u16) -> Logged {
+    Logged::spawn(
+        Command::new(bin).args(args),
+        &dir.join("server.log"),
+        &format!("{bin} on port {port}"),
+    )
 }
 
 struct Client {
@@ -198,6 +222,7 @@ impl Driver {
         listen: bool,
     ) -> Driver {
         let (listener, port) = if listen {
+            // Port 0, the kernel's pick: the listener stays open for the Driver's whole life.
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.set_nonblocking(true).unwrap();
             let port = l.local_addr().unwrap().port();
@@ -419,17 +444,23 @@ impl Driver {
         }
     }
 
-    /// Steps until `cond` holds; panics after `secs` seconds.
-    pub fn run_until(&mut self, secs: u64, what: &str, mut cond: impl FnMut(&mut Driver) -> bool) {
-        let end = unix_ms().saturating_add_ms(secs * 1000);
-        while unix_ms() < end {
+    /// Steps until `cond` holds; panics after `HANG` (a bound on a hang, never a measure of
+    /// speed).
+    pub fn run_until(&mut self, what: &str, mut cond: impl FnMut(&mut Driver) -> bool) {
+        let end = Instant::now() + HANG;
+        loop {
             self.step();
             if cond(self) {
                 return;
             }
+            if Instant::now() >= end {
+                panic!(
+                    "still waiting after {HANG:?} (a hang) for: {what}; events {:?}",
+                    self.events
+                );
+            }
             std::thread::sleep(Duration::from_millis(2));
         }
-        panic!("timed out waiting for: {what}; events {:?}", self.events);
     }
 
     /// Closes every replica connection (as if the network dropped them).

@@ -1,12 +1,12 @@
 //! Helpers for the server's integration tests: spawning the built binary, a tiny RESP client,
 //! a guard that kills every process a test started (also when the test fails), external tool
 //! checks that fail with an install hint.
-#![allow(dead_code, clippy::disallowed_methods)]
+#![allow(dead_code, unused_imports, clippy::disallowed_methods)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod resp_cases;

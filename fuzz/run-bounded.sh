@@ -203,7 +203,7 @@ PY
 
 # --ci: the number of inputs of each target (ci-runs.txt: "target runs" lines).
 ci_runs() {
-  awk -v t="$1" '$1 == t { print $2 }' ci-runs.txt
+  awk -v t="$1" '!/^#/ && $1 == t { print $2 }' ci-runs.txt
 }
 
 status=0

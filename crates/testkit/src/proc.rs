@@ -4,6 +4,8 @@
 
 use crate::ports::{holders, BUS_OFFSET};
 use crate::wait::HANG;
+use std::ffi::OsStr;
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -158,5 +160,54 @@ pub fn log_tail(path: &Path, n: usize) -> String {
             lines[lines.len().saturating_sub(n)..].join("\n")
         }
         Err(e) => format!("(can't read {}: {e})", path.display()),
+    }
+}
+
+/// Runs `cmd args...` to its end (stdin closed) with a deadline that only bounds a hang
+/// (`limit`, raised to at least [`HANG`]); returns (success, stdout then stderr). Both pipes
+/// are drained on their own threads, so a chatty child never blocks on a full pipe. Panics
+/// when the command cannot be started (`.ci/run` installs the tools) or hangs (with what it
+/// printed).
+pub fn run_bounded<S: AsRef<OsStr>>(cmd: &str, args: &[S], limit: Duration) -> (bool, String) {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("can't run {cmd} (.ci/run installs it): {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let limit = limit.max(HANG);
+    let end = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait().expect("wait") {
+            Some(status) => break Some(status),
+            None if Instant::now() > end => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.join().unwrap_or_default()),
+        String::from_utf8_lossy(&err.join().unwrap_or_default())
+    );
+    match status {
+        Some(s) => (s.success(), text),
+        None => {
+            let args: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+            panic!("{cmd} {args:?} did not finish within {limit:?} (a hang):\n{text}")
+        }
     }
 }

@@ -270,28 +270,60 @@ fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
-fn parse_u64(v: &[u8]) -> Option<u64> {
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
-/// `CLIENT LIST [filter ...]` with Valkey 9.1's filters (`clientListCommand`): `ID id [id
-/// ...]` (IDs up to the next argument that is not an integer; `ID` again adds more), `TYPE
-/// normal|master|replica|pubsub` (the last one counts), `ADDR ip:port`, `LADDR ip:port`,
-/// `USER name`, `SKIPME yes|no` (default no) and `MAXAGE seconds`. Every client matching all
-/// of them is listed once, in ID order.
+/// `CLIENT LIST [filter ...]`: every client matching the filters ([`parse_filters`]; `SKIPME`
+/// defaults to no), once each, in ID order.
 ///
 /// Valkey 9.1 and Redis 7.0 differ here, and we follow Valkey: Redis 7.0 takes either `TYPE t`
 /// or `ID id ...` alone, answers `ID` in the order asked with a repeated ID repeated, and says
 /// `Invalid client ID` where Valkey says `syntax error` or `client-id should be greater than
 /// 0` (checked side by side in `tests/operator_view.rs`).
 pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
-    let mut filter = Filter::default();
+    if let Some(filter) = parse_filters(client, args, false, out) {
+        start(shared, client, out, Job::List, filter);
+    }
+}
+
+/// `CLIENT KILL addr:port` (old form: `+OK` or `No such client`) or `CLIENT KILL <filter>
+/// ...` ([`parse_filters`]; `SKIPME` defaults to yes): closes the matching clients and
+/// answers how many.
+pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+    if args.len() == 3 {
+        let filter = Filter {
+            addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
+            ..Filter::default()
+        };
+        start(shared, client, out, Job::Kill { old_style: true }, filter);
+        return;
+    }
+    if let Some(filter) = parse_filters(client, args, true, out) {
+        start(shared, client, out, Job::Kill { old_style: false }, filter);
+    }
+}
+
+/// The client filters of CLIENT LIST and CLIENT KILL from `args[2..]`, as Valkey 9.1 parses
+/// them for both (`parseClientFilters`): `ID id [id ...]` (IDs up to the next argument that
+/// is not an integer; `ID` again adds more), `TYPE normal|master|replica|pubsub` (the last
+/// one counts), `ADDR ip:port`, `LADDR ip:port`, `USER name`, `SKIPME yes|no` (default
+/// `skipme`) and `MAXAGE seconds` (clients older than that). `None` after writing the error
+/// Valkey answers (`syntax error`, `client-id should be greater than 0`, `Unknown client
+/// type '<t>'`, `No such user '<u>'`, `maxage should be greater than 0`, `maxage is not an
+/// integer or out of range`).
+fn parse_filters(
+    client: &ClientCtx,
+    args: &Args<'_>,
+    skipme: bool,
+    out: &mut Out,
+) -> Option<Filter> {
+    let mut filter = Filter {
+        skip: skipme.then_some(client.id),
+        ..Filter::default()
+    };
     let mut i = 2;
     while i < args.len() {
         let opt = args.get(i);
         if i + 1 >= args.len() {
             out.error("ERR syntax error");
-            return;
+            return None;
         }
         let v = args.get(i + 1);
         let text = || String::from_utf8_lossy(v).into_owned();
@@ -304,21 +336,21 @@ pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
                 };
                 if id <= 0 {
                     out.error("ERR client-id should be greater than 0");
-                    return;
+                    return None;
                 }
                 filter.ids.get_or_insert_with(Vec::new).push(id as u64);
                 i += 1;
             }
             if i == start {
                 out.error("ERR syntax error");
-                return;
+                return None;
             }
             continue;
         }
         if eq(opt, "type") {
             let Some(k) = ClientType::parse(v) else {
                 out.error(&format!("ERR Unknown client type '{}'", text()));
-                return;
+                return None;
             };
             filter.kind = Some(k);
         } else if eq(opt, "addr") {
@@ -326,9 +358,10 @@ pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
         } else if eq(opt, "laddr") {
             filter.laddr = Some(text());
         } else if eq(opt, "user") {
+            // Every connection is the `default` user (no ACL users yet).
             if text() != "default" {
                 out.error(&format!("ERR No such user '{}'", text()));
-                return;
+                return None;
             }
             filter.user = Some(text());
         } else if eq(opt, "skipme") {
@@ -338,108 +371,37 @@ pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
                 filter.skip = None;
             } else {
                 out.error("ERR syntax error");
-                return;
+                return None;
             }
         } else if eq(opt, "maxage") {
             match parse_i64(v) {
                 Some(s) if s > 0 => filter.max_age_s = Some(s as u64),
                 Some(_) => {
                     out.error("ERR maxage should be greater than 0");
-                    return;
+                    return None;
                 }
                 None => {
                     out.error("ERR maxage is not an integer or out of range");
-                    return;
+                    return None;
                 }
             }
         } else {
             out.error("ERR syntax error");
-            return;
+            return None;
         }
         i += 2;
     }
-    start(shared, client, out, Job::List, filter);
+    Some(filter)
 }
 
+/// An integer argument as Valkey's `string2ll` reads it (no sign `+`, spaces or leading
+/// zeros).
 fn parse_i64(v: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(v).ok()?;
-    // Valkey's string2ll: no leading '+' or spaces, no leading zeros.
     if s.starts_with('+') || (s.len() > 1 && s.starts_with('0')) || s.starts_with("-0") {
         return None;
     }
     s.parse().ok()
-}
-
-/// `CLIENT KILL addr:port` (old form) or `CLIENT KILL <filter> <value> ...` with the filters
-/// `ID`, `TYPE`, `USER`, `ADDR`, `LADDR`, `SKIPME yes|no` (default yes) and `MAXAGE`.
-pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
-    if args.len() == 3 {
-        let filter = Filter {
-            addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
-            ..Filter::default()
-        };
-        start(shared, client, out, Job::Kill { old_style: true }, filter);
-        return;
-    }
-    if args.len() < 4 || !args.len().is_multiple_of(2) {
-        out.error("ERR syntax error");
-        return;
-    }
-    let mut filter = Filter::default();
-    let mut skipme = true;
-    for pair in (2..args.len()).step_by(2) {
-        let (name, v) = (args.get(pair), args.get(pair + 1));
-        let text = || String::from_utf8_lossy(v).into_owned();
-        if eq(name, "id") {
-            match parse_u64(v) {
-                Some(id) if id > 0 => filter.ids = Some(vec![id]),
-                _ => {
-                    out.error("ERR client-id should be greater than 0");
-                    return;
-                }
-            }
-        } else if eq(name, "type") {
-            let Some(k) = ClientType::parse(v) else {
-                out.error(&format!("ERR Unknown client type '{}'", text()));
-                return;
-            };
-            filter.kind = Some(k);
-        } else if eq(name, "addr") {
-            filter.addr = Some(text());
-        } else if eq(name, "laddr") {
-            filter.laddr = Some(text());
-        } else if eq(name, "user") {
-            if text() != "default" {
-                out.error(&format!("ERR No such user '{}'", text()));
-                return;
-            }
-            filter.user = Some(text());
-        } else if eq(name, "skipme") {
-            if eq(v, "yes") {
-                skipme = true;
-            } else if eq(v, "no") {
-                skipme = false;
-            } else {
-                out.error("ERR syntax error");
-                return;
-            }
-        } else if eq(name, "maxage") {
-            match parse_u64(v) {
-                Some(s) => filter.max_age_s = Some(s),
-                None => {
-                    out.error("ERR syntax error");
-                    return;
-                }
-            }
-        } else {
-            out.error("ERR syntax error");
-            return;
-        }
-    }
-    if skipme {
-        filter.skip = Some(client.id);
-    }
-    start(shared, client, out, Job::Kill { old_style: false }, filter);
 }
 
 /// The state of `CLIENT PAUSE` (Valkey `pauseActions` for `PAUSE_BY_CLIENT_COMMAND`).

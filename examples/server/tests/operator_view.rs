@@ -419,12 +419,13 @@ fn info_keyspace_counts_keys_with_a_deadline_and_their_mean_ttl_as_redis_7_print
     assert!((70_000..=75_000).contains(&avg), "avg_ttl={avg}");
 }
 
-/// `CLIENT LIST` filters, side by side with valkey-server 9.1: the same four connections on
-/// each server, the same filters (IDs given as connection numbers), the same answer (the
-/// listed connections, by number, or the exact error). Redis 7.0 differs (it takes `TYPE` or
-/// `ID` alone, answers IDs in the order asked); we follow Valkey.
+/// `CLIENT LIST` and `CLIENT KILL` filters, side by side with valkey-server 9.1: the same four
+/// connections on each server, the same filters (IDs given as connection numbers), the same
+/// answer (the listed connections, by number, the kill count, or the exact error). Redis 7.0
+/// differs (its LIST takes `TYPE` or `ID` alone, answers IDs in the order asked); we follow
+/// Valkey.
 #[test]
-fn client_list_filters_answer_as_valkey_9_1() {
+fn client_filters_answer_as_valkey_9_1() {
     let dir = test_dir("operator-list-filters");
     let mut procs = Procs::default();
     let [ours, valkey] = ports::ports(2)[..] else {
@@ -469,6 +470,23 @@ fn client_list_filters_answer_as_valkey_9_1() {
         &["ADDR"],
         &["BOGUS", "1"],
     ];
+    // CLIENT KILL shares the filters (Valkey `parseClientFilters`): cases that kill nobody.
+    let kills: &[&[&str]] = &[
+        &["ID", "0"],
+        &["ID", "x"],
+        &["ID", "{1}", "TYPE"],
+        &["ID", "999999", "999998"],
+        &["ID", "999999", "ID", "999998"],
+        &["MAXAGE", "x"],
+        &["MAXAGE", "0"],
+        &["MAXAGE", "100000"],
+        &["SKIPME", "maybe"],
+        &["USER", "nobody"],
+        &["ADDR", "10.0.0.1:1"],
+        &["TYPE", "pubsub"],
+        &["TYPE", "normal", "SKIPME", "yes", "TYPE", "pubsub"],
+        &["BOGUS", "1"],
+    ];
     let run = |port: u16| -> Vec<String> {
         let mut conns: Vec<Client> = (0..4).map(|_| Client::connect(port)).collect();
         let ids: Vec<String> = conns
@@ -480,10 +498,11 @@ fn client_list_filters_answer_as_valkey_9_1() {
                     .to_string()
             })
             .collect();
-        cases
-            .iter()
-            .map(|case| {
-                let mut args = vec!["CLIENT".to_string(), "LIST".to_string()];
+        let list = cases.iter().map(|c| ("LIST", c));
+        let kill = kills.iter().map(|c| ("KILL", c));
+        list.chain(kill)
+            .map(|(sub, case)| {
+                let mut args = vec!["CLIENT".to_string(), sub.to_string()];
                 for a in case.iter() {
                     let mut a = a.to_string();
                     for (n, id) in ids.iter().enumerate() {
@@ -493,8 +512,11 @@ fn client_list_filters_answer_as_valkey_9_1() {
                 }
                 let argv: Vec<&str> = args.iter().map(String::as_str).collect();
                 let reply = conns[0].cmd(&argv);
-                if reply.starts_with(b"-") {
-                    return format!("{case:?} -> {}", String::from_utf8_lossy(&reply).trim_end());
+                if reply.starts_with(b"-") || reply.starts_with(b":") {
+                    return format!(
+                        "{sub} {case:?} -> {}",
+                        String::from_utf8_lossy(&reply).trim_end()
+                    );
                 }
                 let listed: Vec<String> = bulk_text(&reply)
                     .lines()
@@ -506,7 +528,7 @@ fn client_list_filters_answer_as_valkey_9_1() {
                             .map_or(format!("other:{id}"), |n| n.to_string())
                     })
                     .collect();
-                format!("{case:?} -> {listed:?}")
+                format!("{sub} {case:?} -> {listed:?}")
             })
             .collect()
     };

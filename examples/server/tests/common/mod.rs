@@ -45,7 +45,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
 /// Loopback ports from the one allocator every test binary shares (`ferrocluster-testkit`):
 /// `ports::port()`, `ports::ports(n)`, `ports::block(n)` (consecutive, for base-port tools).
 pub use ferrocluster_testkit::ports;
-pub use ferrocluster_testkit::proc::{log_tail, Logged};
+pub use ferrocluster_testkit::proc::{log_tail, run_bounded, Logged};
 pub use ferrocluster_testkit::wait::{wait_for, wait_ok, HANG};
 
 /// Kills every process it holds when dropped; removes their directories when the test passed
@@ -428,48 +428,4 @@ pub fn wait_cluster_ok(ports: &[u16]) {
                 && (repl.contains("role:master") || repl.contains("master_link_status:up"))
         })
     });
-}
-
-/// Runs a command with a deadline that bounds a hang (at least [`HANG`]); returns (success,
-/// stdout+stderr).
-pub fn run_bounded(cmd: &str, args: &[String], limit: Duration) -> (bool, String) {
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("can't run {cmd} (.ci/run installs it): {e}"));
-    // Drained on their own threads, so a chatty child never blocks on a full pipe.
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let limit = limit.max(HANG);
-    let end = Instant::now() + limit;
-    let status = loop {
-        match child.try_wait().expect("wait") {
-            Some(status) => break Some(status),
-            None if Instant::now() > end => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.join().unwrap_or_default()),
-        String::from_utf8_lossy(&err.join().unwrap_or_default())
-    );
-    match status {
-        Some(s) => (s.success(), text),
-        None => panic!("{cmd} {args:?} did not finish within {limit:?} (a hang):\n{text}"),
-    }
 }

@@ -27,7 +27,7 @@
 pub mod keys;
 
 pub use ferrocluster_testkit::ports;
-pub use ferrocluster_testkit::proc::{log_tail, Logged};
+pub use ferrocluster_testkit::proc::{log_tail, run_bounded, Logged};
 pub use ferrocluster_testkit::wait::{wait_ok, HANG};
 
 use std::collections::BTreeMap;
@@ -371,50 +371,6 @@ pub fn reshard(entry: u16, from: &str, to: &str, slots: usize) {
     let (ok, out) = run_bounded("redis-cli", &args, HANG);
     assert!(ok && out.contains("Moving slot"), "reshard failed:\n{out}");
     assert!(!out.contains("ERR"), "reshard reported an error:\n{out}");
-}
-
-/// Runs a command until it exits, with a deadline that only bounds a hang (`limit`, raised to
-/// at least [`HANG`]); returns (success, stdout + stderr).
-pub fn run_bounded(cmd: &str, args: &[&str], limit: Duration) -> (bool, String) {
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("can't run {cmd} (.ci/run installs it): {e}"));
-    // Drained on their own threads, so a chatty child never blocks on a full pipe.
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let limit = limit.max(HANG);
-    let end = Instant::now() + limit;
-    let status = loop {
-        match child.try_wait().expect("wait") {
-            Some(status) => break Some(status),
-            None if Instant::now() > end => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.join().unwrap_or_default()),
-        String::from_utf8_lossy(&err.join().unwrap_or_default())
-    );
-    match status {
-        Some(s) => (s.success(), text),
-        None => panic!("{cmd} {args:?} did not finish within {limit:?} (a hang):\n{text}"),
-    }
 }
 
 /// [`wait_ok`] for callers that still pass a limit: the limit is raised to at least [`HANG`],

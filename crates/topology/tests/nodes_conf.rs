@@ -442,12 +442,18 @@ fn build(
         t.set_slot_owner(Slot::new(slot).unwrap(), Some(ids[who % ids.len()]))
             .unwrap();
     }
+    // One mark per slot: nodes.conf shows a slot marked both ways as migrating only (§18.1,
+    // Valkey's `clusterGenNodeDescription`), so a model with both cannot come back whole (a
+    // later mark of a slot replaces the earlier one).
     for (slot, who, migrating) in marks {
         let id = ids[who % ids.len()];
+        let slot = Slot::new(slot).unwrap();
         if migrating {
-            t.set_migrating(Slot::new(slot).unwrap(), Some(id)).unwrap();
+            t.set_importing(slot, None).unwrap();
+            t.set_migrating(slot, Some(id)).unwrap();
         } else {
-            t.set_importing(Slot::new(slot).unwrap(), Some(id)).unwrap();
+            t.set_migrating(slot, None).unwrap();
+            t.set_importing(slot, Some(id)).unwrap();
         }
     }
     t.last_vote_epoch = CurrentEpoch(epochs.1);

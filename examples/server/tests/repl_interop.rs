@@ -219,6 +219,10 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     wait_until("ours synced from valkey", || {
         info(ours).contains("master_link_status:up")
     });
+    // READONLY reads need ours to see every slot served (it learns valkey's slots by gossip).
+    wait_until("cluster_state:ok on ours", || {
+        bulk_text(&Client::connect(ours).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
     let mut r = Client::connect(ours);
     assert_eq!(r.cmd_s(&["READONLY"]), "+OK\r\n");
     assert_eq!(r.cmd_s(&["DBSIZE"]), ":5\r\n");

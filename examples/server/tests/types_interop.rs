@@ -167,6 +167,13 @@ fn replicate(primary: u16, replica: u16) {
             .cmd_s(&["INFO", "replication"])
             .contains("master_link_status:up")
     });
+    // The replica serves READONLY reads once its own view has every slot served (it learns
+    // the primary's slots by gossip, on its own schedule).
+    wait_until("cluster_state:ok on the replica", || {
+        Client::connect(replica)
+            .cmd_s(&["CLUSTER", "INFO"])
+            .contains("cluster_state:ok")
+    });
 }
 
 /// Every key of `port`: name, canonical value, absolute deadline.

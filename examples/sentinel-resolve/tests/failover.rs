@@ -24,8 +24,11 @@ use redis_protocol::resp2::types::OwnedFrame;
 
 const SERVICE: &str = "mymaster";
 const BIN: &str = env!("CARGO_BIN_EXE_sentinel-resolve");
-/// Sentinel's `down-after-milliseconds`: long enough that a loaded machine does not make a
-/// live primary look down (a spurious failover), short enough for a quick run.
+/// Sentinel's `down-after-milliseconds` from the start: longer than any stall of a loaded
+/// machine, so a live primary never looks down (no spurious failover).
+const START_DOWN_AFTER_MS: u64 = 60_000;
+/// `down-after-milliseconds` every Sentinel gets (`SENTINEL SET`) just before the test kills
+/// the primary, for a quick failover.
 const DOWN_AFTER_MS: u64 = 5000;
 
 /// The test's ports, all from the allocator: held by this process, so the `unused` ones
@@ -217,7 +220,7 @@ fn sentinel_conf(dir: &Path, port: u16, primary: u16) -> PathBuf {
         &format!(
             "port {port}\n\
              sentinel monitor {SERVICE} 127.0.0.1 {primary} 2\n\
-             sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n\
+             sentinel down-after-milliseconds {SERVICE} {START_DOWN_AFTER_MS}\n\
              sentinel failover-timeout {SERVICE} 4000\n\
              sentinel parallel-syncs {SERVICE} 2\n"
         ),
@@ -458,6 +461,24 @@ fn resolver_follows_a_real_sentinel_failover() {
         "{first}"
     );
 
+    // Every Sentinel detects the dead primary with the short down-after from now on.
+    let down_after = DOWN_AFTER_MS.to_string();
+    for s in net.sentinels {
+        let r = cmd(
+            s,
+            &[
+                "SENTINEL",
+                "SET",
+                SERVICE,
+                "down-after-milliseconds",
+                &down_after,
+            ],
+        );
+        assert!(
+            matches!(&r, Ok(f) if text(f) == "OK"),
+            "SENTINEL SET down-after-milliseconds on {s}: {r:?}"
+        );
+    }
     procs.kill("primary");
     let killed_at = Instant::now();
     let mut sentinel_switched_at = None;

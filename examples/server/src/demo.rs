@@ -16,6 +16,11 @@ use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 const KEYS: usize = 10_000;
+/// `cluster-node-timeout` (ms) the nodes start with: longer than any stall of a loaded
+/// machine, so no live node is failed over unasked while the demo forms and fills the cluster.
+const STEADY_NODE_TIMEOUT_MS: u64 = 60_000;
+/// `cluster-node-timeout` (ms) every node gets (`CONFIG SET`) just before the kill: the
+/// failover the demo shows is detected after this.
 const NODE_TIMEOUT_MS: u64 = 2000;
 /// The bound of every wait, connect, read and write of the demo: it only bounds a hang, so a
 /// slow machine never turns into a failed check.
@@ -55,7 +60,7 @@ impl Nodes {
             .arg("--dir")
             .arg(&dir)
             .arg("--cluster-node-timeout")
-            .arg(NODE_TIMEOUT_MS.to_string())
+            .arg(STEADY_NODE_TIMEOUT_MS.to_string())
             .arg("--logfile")
             .arg(dir.join("server.log"))
             .arg("--loglevel")
@@ -173,6 +178,19 @@ fn query_retry(port: u16, args: &[&str]) -> Result<String, String> {
             Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
+}
+
+/// `WAIT 1 <HANG in ms>` on the primary `port`: how many replicas acknowledged everything it
+/// streamed (our WAIT waits for the node's replication offset at the call, whoever wrote).
+/// The reply is read with a bound longer than the WAIT's own, so a WAIT that times out is
+/// answered (0), not cut off.
+fn wait_for_replica(port: u16) -> RedisResult<i64> {
+    let mut c = conn(port)?;
+    c.set_read_timeout(Some(HANG * 2))?;
+    redis::cmd("WAIT")
+        .arg(1)
+        .arg(HANG.as_millis() as u64)
+        .query(&mut c)
 }
 
 /// The role `port` reports in ROLE (`master`, `slave`), if it answers.
@@ -468,6 +486,48 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
         all_good = false;
     }
 
+    // Replication is asynchronous: a write a primary acknowledged a moment before a kill -9
+    // may not have reached its replica yet. Each primary confirms with WAIT that its replica
+    // holds its whole stream, so that no acknowledged key is lost by the kill below.
+    for &p in &ports {
+        // A query that failed is no answer: ask until the node says (bounded by HANG).
+        let mut said = None;
+        wait_until(|| {
+            said = role(p);
+            said.is_some()
+        });
+        match said.as_deref() {
+            Some("master") => {}
+            Some(_) => continue,
+            None => {
+                clock.say(format!(
+                    "FAILED CHECK: 127.0.0.1:{p} did not answer ROLE within {} s",
+                    HANG.as_secs()
+                ));
+                all_good = false;
+                continue;
+            }
+        }
+        match wait_for_replica(p) {
+            Ok(n) if n >= 1 => clock.say(format!(
+                "WAIT 1 {} on the primary 127.0.0.1:{p}: {n} replica(s) hold every write",
+                HANG.as_millis()
+            )),
+            Ok(n) => {
+                clock.say(format!(
+                    "FAILED CHECK: WAIT 1 {} on the primary 127.0.0.1:{p} answered {n}: its replica \
+                     did not acknowledge every write",
+                    HANG.as_millis()
+                ));
+                all_good = false;
+            }
+            Err(e) => {
+                clock.say(format!("FAILED CHECK: WAIT on 127.0.0.1:{p}: {e}"));
+                all_good = false;
+            }
+        }
+    }
+
     // Kill a primary.
     let victim = 0;
     let key_idx = (0..KEYS)
@@ -478,6 +538,25 @@ fn demo(base_port: u16, clock: &Clock) -> Result<bool, String> {
     clock.say(format!(
         "kill -9 of the primary 127.0.0.1:{} (slots 0-5460). Watching GET {key} (slot {slot}) at the old address and at 127.0.0.1:{observer}",
         ports[victim]
+    ));
+    for &p in &ports {
+        if let Err(e) = query_retry(
+            p,
+            &[
+                "CONFIG",
+                "SET",
+                "cluster-node-timeout",
+                &NODE_TIMEOUT_MS.to_string(),
+            ],
+        ) {
+            clock.say(format!(
+                "FAILED CHECK: CONFIG SET cluster-node-timeout on 127.0.0.1:{p}: {e}"
+            ));
+            all_good = false;
+        }
+    }
+    clock.say(format!(
+        "cluster-node-timeout {NODE_TIMEOUT_MS} ms on every node (started with {STEADY_NODE_TIMEOUT_MS})"
     ));
     nodes.kill(victim);
     let t0 = Instant::now();

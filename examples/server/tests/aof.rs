@@ -1,11 +1,12 @@
-//! The append-only file (issue 19, its AOF part): crash tests (kill -9 at a random point under
+//! The append-only file (issue 19, its AOF part): crash tests (kill -9 at a seeded point under
 //! a writer, for each `appendfsync` mode, and during BGREWRITEAOF), a torn last command loaded
 //! with `aof-load-truncated yes` and refused with `no`, a bad file refused, and AOF
 //! directories moving both ways between ours and redis-server 7.0 / valkey-server 9.1.2.
 //! A replica writes an AOF of what it applies. Ports from `common::ports`.
 //!
-//! The kill points are random (the seed is printed): these are crash tests, not timing tests;
-//! what is checked holds at every kill point.
+//! The kill points come from a seed (`FERROCLUSTER_AOF_SEED`, a fixed one by default; printed
+//! with each point, so a run is replayed by giving it): these are crash tests, not timing
+//! tests; what is checked holds at every kill point.
 #![allow(clippy::disallowed_methods)]
 
 mod common;
@@ -60,13 +61,31 @@ fn pexpiretime(c: &mut Client, key: &str) -> i64 {
         .unwrap_or_else(|| panic!("PEXPIRETIME {key}: {r:?}"))
 }
 
-fn seed() -> u64 {
-    let s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    println!("seed {s}");
-    s
+/// The seed of the kill points: `FERROCLUSTER_AOF_SEED` (decimal), else a fixed one, so a
+/// run is replayed by giving the seed it printed.
+const DEFAULT_SEED: u64 = 0x5eed_a0f1;
+
+/// A kill point below `bound` for the test `label`: from the seed ([`DEFAULT_SEED`] or
+/// `FERROCLUSTER_AOF_SEED`) and the label (each test its own point), printed with both.
+fn kill_point(label: &str, bound: u64) -> u64 {
+    let seed = std::env::var("FERROCLUSTER_AOF_SEED")
+        .ok()
+        .map(|s| {
+            s.trim()
+                .parse::<u64>()
+                .unwrap_or_else(|_| panic!("FERROCLUSTER_AOF_SEED={s:?} is not a decimal u64"))
+        })
+        .unwrap_or(DEFAULT_SEED);
+    // FNV-1a over the label, mixed with the seed (splitmix64's finaliser).
+    let mut x = label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) ^ seed;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    let point = x % bound;
+    println!("seed {seed} (FERROCLUSTER_AOF_SEED), {label}: kill point {point} of {bound}");
+    point
 }
 
 /// A list `log` of 0..n, as the restarted node has it.
@@ -111,7 +130,7 @@ fn writer(port: u16, sent: Arc<AtomicU64>, acked: Arc<AtomicU64>) -> std::thread
     })
 }
 
-/// kill -9 under a writer at a random point, restart, check the list: a prefix of what was
+/// kill -9 under a writer at a seeded point, restart, check the list: a prefix of what was
 /// sent (no holes, nothing invented), and with `always` every acknowledged element.
 fn crash_under_writer(mode: &str, port: u16) {
     let dir = test_dir(&format!("aof-crash-{mode}"));
@@ -119,11 +138,14 @@ fn crash_under_writer(mode: &str, port: u16) {
     let node = spawn_ours(&dir, port, &flags);
     let (sent, acked) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let w = writer(port, Arc::clone(&sent), Arc::clone(&acked));
-    // The kill point: a random moment after the first acknowledged write.
+    // The kill point: a seeded moment after the first acknowledged write.
     wait_until("the writer's first reply", || {
         acked.load(Ordering::SeqCst) > 0 || w.is_finished()
     });
-    std::thread::sleep(Duration::from_millis(seed() % 700));
+    std::thread::sleep(Duration::from_millis(kill_point(
+        &format!("crash-{mode} (ms)"),
+        700,
+    )));
     kill9(node);
     let _ = w.join();
     let (sent, acked) = (sent.load(Ordering::SeqCst), acked.load(Ordering::SeqCst));
@@ -195,7 +217,7 @@ fn kill_9_during_bgrewriteaof_loads_the_old_or_the_new_set_fully() {
     let keys = 100_000;
     fill_pipelined(port, keys);
     // A first rewrite gives its duration (measured only to choose the kill point: nothing is
-    // asserted on it); the second one is killed at a random point of it.
+    // asserted on it); the second one is killed at a seeded point of it.
     let mut c = Client::connect(port);
     assert_eq!(
         c.cmd_s(&["BGREWRITEAOF"]),
@@ -216,7 +238,7 @@ fn kill_9_during_bgrewriteaof_loads_the_old_or_the_new_set_fully() {
         c.cmd_s(&["BGREWRITEAOF"]),
         "+Background append only file rewriting started\r\n"
     );
-    // Kill while the new base is being written (its temporary file is there), at a random
+    // Kill while the new base is being written (its temporary file is there), at a seeded
     // point of that window, or of the whole rewrite when the window is missed.
     let aofdir = dir.join("appendonlydir");
     let temp_present = || {
@@ -229,7 +251,7 @@ fn kill_9_during_bgrewriteaof_loads_the_old_or_the_new_set_fully() {
     };
     let end = Instant::now() + Duration::from_micros(took);
     while !temp_present() && Instant::now() < end {}
-    std::thread::sleep(Duration::from_micros(seed() % 2000));
+    std::thread::sleep(Duration::from_micros(kill_point("rewrite (µs)", 2000)));
     kill9(node);
     let during = temp_present();
     let _ = w.join();

@@ -287,6 +287,8 @@ fn migrateslots_under_writes_between_ours_and_valkey_9() {
         ports::block(2),
         &[(Kind::Valkey, Role::Primary), (Kind::Ours, Role::Primary)],
     );
+    // The handoff's write pause (2 x the manual failover timeout) outlasts any stall.
+    m.manual_failover_timeout_hang();
     let (valkey, ours) = (m.m(0).clone(), m.m(1).clone());
     let (lo, _) = valkey.slots.expect("valkey owns the first slots");
     let keys = keys_in(&m, lo);

@@ -300,6 +300,8 @@ fn migrateslots_source_cleanup_reaches_replica_and_aof_in_order() {
             (Kind::Ours, Role::ReplicaOf(A)),
         ],
     );
+    // The handoff's write pause (2 x the manual failover timeout) outlasts any stall.
+    m.manual_failover_timeout_hang();
     let (a, b, r) = (m.m(A).clone(), m.m(B).clone(), m.m(R).clone());
     let range = a.slots.expect("A owns slots");
     aof_on(a.port);
@@ -333,6 +335,9 @@ fn migrateslots_source_cleanup_reaches_replica_and_aof_in_order() {
     wait_owner(b.port, &b.id, s2);
     migrate(b.port, &a.id, s2);
     wait_owner(a.port, &a.id, s2);
+    // R's keys come back by replication, its view of the owner by gossip: READONLY reads on R
+    // need both (else -MOVED).
+    wait_owner(r.port, &a.id, s2);
     for p in [a.port, b.port, r.port] {
         wait_freed(p);
     }
@@ -353,6 +358,7 @@ fn migrateslots_source_cleanup_reaches_replica_and_aof_in_order() {
     wait_owner(b.port, &b.id, s3);
     migrate(b.port, &a.id, s3);
     wait_owner(a.port, &a.id, s3);
+    wait_owner(r.port, &a.id, s3);
     for p in [a.port, b.port, r.port] {
         wait_freed(p);
     }

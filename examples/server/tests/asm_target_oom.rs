@@ -12,6 +12,7 @@ mod common;
 
 use common::{
     bulk_text, ports, run_bounded, test_dir, wait_cluster_ok, wait_until, Client, Procs, HANG,
+    NODE_TIMEOUT_MS,
 };
 
 fn node_id(port: u16) -> String {
@@ -27,8 +28,11 @@ fn an_import_out_of_memory_fails_and_the_source_keeps_everything() {
         unreachable!()
     };
     let ports = [a, b, c];
+    // The long node timeout: no replicas, so a node a loaded machine stalls must never be
+    // taken for failed (a FAIL would put the cluster down).
+    let timeout = NODE_TIMEOUT_MS.to_string();
     for p in ports {
-        procs.start(&dir, p, &["--cluster-node-timeout", "2000"]);
+        procs.start(&dir, p, &["--cluster-node-timeout", &timeout]);
     }
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));

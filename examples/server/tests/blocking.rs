@@ -3,13 +3,14 @@
 //! chain, pipelined commands behind a blocked one. Every scenario's replies on ours must equal
 //! redis-server's. Then the cluster rules on a cluster of ours: what replicas receive, MOVED
 //! when the slot moves, UNBLOCKED on a failover. Ports from `common::ports` (the cluster's
-//! bus ports +10000).
+//! bus ports +10000). The cluster runs with the long node timeout (`common::NODE_TIMEOUT_MS`):
+//! a stalled node is never failed over unasked.
 
 mod common;
 
 use common::{
     bulk_text, ports, require_redis_tools, start_real_server, test_dir, wait_until, Client, Procs,
-    RealServer,
+    RealServer, HANG, NODE_TIMEOUT_MS,
 };
 
 /// redis-server on `redis` and ours (standalone) on `ours`, their files in `name`'s directory.
@@ -246,8 +247,9 @@ fn meet(from: u16, to: u16) -> String {
 /// slots.
 fn cluster(procs: &mut Procs, name: &str, [primary, replica, other]: [u16; 3]) -> (String, String) {
     let dir = test_dir(name);
+    let timeout = NODE_TIMEOUT_MS.to_string();
     for port in [primary, replica, other] {
-        procs.start(&dir, port, &["--cluster-node-timeout", "2000"]);
+        procs.start(&dir, port, &["--cluster-node-timeout", &timeout]);
     }
     assert_eq!(
         c(primary).cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
@@ -333,7 +335,16 @@ fn cluster_rules_for_blocked_clients() {
         format!("-MOVED {slot} 127.0.0.1:{other}\r\n")
     );
 
-    // A failover: the old primary's blocked client is unblocked and disconnected.
+    // A failover: the old primary's blocked client is unblocked and disconnected. The manual
+    // failover's timeout (5 s by default) is HANG on every node: a loaded machine cannot
+    // abort it.
+    let ms = HANG.as_millis().to_string();
+    for port in [primary, replica, other] {
+        assert_eq!(
+            c(port).cmd_s(&["CONFIG", "SET", "cluster-manual-failover-timeout", &ms]),
+            "+OK\r\n"
+        );
+    }
     let mut d = c(primary);
     d.send_raw(&common::encode(&[b"BLPOP", b"{t}src2", b"0"]));
     wait_blocked(primary, 1);

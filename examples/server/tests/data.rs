@@ -688,17 +688,25 @@ fn replica_gets_a_full_copy_then_the_write_stream() {
     assert_eq!(primary.cmd_s(&["WAIT", "1", &wait]), ":1\r\n");
     assert_eq!(replica.cmd_s(&["GET", "counter"]), "$1\r\n5\r\n");
     assert_eq!(replica.cmd_s(&["EXISTS", "k:1"]), ":0\r\n");
-    let p = bulk_text(&primary.cmd(&["INFO", "replication"]));
-    let r = bulk_text(&replica.cmd(&["INFO", "replication"]));
     let offset = |t: &str| {
         t.lines()
             .find_map(|l| l.strip_prefix("master_repl_offset:"))
             .map(str::to_string)
     };
+    // The primary writes into the stream on its own (a PING every 10 s, GETACK), so the two
+    // offsets are equal only once the replica has applied what was sent: both INFOs are read
+    // in the same poll until they show the same offset.
+    let (p, r) = common::wait_ok("the replica's offset to reach the primary's", || {
+        let p = bulk_text(&primary.cmd(&["INFO", "replication"]));
+        let r = bulk_text(&replica.cmd(&["INFO", "replication"]));
+        match (offset(&p), offset(&r)) {
+            (Some(a), Some(b)) if a == b => Ok((p, r)),
+            (a, b) => Err(format!("offsets {a:?} and {b:?}:\n{p}\n{r}")),
+        }
+    });
     assert!(p.contains("connected_slaves:1"), "{p}");
     assert!(
         r.contains("role:slave") && r.contains(&format!("master_port:{primary_port}\r\n")),
         "{r}"
     );
-    assert_eq!(offset(&p), offset(&r), "offsets after WAIT:\n{p}\n{r}");
 }

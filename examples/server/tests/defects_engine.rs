@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    bulk_text, ports, require_redis_tools, six_node_cluster, test_dir, wait_until, Client, Procs,
-    HANG,
+    bulk_text, detect_failures_fast, ports, require_redis_tools, six_node_cluster, test_dir,
+    wait_until, Client, Procs, HANG,
 };
 use ferrocluster_slot::{key_hash_slot, Slot};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -357,6 +357,7 @@ fn cluster_shards_after_a_failover_keeps_every_slot_and_lists_the_old_primary_fa
     let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
     let (primary, replica) = shard_of(ports[0], 0);
     let old = myid(primary);
+    detect_failures_fast(&ports);
     procs.kill(primary);
     let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != primary).collect();
     wait_until("the replica takes over", || {
@@ -415,6 +416,18 @@ fn a_promoted_replica_deletes_the_keys_of_a_slot_its_dead_primary_lost() {
         count_in_slot(replica, 0) == 50 && count_in_slot(replica, 1) == 20
     });
     let (pid, tid) = (myid(primary), myid(target));
+    // The replica must not win its election before it heard the target's claim on slot 0
+    // (with a higher configEpoch it would claim slot 0 too, and the target's claim would
+    // never hold everywhere): it may fail over only once its view shows the target owning
+    // slot 0. Its data age may not stop it either, however long the machine takes until then.
+    let mut rc = Client::connect(replica);
+    for (name, value) in [
+        ("cluster-replica-no-failover", "yes"),
+        ("cluster-replica-validity-factor", "0"),
+    ] {
+        assert_eq!(rc.cmd_s(&["CONFIG", "SET", name, value]), "+OK\r\n");
+    }
+    detect_failures_fast(&ports);
     procs.kill(primary);
     let mut t = Client::connect(target);
     assert_eq!(
@@ -423,6 +436,13 @@ fn a_promoted_replica_deletes_the_keys_of_a_slot_its_dead_primary_lost() {
     );
     assert_eq!(
         t.cmd_s(&["CLUSTER", "SETSLOT", "0", "NODE", &tid]),
+        "+OK\r\n"
+    );
+    wait_until("the replica to see the target owning slot 0", || {
+        owner_of(replica, 0) == Some(target)
+    });
+    assert_eq!(
+        rc.cmd_s(&["CONFIG", "SET", "cluster-replica-no-failover", "no"]),
         "+OK\r\n"
     );
     let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != primary).collect();

@@ -15,11 +15,20 @@
 //!   - `@len`: only the type and length line (random picks: SRANDMEMBER, SPOP);
 //!   - `@type`: only the type byte;
 //!   - `@any`: run, not compared (setup whose reply differs by design, e.g. DEBUG);
+//!   - `@ttl=N`: a TTL read back after a relative expiry of N seconds (EX, EXPIRE, SETEX,
+//!     PSETEX, GETEX EX/PX): the reply of every one of the three servers must be an integer
+//!     in `[N - ceil(elapsed / 1 s), N]`, `elapsed` being read from the clock before the
+//!     case's first command and after the three replies (TTL rounds the remaining ms, so a
+//!     stall of 500 ms between the EXPIRE and the TTL makes 100 read 99 on any server).
+//!     Where a TTL's survival is checked (RENAME, COPY, KEEPTTL, INCR), cases set it with
+//!     EXAT/PXAT far ahead and read it with EXPIRETIME/PEXPIRETIME, exactly;
 //!   - `@valkey`: compared with valkey-server 9.1 instead of redis-server 7.0: the places
 //!     where we follow Valkey (the reason is in a `#` comment above the line).
 //!
 //! Every mismatch is reported (case, protocol, command, both replies) before the test fails.
 //! Peers: redis-server 7.0 and valkey-server 9.1 (see `.ci/run`); ports from `common::ports`.
+
+#![allow(clippy::disallowed_methods)] // `@ttl` cases bound a TTL by the wall clock
 
 mod common;
 
@@ -28,6 +37,7 @@ use common::{
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Compare {
@@ -36,6 +46,8 @@ enum Compare {
     Len,
     Type,
     Any,
+    /// `@ttl=N`: an integer reply in `[N - ceil(elapsed s), N]` from every server.
+    Ttl(i64),
 }
 
 #[derive(Debug, Clone)]
@@ -126,6 +138,12 @@ fn parse_cases(text: &str) -> (bool, Vec<Case>) {
                 "len" => compare = Compare::Len,
                 "type" => compare = Compare::Type,
                 "any" => compare = Compare::Any,
+                t if t.starts_with("ttl=") => {
+                    let n = t["ttl=".len()..]
+                        .parse()
+                        .unwrap_or_else(|_| panic!("@ttl=N needs a number: {raw:?}"));
+                    compare = Compare::Ttl(n);
+                }
                 "valkey" => valkey = true,
                 other => panic!("unknown tag @{other} in {raw:?}"),
             }
@@ -213,7 +231,26 @@ fn same(compare: Compare, want: &[u8], got: &[u8]) -> bool {
             want.first() == got.first()
                 && normalise(parse_node(want, &mut 0)) == normalise(parse_node(got, &mut 0))
         }
+        // Checked on each server's reply against its bounds ([`ttl_within`]), not pairwise.
+        Compare::Ttl(_) => unreachable!("@ttl lines are checked by ttl_within"),
     }
+}
+
+/// Whether `reply` is the integer reply of a TTL read `elapsed` after (at most) a relative
+/// expiry of `n` seconds was set: in `[n - ceil(elapsed in s), n]`. TTL reports
+/// `(remaining ms + 500) / 1000`: at most `n`, and the remaining ms are at least
+/// `n * 1000 - elapsed` (less a ms of clock granularity the +500 absorbs).
+fn ttl_within(n: i64, elapsed: Duration, reply: &[u8]) -> bool {
+    let Some(v) = std::str::from_utf8(reply)
+        .ok()
+        .and_then(|s| s.strip_prefix(':'))
+        .and_then(|s| s.strip_suffix("\r\n"))
+        .and_then(|s| s.parse::<i64>().ok())
+    else {
+        return false;
+    };
+    let secs = elapsed.as_nanos().div_ceil(1_000_000_000) as i64;
+    (n - secs..=n).contains(&v)
 }
 
 struct Peer {
@@ -327,10 +364,31 @@ fn run_file(file: &Path, s: &Servers) -> Vec<String> {
             let mut ours = connect(s.ours.port, resp3);
             let mut redis = connect(s.redis.port, resp3);
             let mut valkey = connect(s.valkey.port, resp3);
+            // Read before the case's first command: every relative expiry comes after it.
+            let start = Instant::now();
             for line in &case.lines {
                 let got = request(&mut ours, &line.argv);
                 let r = request(&mut redis, &line.argv);
                 let v = request(&mut valkey, &line.argv);
+                if let Compare::Ttl(n) = line.compare {
+                    // Read after the three replies: each TTL was computed before it.
+                    let elapsed = start.elapsed();
+                    for (peer, reply) in [(&s.ours, &got), (&s.redis, &r), (&s.valkey, &v)] {
+                        if !ttl_within(n, elapsed, reply) {
+                            bad.push(format!(
+                                "{}: case {:?} (RESP{}): {}\n    {}: {:?}, not a TTL in \
+                                 [{n} - ceil({elapsed:?}), {n}]",
+                                file.file_name().unwrap().to_string_lossy(),
+                                case.name,
+                                if resp3 { 3 } else { 2 },
+                                line.text,
+                                peer.name,
+                                String::from_utf8_lossy(reply),
+                            ));
+                        }
+                    }
+                    continue;
+                }
                 let (peer, want) = if line.valkey {
                     (&s.valkey, v)
                 } else {
@@ -512,4 +570,18 @@ fn the_case_format_parses() {
         b"*2\r\n$1\r\na\r\n$1\r\nb\r\n",
         b"*2\r\n$1\r\nx\r\n$1\r\ny\r\n"
     ));
+    // @ttl=N: N less the whole seconds (rounded up) the case took, up to N; integers only.
+    let (_, cases) = parse_cases("## t\n@ttl=100 TTL k\n");
+    assert_eq!(cases[0].lines[0].compare, Compare::Ttl(100));
+    assert_eq!(cases[0].lines[0].argv, vec![b"TTL".to_vec(), b"k".to_vec()]);
+    let ms = Duration::from_millis;
+    assert!(ttl_within(100, ms(0), b":100\r\n"));
+    assert!(!ttl_within(100, ms(0), b":99\r\n"));
+    assert!(!ttl_within(100, ms(0), b":101\r\n"));
+    assert!(ttl_within(100, ms(600), b":99\r\n"));
+    assert!(!ttl_within(100, ms(600), b":98\r\n"));
+    assert!(ttl_within(100, ms(1001), b":98\r\n"));
+    assert!(!ttl_within(100, ms(1001), b":97\r\n"));
+    assert!(!ttl_within(100, ms(0), b"$3\r\n100\r\n"));
+    assert!(!ttl_within(100, ms(0), b":-1\r\n"));
 }

@@ -147,6 +147,13 @@ fn setslot_reaches_the_replica_first_times_out_without_it_and_survives_kill_9() 
                 .lines()
                 .any(|l| l.starts_with(&rid) && l.contains("slave") && l.contains(&pid))
     });
+    // CLUSTER SETSLOT ... NODE <T> on the primary needs the primary itself to know T as a
+    // primary, its handshake done (T met P, R's view of T says nothing of P's).
+    wait_until("the primary knows T as a primary", || {
+        bulk_text(&p.cmd(&["CLUSTER", "NODES"]))
+            .lines()
+            .any(|l| l.starts_with(&tid) && l.contains("master") && !l.contains("handshake"))
+    });
 
     // Applied and answered only after the replica has it: the replica's view shows it when
     // the primary replies (gossip alone would take up to a ping period). The TIMEOUT for the

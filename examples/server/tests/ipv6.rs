@@ -4,12 +4,17 @@
 //! bus port; the forms they refuse (`[::1]`, a required address that is not available) stop the
 //! start; and a 3+3 cluster on `::1` formed by `redis-cli --cluster create`, with MOVED texts
 //! as Redis prints them (`MOVED 3999 ::1:7002`, no brackets) and a kill -9 failover after which
-//! `redis-cli -c` still reads every key.
+//! `redis-cli -c` still reads every key. The cluster runs with the long node timeout
+//! (`common::NODE_TIMEOUT_MS`: no failover unasked), set short on every node just before the
+//! kill.
 #![allow(clippy::disallowed_methods)]
 
 mod common;
 
-use common::{bulk_text, ports, run_bounded, test_dir, wait_until, Client, Procs, HANG};
+use common::{
+    bulk_text, ports, run_bounded, test_dir, wait_until, Client, Procs, DETECT_TIMEOUT_MS, HANG,
+    NODE_TIMEOUT_MS,
+};
 use ferrocluster_testkit::BUS_OFFSET;
 use std::net::TcpStream;
 
@@ -113,11 +118,12 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
     let dir = test_dir("ipv6-cluster");
     let base = ports::block(6);
     let ports: Vec<u16> = (base..base + 6).collect();
+    let timeout = NODE_TIMEOUT_MS.to_string();
     for &p in &ports {
         procs.start(
             &dir,
             p,
-            &["--bind", "::1", "--cluster-node-timeout", "2000"],
+            &["--bind", "::1", "--cluster-node-timeout", &timeout],
         );
     }
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
@@ -168,7 +174,16 @@ fn a_3_plus_3_cluster_on_ipv6_forms_redirects_and_fails_over() {
             assert_eq!(c.cmd_s(&["WAIT", "1", "60000"]), ":1\r\n", "replica of {p}");
         }
     }
-    // kill -9 the owner of the key's slot: its replica takes over.
+    // kill -9 the owner of the key's slot: its replica takes over. Every node detects the
+    // failure with the short node timeout from just before the kill.
+    let detect = DETECT_TIMEOUT_MS.to_string();
+    for &p in &ports {
+        assert_eq!(
+            Client::connect_to("::1", p).cmd_s(&["CONFIG", "SET", "cluster-node-timeout", &detect]),
+            "+OK\r\n",
+            "{p}"
+        );
+    }
     procs.kill(owner_port);
     let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != owner_port).collect();
     wait_until("replica promoted, cluster ok", || {

@@ -5,6 +5,9 @@
 //! without TTLs, from a `valkey-server` 9.1 node to ours, from ours to a `redis-server` 7.0
 //! node, from that node back to ours, and from ours to the valkey node. After every move the
 //! target holds every key with the same value and a TTL still pending, and the source none.
+//! A reshard sets the new owner on each node itself; the next step (a check, the next
+//! reshard, which refuses to start while nodes disagree) waits until every node's
+//! `CLUSTER NODES` shows the same slot map.
 //!
 //! Ports from the one allocator (`ports::block`, bus ports + `mixed::BUS_OFFSET` kept free by
 //! it too). A missing server fails the test.
@@ -13,7 +16,47 @@
 mod mixed;
 
 use mixed::keys::{check_on, dbsize, keys_in, make_keys, SLOTS};
-use mixed::{ports, reshard, Client, Kind, Mixed, Role};
+use mixed::{ports, reshard, try_cmd, wait_ok, Client, Kind, Mixed, Reply, Role};
+
+/// `redis-cli --cluster check`'s view of the slot configuration of the node on `port`
+/// (`clusterManagerGetConfigSignature`): every node that owns slots with its slot ranges,
+/// migration entries (`[...]`) left out, sorted.
+fn slot_signature(port: u16) -> Result<Vec<String>, String> {
+    let nodes = match try_cmd(port, &["CLUSTER", "NODES"])? {
+        Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        other => return Err(format!("CLUSTER NODES on {port}: {other:?}")),
+    };
+    let mut sig: Vec<String> = nodes
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let mut slots: Vec<&str> = f
+                .get(8..)?
+                .iter()
+                .copied()
+                .filter(|s| !s.is_empty() && !s.starts_with('['))
+                .collect();
+            slots.sort();
+            (!slots.is_empty()).then(|| format!("{}:{}", f[0], slots.join(",")))
+        })
+        .collect();
+    sig.sort();
+    Ok(sig)
+}
+
+/// Waits until every node on `ports` shows the same slot map.
+fn wait_agree(ports: &[u16]) {
+    wait_ok("every node to show the same slot map", || {
+        let first = slot_signature(ports[0])?;
+        for &p in &ports[1..] {
+            let other = slot_signature(p)?;
+            if other != first {
+                return Err(format!("{} shows {first:?}, {p} shows {other:?}", ports[0]));
+            }
+        }
+        Ok(())
+    });
+}
 
 #[test]
 fn redis_cli_reshard_moves_every_type_with_ttls_between_ours_valkey_9_and_redis_7() {
@@ -43,6 +86,7 @@ fn redis_cli_reshard_moves_every_type_with_ttls_between_ours_valkey_9_and_redis_
         (&ours, &valkey),
     ] {
         reshard(from.port, &from.id, &to.id, usize::from(SLOTS));
+        wait_agree(&m.live_ports());
         check_on(to.port, &keys, &want);
         assert_eq!(dbsize(to.port), n, "{:?} -> {:?}", from.kind, to.kind);
         assert_eq!(dbsize(from.port), 0, "{:?} -> {:?}", from.kind, to.kind);

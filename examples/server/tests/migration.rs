@@ -28,8 +28,9 @@ fn script(name: &str) -> String {
 /// Three primaries formed with `redis-cli --cluster create`.
 fn three_primaries(procs: &mut Procs, dir: &std::path::Path) -> Vec<u16> {
     let ports = ports::ports(3);
+    let timeout = common::NODE_TIMEOUT_MS.to_string();
     for &p in &ports {
-        procs.start(dir, p, &["--cluster-node-timeout", "2000"]);
+        procs.start(dir, p, &["--cluster-node-timeout", &timeout]);
     }
     let mut args = s(&["--cluster", "create"]);
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
@@ -57,6 +58,45 @@ fn check_cluster(port: u16) {
         !out.contains("[WARNING]") && !out.contains("[ERR]"),
         "check found open slots or errors:\n{out}"
     );
+}
+
+/// `redis-cli --cluster check`'s view of the slot configuration of the node on `port`
+/// (`clusterManagerGetConfigSignature`): every node that owns slots with its slot ranges,
+/// migration entries (`[...]`) left out, sorted.
+fn slot_signature(port: u16) -> Vec<String> {
+    let nodes = bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"]));
+    let mut sig: Vec<String> = nodes
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let mut slots: Vec<&str> = f
+                .get(8..)?
+                .iter()
+                .copied()
+                .filter(|s| !s.is_empty() && !s.starts_with('['))
+                .collect();
+            slots.sort();
+            (!slots.is_empty()).then(|| format!("{}:{}", f[0], slots.join(",")))
+        })
+        .collect();
+    sig.sort();
+    sig
+}
+
+/// Waits until every node on `ports` shows the same slot map: after a reshard or rebalance
+/// `redis-cli` sets the new owner on the primaries, the others learn it by gossip, and until
+/// then `--cluster check` reports "Nodes don't agree" (and a reshard refuses to start).
+fn wait_agree(ports: &[u16]) {
+    common::wait_ok("every node to show the same slot map", || {
+        let first = slot_signature(ports[0]);
+        for &p in &ports[1..] {
+            let other = slot_signature(p);
+            if other != first {
+                return Err(format!("{} shows {first:?}, {p} shows {other:?}", ports[0]));
+            }
+        }
+        Ok(())
+    });
 }
 
 /// Reads every `key:i` through `redis-cli -c` (following MOVED/ASK) and counts the right values.
@@ -227,6 +267,7 @@ fn redis_cli_reshard_and_rebalance_then_check() {
         "--cluster-yes",
     ]);
     assert!(out.contains("Moving slot"), "{out}");
+    wait_agree(&ports);
     check_cluster(ports[2]);
     let slots_of = |p: u16| {
         let nodes = bulk_text(&Client::connect(p).cmd(&["CLUSTER", "NODES"]));
@@ -249,6 +290,7 @@ fn redis_cli_reshard_and_rebalance_then_check() {
         "--cluster-yes",
     ]);
     assert!(out.contains("Moving"), "{out}");
+    wait_agree(&ports);
     check_cluster(ports[1]);
     assert_eq!(read_back(ports[0], n), n);
     let total: i64 = ports
@@ -292,10 +334,23 @@ fn atomic_slot_migration_live_and_cancelled() {
     let dir = test_dir("migrate-asm");
     // Three primaries with one replica each: the import is propagated to the replicas too.
     let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
+    // The write pause of a migration's handoff is 2 x cluster-manual-failover-timeout (5 s by
+    // default): on a loaded machine a handoff outlasting it would fail the export. Every node
+    // gets HANG, so the migrations complete however slowly.
+    let ms = HANG.as_millis().to_string();
+    for &p in &ports {
+        assert_eq!(
+            Client::connect(p).cmd_s(&["CONFIG", "SET", "cluster-manual-failover-timeout", &ms]),
+            "+OK\r\n",
+            "{p}"
+        );
+    }
     // --cluster create gives the first node slots 0-5460 and the second slots 5461-10922.
     run_asm(&ports, ports[0], ports[1], 100, 400, 3000, "success");
     // The slots moved back by a cancelled migration stay with the source.
     run_asm(&ports, ports[1], ports[2], 6000, 9000, 20000, "cancel");
+    // The replicas learn the moved slots' owner by gossip: check once every view agrees.
+    wait_agree(&ports);
     let (ok, out) = run_bounded(
         "redis-cli",
         &s(&["--cluster", "check", &format!("127.0.0.1:{}", ports[0])]),

@@ -3,9 +3,12 @@
 //! checklist").
 //!
 //! Each test forms its own mixed cluster on its own ports (a block from the one allocator,
-//! `ports::block`; bus ports + [`mixed::BUS_OFFSET`], kept free by it too) with
-//! `cluster-node-timeout` 3000, so the tests can run in parallel with each other and with
-//! every other test binary. Every test ends with
+//! `ports::block`; bus ports + [`mixed::BUS_OFFSET`], kept free by it too) with the long
+//! `cluster-node-timeout` ([`mixed::NODE_TIMEOUT_MS`]: no node a loaded machine stalls is
+//! taken for failed), so the tests can run in parallel with each other and with every other
+//! test binary; a test that kills a node for a failover sets the short one
+//! ([`mixed::DETECT_TIMEOUT_MS`]) on every live node, real ones too, just before the kill.
+//! Every test ends with
 //! [`Mixed::assert_bus_clean`]: no real node logged a bus complaint, none of ours dropped a frame,
 //! and no real node closed and reopened a link (but by the liveness rule, after a silence its
 //! log shows: a stalled process, not the bus). Every wait is for a condition, bounded only
@@ -174,6 +177,7 @@ fn killing_our_primary_elects_our_replica_with_real_votes() {
     let mut m = Mixed::form("fail-ours", ports::block(layout.len()), &layout);
     let dead = m.m(1).id.clone();
     let replica = m.m(6).id.clone();
+    m.detect_failures_fast();
     m.kill9(1);
     wait_failover(&mut m, 1, 6);
 
@@ -228,6 +232,7 @@ fn killing_a_real_primary_elects_its_real_replica_with_our_votes() {
     let mut m = Mixed::form("fail-real", ports::block(layout.len()), &layout);
     let dead = m.m(0).id.clone();
     let replica = m.m(6).id.clone();
+    m.detect_failures_fast();
     m.kill9(0);
     wait_failover(&mut m, 0, 6);
 
@@ -252,24 +257,35 @@ fn killing_a_real_primary_elects_its_real_replica_with_our_votes() {
         pfail >= 2,
         "only {pfail} of our primaries flagged {dead} PFAIL"
     );
-    let real_granted: u64 = [2, 4]
-        .map(|i| lines_with(&m, m.m(i).port, &["Failover auth granted to", &replica]).len() as u64)
-        .iter()
-        .sum();
     let rport = m.m(6).port;
     assert!(
         !lines_with(&m, rport, &["Failover election won"]).is_empty(),
         "the real replica did not log its election win"
     );
-    let acks: u64 = cluster_info_field(rport, "cluster_stats_messages_auth-ack_received")
-        .expect("auth-ack counter")
-        .parse()
-        .expect("number");
-    assert!(
-        acks >= real_granted + 2,
-        "the replica received {acks} votes, {real_granted} of them from real primaries: our \
-         primaries' votes were needed for the majority of 4"
-    );
+    // Votes the replica has counted beyond those real primaries logged granting: ours. The
+    // counter is read first and the real primaries' logs after it (a real primary logs its
+    // grant before it sends it, so every real vote in the count is in the logs read after),
+    // and both again until the bound holds: a vote the election did not wait for may still
+    // be on its way when the replica has won.
+    wait_ok("our primaries' votes counted by the real replica", || {
+        let acks: u64 = cluster_info_field(rport, "cluster_stats_messages_auth-ack_received")?
+            .parse()
+            .map_err(|e| format!("auth-ack counter: {e}"))?;
+        let real_granted: u64 = [2, 4]
+            .map(|i| {
+                lines_with(&m, m.m(i).port, &["Failover auth granted to", &replica]).len() as u64
+            })
+            .iter()
+            .sum();
+        if acks >= real_granted + 2 {
+            Ok(())
+        } else {
+            Err(format!(
+                "the replica received {acks} votes, {real_granted} of them from real \
+                 primaries: our primaries' votes were needed for the majority of 4"
+            ))
+        }
+    });
 
     let key = m.key_for(6, "after-failover");
     assert_eq!(cli_c(m.m(1).port, &["SET", &key, "y"]), "OK");

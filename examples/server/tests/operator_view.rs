@@ -51,6 +51,7 @@ fn client_list_and_kill_see_every_connection_on_every_io_thread() {
     for (i, o) in others.iter_mut().enumerate() {
         assert_eq!(o.cmd_s(&["CLIENT", "SETNAME", &format!("c{i}")]), "+OK\r\n");
     }
+    wait_probe_gone(&mut me, 6);
     let my_id = me.cmd_s(&["CLIENT", "ID"]);
     let my_id = my_id.trim_start_matches(':').trim().to_string();
     let lines = list_lines(&mut me, &["CLIENT", "LIST"]);
@@ -191,6 +192,28 @@ fn client_pause_holds_writes_or_everything_until_unpause_or_timeout() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
     );
     assert!(unanswered, "the read was answered during an ALL pause");
+}
+
+/// A field of an INFO reply (`name:value` line).
+fn info_value(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// Waits until the server has seen the start-up probe's connection (`Logged::wait_listening`
+/// and `start_real_server` connect once and close at once) come and go: `mine` connections are
+/// open and answered already (`c` is one of them), one more was received (the probe) and is
+/// closed. Until then the probe may still be listed (a CLIENT LIST line, a kill counted).
+/// Our server and valkey-server count `total_connections_received` and `connected_clients`
+/// alike (a connection counts in both once the server took it).
+fn wait_probe_gone(c: &mut Client, mine: u64) {
+    wait_until("the start-up probe's connection to be closed", || {
+        let text = bulk_text(&c.cmd(&["INFO", "clients", "stats"]));
+        info_value(&text, "connected_clients") == mine
+            && info_value(&text, "total_connections_received") == mine + 1
+    });
 }
 
 /// Waits until CLIENT LIST shows client `id` blocked (`b`) and INFO counts one blocked client.
@@ -337,6 +360,88 @@ fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
     assert!(http_get(metrics, "/other").contains(" 404 "));
 }
 
+/// A RESP2 reply, parsed (what the latency test reads).
+#[derive(Debug, Clone, PartialEq)]
+enum Resp {
+    Int(i64),
+    Bulk(String),
+    Array(Vec<Resp>),
+    /// A simple string or an error line, as sent.
+    Line(String),
+}
+
+impl Resp {
+    fn parse(bytes: &[u8]) -> Resp {
+        let (v, used) = Resp::parse_at(bytes, 0);
+        assert_eq!(used, bytes.len(), "{:?}", String::from_utf8_lossy(bytes));
+        v
+    }
+
+    fn parse_at(b: &[u8], pos: usize) -> (Resp, usize) {
+        let end = pos
+            + b[pos..]
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .unwrap_or_else(|| panic!("no CRLF in {:?}", String::from_utf8_lossy(b)));
+        let head = String::from_utf8_lossy(&b[pos + 1..end]).into_owned();
+        let num = || -> i64 {
+            head.parse()
+                .unwrap_or_else(|_| panic!("bad header {head:?}"))
+        };
+        match b[pos] {
+            b':' => (Resp::Int(num()), end + 2),
+            b'$' => {
+                let n = num() as usize;
+                let body = String::from_utf8_lossy(&b[end + 2..end + 2 + n]).into_owned();
+                (Resp::Bulk(body), end + 2 + n + 2)
+            }
+            b'*' => {
+                let mut p = end + 2;
+                let mut items = Vec::new();
+                for _ in 0..num() {
+                    let (v, next) = Resp::parse_at(b, p);
+                    items.push(v);
+                    p = next;
+                }
+                (Resp::Array(items), p)
+            }
+            _ => (
+                Resp::Line(String::from_utf8_lossy(&b[pos..end]).into_owned()),
+                end + 2,
+            ),
+        }
+    }
+
+    fn array(&self) -> &[Resp] {
+        match self {
+            Resp::Array(v) => v,
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+
+    fn int(&self) -> i64 {
+        match self {
+            Resp::Int(n) => *n,
+            other => panic!("not an integer: {other:?}"),
+        }
+    }
+
+    fn bulk(&self) -> &str {
+        match self {
+            Resp::Bulk(s) => s,
+            other => panic!("not a bulk string: {other:?}"),
+        }
+    }
+}
+
+/// The wall clock, unix ms (the clock the server stamps samples and deadlines with).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 #[test]
 fn the_latency_monitor_records_commands_over_its_threshold_only_when_on() {
     let dir = test_dir("operator-latency");
@@ -351,24 +456,80 @@ fn the_latency_monitor_records_commands_over_its_threshold_only_when_on() {
     );
     assert_eq!(c.cmd_s(&["DEBUG", "POPULATE", "200000"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["LATENCY", "LATEST"]), "*0\r\n");
+    // On (1 ms) for three commands, then off again: what was recorded is from those (and
+    // maybe an expiry run of the timer thread, `expire-cycle`, that took 1 ms or more on a
+    // loaded machine), stamped within the seconds the clock reads around them span.
+    let on_s = unix_ms() / 1000;
     assert_eq!(
         c.cmd_s(&["CONFIG", "SET", "latency-monitor-threshold", "1"]),
         "+OK\r\n"
     );
     assert_eq!(c.cmd_s(&["FLUSHALL"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["DEBUG", "POPULATE", "200000"]), "+OK\r\n");
-    let latest = c.cmd_s(&["LATENCY", "LATEST"]);
-    // One event, `command` (DEBUG is not a fast command), four fields.
-    assert!(latest.contains("$7\r\ncommand\r\n"), "{latest}");
-    assert!(!latest.contains("fast-command"), "{latest}");
-    let history = c.cmd_s(&["LATENCY", "HISTORY", "command"]);
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "SET", "latency-monitor-threshold", "0"]),
+        "+OK\r\n"
+    );
+    let off_s = unix_ms() / 1000;
+    let latest = Resp::parse(&c.cmd(&["LATENCY", "LATEST"]));
+    // `command` (DEBUG is not a fast command; none of the three is), four fields per event.
+    let events: Vec<(String, i64, i64, i64)> = latest
+        .array()
+        .iter()
+        .map(|e| match e.array() {
+            [name, t, last, max] => (name.bulk().to_string(), t.int(), last.int(), max.int()),
+            other => panic!("not a LATEST entry: {other:?}"),
+        })
+        .collect();
+    let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert!(names.contains(&"command"), "{latest:?}");
+    assert!(!names.contains(&"fast-command"), "{latest:?}");
     assert!(
-        history.starts_with("*1\r\n*2\r\n:") || history.starts_with("*2\r\n*2\r\n:"),
-        "{history}"
+        names
+            .iter()
+            .all(|n| ["command", "expire-cycle"].contains(n)),
+        "{latest:?}"
+    );
+    // One sample per second a slow command ended in: at least one (DEBUG POPULATE 200000),
+    // at most one per second the clock reads span, each in that span, in order, each at or
+    // over the threshold; LATEST shows the last one and the maximum.
+    let history = Resp::parse(&c.cmd(&["LATENCY", "HISTORY", "command"]));
+    let samples: Vec<(i64, i64)> = history
+        .array()
+        .iter()
+        .map(|e| match e.array() {
+            [t, ms] => (t.int(), ms.int()),
+            other => panic!("not a HISTORY entry: {other:?}"),
+        })
+        .collect();
+    let seconds = (off_s - on_s + 1) as usize;
+    assert!(
+        !samples.is_empty() && samples.len() <= seconds,
+        "{} samples over {seconds} s: {history:?}",
+        samples.len()
+    );
+    assert!(
+        samples
+            .iter()
+            .all(|&(t, ms)| (on_s..=off_s).contains(&t) && ms >= 1),
+        "samples outside {on_s}..={off_s} or under 1 ms: {history:?}"
+    );
+    assert!(samples.windows(2).all(|w| w[0].0 < w[1].0), "{history:?}");
+    let command = events.iter().find(|e| e.0 == "command").unwrap();
+    let (last_t, last_ms) = *samples.last().unwrap();
+    let max_ms = samples.iter().map(|s| s.1).max().unwrap();
+    assert_eq!(
+        (command.1, command.2, command.3),
+        (last_t, last_ms, max_ms),
+        "LATEST {latest:?} vs HISTORY {history:?}"
     );
     assert_eq!(c.cmd_s(&["LATENCY", "HISTORY", "nothing"]), "*0\r\n");
     assert_eq!(c.cmd_s(&["LATENCY", "RESET", "nothing"]), ":0\r\n");
-    assert_eq!(c.cmd_s(&["LATENCY", "RESET"]), ":1\r\n");
+    // Off: nothing more was recorded; RESET drops the events LATEST listed.
+    assert_eq!(
+        c.cmd_s(&["LATENCY", "RESET"]),
+        format!(":{}\r\n", events.len())
+    );
     assert_eq!(c.cmd_s(&["LATENCY", "LATEST"]), "*0\r\n");
 }
 
@@ -397,26 +558,34 @@ fn info_keyspace_counts_keys_with_a_deadline_and_their_mean_ttl_as_redis_7_print
     };
     procs.start(&dir, ours_port, &["--cluster-enabled", "no"]);
     let _redis = start_real_server("redis-server", redis_port, &dir.join("redis"), &[]);
-    for port in [ours_port, redis_port] {
+    let fill = |port: u16| {
         let mut c = Client::connect(port);
-        c.cmd(&["SET", "a", "1"]);
-        c.cmd(&["SET", "b", "2", "PX", "100000"]);
-        c.cmd(&["SET", "c", "3", "PX", "50000"]);
-        c.cmd(&["SET", "d", "4", "EX", "30"]);
-        c.cmd(&["PERSIST", "d"]);
-    }
+        assert_eq!(c.cmd_s(&["SET", "a", "1"]), "+OK\r\n");
+        assert_eq!(c.cmd_s(&["SET", "b", "2", "PX", "1000000"]), "+OK\r\n");
+        assert_eq!(c.cmd_s(&["SET", "c", "3", "PX", "500000"]), "+OK\r\n");
+        assert_eq!(c.cmd_s(&["SET", "d", "4", "EX", "30"]), "+OK\r\n");
+        assert_eq!(c.cmd_s(&["PERSIST", "d"]), ":1\r\n");
+    };
+    // The clock read before the SETs and after the INFO bound how much of the TTLs has passed.
+    let before = unix_ms();
+    fill(ours_port);
     let ours = keyspace_fields(ours_port);
+    let elapsed = unix_ms() - before;
+    fill(redis_port);
     let theirs = keyspace_fields(redis_port);
     // The same fields in the same order as redis-server 7.0, the same counts.
     let names = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
     assert_eq!(names(&ours), names(&theirs), "{ours:?} vs {theirs:?}");
     assert_eq!(ours[..2], theirs[..2], "keys= and expires=");
     assert_eq!(ours[1].1, "2");
-    // avg_ttl: ours is the exact mean of the two remaining TTLs (100 s and 50 s, minus the
-    // few ms since they were set); Redis's is a sampled estimate (0 until its expiry cycle
-    // has seen the keys).
-    let avg: u64 = ours[2].1.parse().unwrap();
-    assert!((70_000..=75_000).contains(&avg), "avg_ttl={avg}");
+    // avg_ttl: ours is the exact mean of the two remaining TTLs (1000 s and 500 s, minus the
+    // time since they were set, at most `elapsed` ms); Redis's is a sampled estimate (0 until
+    // its expiry cycle has seen the keys).
+    let avg: i64 = ours[2].1.parse().unwrap();
+    assert!(
+        (750_000 - elapsed..=750_000).contains(&avg),
+        "avg_ttl={avg}, {elapsed} ms after the SETs"
+    );
 }
 
 /// `CLIENT LIST` and `CLIENT KILL` filters, side by side with valkey-server 9.1: the same four
@@ -498,6 +667,7 @@ fn client_filters_answer_as_valkey_9_1() {
                     .to_string()
             })
             .collect();
+        wait_probe_gone(&mut conns[0], 4);
         let list = cases.iter().map(|c| ("LIST", c));
         let kill = kills.iter().map(|c| ("KILL", c));
         list.chain(kill)

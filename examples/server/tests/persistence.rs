@@ -2,24 +2,37 @@
 //! file loaded at start, SHUTDOWN and SIGTERM saving first, a corrupt file refused with its
 //! reason, and the files moving both ways between ours and redis-server 7.0 / valkey-server
 //! 9.1 (each loads the other's `dump.rdb`). Ports from the one allocator (`common::ports`).
+#![allow(clippy::disallowed_methods)] // TTLs are checked against the wall clock
 
 mod common;
 
 use common::{bulk_text, ports, start_real_server, test_dir, wait_until, Client, Logged, BIN};
 use std::path::Path;
 
-/// A data set of every type, with a TTL.
-fn fill(c: &mut Client) {
+/// The wall clock, unix ms (the clock the servers stamp deadlines with).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A data set of every type, with a TTL (600 s). Returns the clock read just before the TTL
+/// was set, for [`check`].
+fn fill(c: &mut Client) -> i64 {
     assert_eq!(c.cmd_s(&["SET", "s", "v"]), "+OK\r\n");
+    let before = unix_ms();
     assert_eq!(c.cmd_s(&["SET", "ttl", "x", "PX", "600000"]), "+OK\r\n");
     assert_eq!(c.cmd_s(&["HSET", "h", "f", "1", "g", "2"]), ":2\r\n");
     assert_eq!(c.cmd_s(&["RPUSH", "l", "a", "b", "c"]), ":3\r\n");
     assert_eq!(c.cmd_s(&["SADD", "set", "1", "2", "x"]), ":3\r\n");
     assert_eq!(c.cmd_s(&["ZADD", "z", "1.5", "a", "2", "b"]), ":2\r\n");
+    before
 }
 
-/// What `fill` wrote, read back.
-fn check(c: &mut Client) {
+/// What `fill` wrote, read back; `filled`: what `fill` returned. The TTL is 600 s minus at
+/// most the time since `filled` (the deadline is absolute, in the file too).
+fn check(c: &mut Client, filled: i64) {
     assert_eq!(c.cmd_s(&["GET", "s"]), "$1\r\nv\r\n");
     let ttl: i64 = c
         .cmd_s(&["PTTL", "ttl"])
@@ -27,7 +40,11 @@ fn check(c: &mut Client) {
         .trim()
         .parse()
         .unwrap();
-    assert!(ttl > 500_000 && ttl <= 600_000, "ttl {ttl}");
+    let elapsed = unix_ms() - filled;
+    assert!(
+        (600_000 - elapsed..=600_000).contains(&ttl),
+        "ttl {ttl}, {elapsed} ms after it was set"
+    );
     assert_eq!(c.cmd_s(&["HGET", "h", "g"]), "$1\r\n2\r\n");
     assert_eq!(
         c.cmd_s(&["LRANGE", "l", "0", "-1"]),
@@ -83,7 +100,7 @@ fn save_bgsave_and_restart_keep_the_data_set() {
         c.cmd_s(&["CONFIG", "GET", "save"]),
         "*2\r\n$4\r\nsave\r\n$23\r\n3600 1 300 100 60 10000\r\n"
     );
-    fill(&mut c);
+    let filled = fill(&mut c);
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "6");
     assert_eq!(c.cmd_s(&["SAVE"]), "+OK\r\n");
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
@@ -103,7 +120,7 @@ fn save_bgsave_and_restart_keep_the_data_set() {
     let mut c = Client::connect(port);
     assert_eq!(c.cmd_s(&["GET", "after"]), "$1\r\n1\r\n");
     assert_eq!(c.cmd_s(&["DEL", "after"]), ":1\r\n");
-    check(&mut c);
+    check(&mut c, filled);
     assert_eq!(info_field(&mut c, "rdb_last_load_keys_loaded"), "7");
     // SIGTERM saves first (save points are set), then exits 0.
     assert_eq!(c.cmd_s(&["SET", "late", "1"]), "+OK\r\n");
@@ -169,26 +186,27 @@ fn dump_files_move_both_ways_with_redis_7_and_valkey_9() {
         };
         // Theirs -> ours.
         let dir = test_dir(&format!("persist-from-{bin}"));
-        {
+        let filled = {
             let _real = start_real_server(bin, port_theirs, &dir, &[]);
             let mut c = Client::connect(port_theirs);
-            fill(&mut c);
+            let filled = fill(&mut c);
             assert_eq!(c.cmd_s(&["SAVE"]), "+OK\r\n");
-        }
+            filled
+        };
         let mut node = spawn_ours(&dir, port_ours, "ours.log", &[]);
         let mut c = Client::connect(port_ours);
-        check(&mut c);
+        check(&mut c, filled);
         node.kill();
         // Ours -> theirs.
         let dir2 = test_dir(&format!("persist-to-{bin}"));
         let mut node = spawn_ours(&dir2, port_ours, "ours.log", &[]);
         let mut c = Client::connect(port_ours);
-        fill(&mut c);
+        let filled = fill(&mut c);
         assert_eq!(c.cmd_s(&["SAVE"]), "+OK\r\n");
         node.kill();
         let _real = start_real_server(bin, port_theirs, &dir2, &["--dbfilename", "dump.rdb"]);
         let mut c = Client::connect(port_theirs);
         wait_until("loaded", || c.cmd_s(&["DBSIZE"]) == ":6\r\n");
-        check(&mut c);
+        check(&mut c, filled);
     }
 }

@@ -10,7 +10,8 @@
 mod common;
 
 use common::{
-    bulk_text, ports, require_redis_tools, six_node_cluster, test_dir, wait_until, Client, Procs,
+    bulk_text, detect_failures_fast, ports, require_redis_tools, six_node_cluster, test_dir,
+    wait_ok, wait_until, Client, Procs,
 };
 use ferrocluster_node::health::INFO_FIELDS;
 use std::collections::HashMap;
@@ -53,6 +54,66 @@ fn write_to_every_shard(primaries: &[u16]) {
         }
         assert!(written, "no key of the first 1000 hashes to a slot of {p}");
     }
+}
+
+/// Every `INFO readiness` field of `port` (one read) and its CKQUORUM answer as in a healthy
+/// cluster of 3 primaries with one synced replica each; `Err` names what differs.
+fn healthy(p: u16) -> Result<(), String> {
+    let f = readiness(p);
+    let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("<missing>");
+    let mut want: Vec<(&str, &str)> = vec![
+        ("failover_ready", "yes"),
+        ("cluster_state", "ok"),
+        ("cluster_health", "ok"),
+        ("failover_shards", "3"),
+        ("failover_ready_shards", "3"),
+        ("failover_blocker", "none"),
+        ("quorum_verdict", "ok"),
+        ("quorum_voting_primaries", "3"),
+        ("quorum_reachable_primaries", "3"),
+        ("quorum_needed", "2"),
+        ("quorum_fail_agreeable", "yes"),
+        ("quorum_shards_unable", "0"),
+    ];
+    for k in [
+        "slots_unserved",
+        "slots_pfail",
+        "slots_fail",
+        "nodes_pfail",
+        "nodes_fail",
+    ] {
+        want.push((k, "0"));
+    }
+    for (k, v) in want {
+        if get(k) != v {
+            return Err(format!("{p} {k}: {} (want {v}): {f:?}", get(k)));
+        }
+    }
+    // Three shards with one eligible replica each; their slots add up to 16384.
+    let mut slots = 0;
+    for i in 0..3 {
+        let s = get(&format!("shard{i}"));
+        if !s.contains(",replicas=1,eligible=1,ready=yes,reason=none,") {
+            return Err(format!("{p}: {s}"));
+        }
+        slots += s
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("slots="))
+            .and_then(|n| n.parse::<u32>().ok())
+            .ok_or_else(|| format!("no slots= in {s}"))?;
+        let r = get(&format!("shard{i}_replica0"));
+        if !r.contains(",eligible=yes,reason=none,") || r.contains("offset=0,") {
+            return Err(format!("{p}: {r}"));
+        }
+    }
+    if slots != 16384 || f.contains_key("shard3") {
+        return Err(format!("{p}: {slots} slots: {f:?}"));
+    }
+    let ck = ckquorum(p);
+    if !ck.starts_with("+OK 3 usable voting primaries of 3, quorum 2: ") {
+        return Err(format!("{p}: {ck}"));
+    }
+    Ok(())
 }
 
 #[test]
@@ -114,66 +175,21 @@ fn info_readiness_and_ckquorum_follow_the_cluster() {
         .starts_with("-ERR wrong number of arguments for 'ferrocluster|ckquorum' command"));
 
     // Healthy cluster: once a write reached every replica, every node sees every shard ready.
+    // Every field is checked inside the wait, on one read per node (`healthy`): a node that
+    // has not seen a replica's offset yet shows it not ready, which is no failure.
     write_to_every_shard(&primaries);
-    wait_until("failover_ready:yes on every node", || {
-        ports
-            .iter()
-            .all(|&p| readiness(p).get("failover_ready").map(String::as_str) == Some("yes"))
-    });
-    for &p in &ports {
-        let f = readiness(p);
-        let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("<missing>");
-        assert_eq!(get("cluster_state"), "ok", "{p}: {f:?}");
-        assert_eq!(get("cluster_health"), "ok", "{p}: {f:?}");
-        assert_eq!(get("failover_shards"), "3", "{p}: {f:?}");
-        assert_eq!(get("failover_ready_shards"), "3", "{p}: {f:?}");
-        assert_eq!(get("failover_blocker"), "none", "{p}: {f:?}");
-        assert_eq!(get("quorum_verdict"), "ok", "{p}: {f:?}");
-        assert_eq!(get("quorum_voting_primaries"), "3", "{p}: {f:?}");
-        assert_eq!(get("quorum_reachable_primaries"), "3", "{p}: {f:?}");
-        assert_eq!(get("quorum_needed"), "2", "{p}: {f:?}");
-        assert_eq!(get("quorum_fail_agreeable"), "yes", "{p}: {f:?}");
-        assert_eq!(get("quorum_shards_unable"), "0", "{p}: {f:?}");
-        for k in [
-            "slots_unserved",
-            "slots_pfail",
-            "slots_fail",
-            "nodes_pfail",
-            "nodes_fail",
-        ] {
-            assert_eq!(get(k), "0", "{p} {k}: {f:?}");
-        }
-        // Three shards with one eligible replica each; their slots add up to 16384.
-        let mut slots = 0;
-        for i in 0..3 {
-            let s = get(&format!("shard{i}"));
-            assert!(
-                s.contains(",replicas=1,eligible=1,ready=yes,reason=none,"),
-                "{p}: {s}"
-            );
-            slots += s
-                .split(',')
-                .find_map(|kv| kv.strip_prefix("slots="))
-                .and_then(|n| n.parse::<u32>().ok())
-                .unwrap_or_else(|| panic!("no slots= in {s}"));
-            let r = get(&format!("shard{i}_replica0"));
-            assert!(r.contains(",eligible=yes,reason=none,"), "{p}: {r}");
-            assert!(!r.contains("offset=0,"), "{p}: {r}");
-        }
-        assert_eq!(slots, 16384, "{p}: {f:?}");
-        assert!(!f.contains_key("shard3"), "{p}: {f:?}");
-        let ck = ckquorum(p);
-        assert!(
-            ck.starts_with("+OK 3 usable voting primaries of 3, quorum 2: "),
-            "{p}: {ck}"
-        );
-    }
+    wait_ok(
+        "every node to see a healthy, failover-ready cluster",
+        || ports.iter().try_for_each(|&p| healthy(p)),
+    );
     let summary = bulk_text(&c.cmd(&["FERROCLUSTER", "SUMMARY"]));
     assert_eq!(summary, "cluster ok, failover-ready: yes");
 
     // Kill two of the three primaries: the survivor alone is 1 of 3, below the quorum of 2,
-    // so no FAIL can be agreed and no failover authorized.
+    // so no FAIL can be agreed and no failover authorized. The survivor must see the two
+    // unreachable: every node detects failures with the short node timeout from now on.
     let survivor = primaries[2];
+    detect_failures_fast(&ports);
     procs.kill(primaries[0]);
     procs.kill(primaries[1]);
     wait_until("-NOQUORUM from the surviving primary", || {

@@ -188,8 +188,15 @@ fn redis_cli_redis_py_and_redis_benchmark_against_six_nodes() {
     assert!(out.contains("SET:") && out.contains("GET:"), "{out}");
 }
 
-/// redis-py keeps working through `kill -9` of a primary (its replica is elected), and the
-/// restarted old primary comes back as a replica that answers MOVED to the new address.
+/// redis-py keeps working through `kill -9` of a primary (its replica is elected) and loses
+/// no acknowledged write, and the restarted old primary comes back as a replica that answers
+/// MOVED to the new address.
+///
+/// Replication inside a shard is asynchronous: a write the primary acknowledged a moment
+/// before a `kill -9` may not have reached its replica. So the writer is paused (between two
+/// writes) before the kill, and the primary confirms with `WAIT 1` that its replica holds its
+/// whole stream (our WAIT waits for the node's replication offset at the call, whoever wrote):
+/// every acknowledged write survives, `lost=0`.
 #[test]
 fn redis_py_survives_kill_9_of_a_primary() {
     require_redis_tools();
@@ -199,29 +206,63 @@ fn redis_py_survives_kill_9_of_a_primary() {
     let ports = six_node_cluster(&mut procs, &dir, ports::block(6));
     // The owner of slot 12182 ("foo") in --cluster create's layout.
     let victim = ports[2];
-    // redis-py writes until told to stop; once it has written, the owner of slot 12182 is
-    // killed; it is told to stop once a replica took the slot over, and ends with a write
-    // acknowledged after its last failed one.
+    // redis-py writes until told to stop; once it has written, it is paused, the owner of slot
+    // 12182 confirms its replica has everything and is killed, and the writer goes on; it is
+    // told to stop once a replica took the slot over, and ends with a write acknowledged after
+    // its last failed one.
     let ready = dir.join("writer.ready");
     let stop = dir.join("writer.stop");
+    let pause = dir.join("writer.pause");
+    let paused = dir.join("writer.paused");
     let mut cmd = std::process::Command::new("python3");
     cmd.arg("-u")
         .arg(script("redis_py_failover.py"))
         .arg(ports[0].to_string())
         .arg(&ready)
-        .arg(&stop);
+        .arg(&stop)
+        .arg(&pause)
+        .arg(&paused);
     let log = dir.join("writer.log");
     let mut writer = Logged::spawn(&mut cmd, &log, "redis_py_failover.py");
-    wait_until("redis-py to have written", || {
-        if let Some(status) = writer.exited() {
-            panic!(
-                "redis_py_failover.py exited ({status}) before writing:\n{}",
-                common::log_tail(&log, 40)
+    let mut writer_at = |what: &str, file: &std::path::Path| {
+        wait_until(what, || {
+            if let Some(status) = writer.exited() {
+                panic!(
+                    "redis_py_failover.py exited ({status}) early:\n{}",
+                    common::log_tail(&log, 40)
+                );
+            }
+            file.exists()
+        })
+    };
+    writer_at("redis-py to have written", &ready);
+    std::fs::write(&pause, b"").expect("write the pause file");
+    writer_at("redis-py to pause", &paused);
+    // Every write a primary acknowledged is on its replica: the victim's, so that its kill
+    // loses none; the other primaries' too, so that none is lost either if a stall of the
+    // loaded machine made one of them fail over while the short node timeout below is set.
+    let mut primaries = Vec::new();
+    for &p in &ports {
+        if bulk_text(&Client::connect(p).cmd(&["INFO", "replication"])).contains("role:master") {
+            primaries.push(p);
+            assert_eq!(
+                Client::connect(p).cmd_s(&["WAIT", "1", &HANG.as_millis().to_string()]),
+                ":1\r\n",
+                "the replica of {p} acknowledged its stream"
             );
         }
-        ready.exists()
-    });
+    }
+    assert!(
+        primaries.len() == 3 && primaries.contains(&victim),
+        "primaries {primaries:?}"
+    );
+    // The nodes may run with a long node timeout (no failover by chance on a loaded machine):
+    // the failover of the killed node should come promptly, so 2 s on every node now; the
+    // timeout they had is back once the failover is done.
+    let timeout_before = node_timeout(ports[0]);
+    set_node_timeout(&ports, "2000");
     procs.kill(victim);
+    std::fs::remove_file(&pause).expect("remove the pause file");
     // The replica of the killed node is elected: slot 12182 gets a new owner.
     let gone = format!("127.0.0.1:{victim}");
     let mut new_owner = String::new();
@@ -235,20 +276,49 @@ fn redis_py_survives_kill_9_of_a_primary() {
             _ => false,
         }
     });
+    let alive: Vec<u16> = ports.iter().copied().filter(|&p| p != victim).collect();
+    set_node_timeout(&alive, &timeout_before);
     std::fs::write(&stop, b"").expect("write the stop file");
     let status = writer.wait_exit();
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     println!("{text}");
     assert!(status.success(), "redis-py through the failover:\n{text}");
     assert!(text.contains("last_ok_after_failure=True"), "{text}");
+    assert!(
+        text.contains(" lost=0 "),
+        "an acknowledged write was lost:\n{text}"
+    );
     // The old primary, restarted, is a replica of the new one and redirects there.
-    procs.start(&dir, victim, &["--cluster-node-timeout", "2000"]);
+    procs.start(&dir, victim, &["--cluster-node-timeout", &timeout_before]);
     wait_until("the old primary answers MOVED to the new one", || {
         Client::connect(victim).cmd_s(&["GET", "foo"]) == format!("-MOVED 12182 {new_owner}\r\n")
     });
     assert!(Client::connect(victim)
         .cmd_s(&["ROLE"])
         .starts_with("*5\r\n$5\r\nslave\r\n"));
+}
+
+/// `cluster-node-timeout` of the node on `port` (ms).
+fn node_timeout(port: u16) -> String {
+    let reply = Client::connect(port).cmd(&["CONFIG", "GET", "cluster-node-timeout"]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let value = text
+        .strip_prefix("*2\r\n$20\r\ncluster-node-timeout\r\n$")
+        .and_then(|rest| rest.split("\r\n").nth(1))
+        .unwrap_or_else(|| panic!("CONFIG GET cluster-node-timeout on {port}: {text:?}"));
+    assert!(value.parse::<u64>().is_ok(), "{text:?}");
+    value.to_string()
+}
+
+/// `CONFIG SET cluster-node-timeout ms` on every node of `ports`.
+fn set_node_timeout(ports: &[u16], ms: &str) {
+    for &p in ports {
+        assert_eq!(
+            Client::connect(p).cmd_s(&["CONFIG", "SET", "cluster-node-timeout", ms]),
+            "+OK\r\n",
+            "CONFIG SET cluster-node-timeout {ms} on {p}"
+        );
+    }
 }
 
 #[test]
@@ -260,6 +330,13 @@ fn demo_runs_and_checks_what_it_claims() {
     );
     assert!(ok, "demo failed:\n{out}");
     assert!(out.contains("keys written:      10000"), "{out}");
+    // Before the kill each of the three primaries confirmed with WAIT that its replica holds
+    // every write (so the kill loses none of the 10000).
+    assert_eq!(
+        out.matches(" replica(s) hold every write").count(),
+        3,
+        "{out}"
+    );
     assert!(
         out.contains("read back 10000 / 10000 keys correctly"),
         "{out}"

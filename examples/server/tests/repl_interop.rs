@@ -54,13 +54,34 @@ fn full_resyncs(dir: &std::path::Path) -> usize {
         .count()
 }
 
-/// What a replica must hold after the first phase.
-fn check_first_phase(port: u16) {
-    let mut c = Client::connect(port);
-    assert_eq!(bulk_text(&c.cmd(&["GET", "s"])), "v", "{port}");
+/// The wall clock, unix ms (the clock the servers stamp deadlines with).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The TTL (1000 s) a test sets on `t`.
+const TTL_MS: i64 = 1_000_000;
+
+/// `PTTL t` on `c` is [`TTL_MS`] minus at most the time since `set_at` (the clock read just
+/// before the SET): a deadline is absolute, in the RDB file and in the stream.
+fn check_ttl(c: &mut Client, set_at: i64, port: u16) {
     let pttl = String::from_utf8_lossy(&c.cmd(&["PTTL", "t"])).into_owned();
     let ms: i64 = pttl.trim_start_matches(':').trim().parse().expect("PTTL");
-    assert!(ms > 0 && ms <= 100_000, "{port}: PTTL {ms}");
+    let elapsed = unix_ms() - set_at;
+    assert!(
+        (TTL_MS - elapsed..=TTL_MS).contains(&ms),
+        "{port}: PTTL {ms}, {elapsed} ms after the SET"
+    );
+}
+
+/// What a replica must hold after the first phase; `set_at`: the clock read before `t` was set.
+fn check_first_phase(port: u16, set_at: i64) {
+    let mut c = Client::connect(port);
+    assert_eq!(bulk_text(&c.cmd(&["GET", "s"])), "v", "{port}");
+    check_ttl(&mut c, set_at, port);
     assert_eq!(
         c.cmd_s(&["HGETALL", "h"]),
         "*4\r\n$1\r\nf\r\n$1\r\n1\r\n$1\r\ng\r\n$1\r\n2\r\n"
@@ -94,9 +115,11 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
     let mut procs = Procs::default();
     procs.start(&base, pport, &["--cluster-enabled", "no"]);
     let mut p = Client::connect(pport);
+    let ttl = TTL_MS.to_string();
+    let set_at = unix_ms();
     for cmd in [
         &["SET", "s", "v"][..],
-        &["SET", "t", "x", "PX", "100000"],
+        &["SET", "t", "x", "PX", &ttl],
         &["HSET", "h", "f", "1", "g", "2"],
         &["RPUSH", "l", "a", "b", "c"],
         &["SADD", "st", "x", "y"],
@@ -114,7 +137,7 @@ fn valkey_9_and_redis_7_replicas_of_our_primary_get_full_sync_stream_and_resync(
         wait_until("the replica synced", || {
             info(port).contains("master_link_status:up")
         });
-        check_first_phase(port);
+        check_first_phase(port, set_at);
     }
 
     // Streamed writes, acknowledged by both.
@@ -195,9 +218,11 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     wait_until("valkey's cluster_state:ok", || {
         bulk_text(&Client::connect(vport).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
+    let ttl = TTL_MS.to_string();
+    let set_at = unix_ms();
     for cmd in [
         &["SET", "s", "v"][..],
-        &["SET", "t", "x", "PX", "100000"],
+        &["SET", "t", "x", "PX", &ttl],
         &["RPUSH", "l", "a", "b", "c"],
         &["HSET", "h", "f", "1"],
         &["ZADD", "z", "2", "b"],
@@ -233,9 +258,7 @@ fn ours_replica_of_a_valkey_9_primary_loads_its_rdb_and_follows_its_stream() {
     );
     assert_eq!(bulk_text(&r.cmd(&["HGET", "h", "f"])), "1");
     assert_eq!(r.cmd_s(&["ZSCORE", "z", "b"]), "$1\r\n2\r\n");
-    let pttl = String::from_utf8_lossy(&r.cmd(&["PTTL", "t"])).into_owned();
-    let ms: i64 = pttl.trim_start_matches(':').trim().parse().expect("PTTL");
-    assert!(ms > 0 && ms <= 100_000, "PTTL {ms}");
+    check_ttl(&mut r, set_at, ours);
     // The stream: applied and acknowledged.
     assert_eq!(v.cmd_s(&["SET", "after", "1"]), "+OK\r\n");
     assert_eq!(v.cmd_s(&["DEL", "s"]), ":1\r\n");
@@ -285,12 +308,14 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
     };
     let base = test_dir("repl-failover-replid2");
     let mut procs = Procs::default();
+    // The long node timeout: no failover but the one the test asks for.
+    let timeout = common::NODE_TIMEOUT_MS.to_string();
     for port in [pport, aport, bport] {
         let bus = (port + BUS_OFFSET).to_string();
         procs.start(
             &base,
             port,
-            &["--cluster-node-timeout", "2000", "--cluster-port", &bus],
+            &["--cluster-node-timeout", &timeout, "--cluster-port", &bus],
         );
     }
     let mut p = Client::connect(pport);
@@ -344,6 +369,20 @@ fn after_a_failover_the_sibling_replica_and_the_old_primary_resync_partially() {
         })
     });
 
+    // The manual failover's timeout (5 s by default) is HANG on every node: a loaded machine
+    // cannot abort it.
+    let mf_ms = common::HANG.as_millis().to_string();
+    for port in [pport, aport, bport] {
+        assert_eq!(
+            Client::connect(port).cmd_s(&[
+                "CONFIG",
+                "SET",
+                "cluster-manual-failover-timeout",
+                &mf_ms
+            ]),
+            "+OK\r\n"
+        );
+    }
     assert_eq!(
         Client::connect(aport).cmd_s(&["CLUSTER", "FAILOVER"]),
         "+OK\r\n"

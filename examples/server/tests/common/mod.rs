@@ -392,16 +392,42 @@ pub fn require_redis_py() {
     );
 }
 
-/// Starts six nodes on `base_port..base_port+6` and forms a cluster of 3 primaries with one
-/// replica each through `redis-cli --cluster create`; waits until every node is ok and every
-/// replica is synced.
+/// `cluster-node-timeout` (ms) of every cluster the tests start: longer than any stall of a
+/// loaded machine, so no live node is ever marked PFAIL/FAIL and no failover comes unasked.
+/// A test that kills a node and needs the failure detected (a failover, FAIL flags, a lost
+/// quorum) calls [`detect_failures_fast`] on every live node just before the kill.
+pub const NODE_TIMEOUT_MS: u64 = 60_000;
+
+/// `cluster-node-timeout` (ms) [`detect_failures_fast`] sets: a killed node is marked PFAIL
+/// after this (each voter's own timeout), then FAIL, and its replica elected.
+pub const DETECT_TIMEOUT_MS: u64 = 5_000;
+
+/// `CONFIG SET cluster-node-timeout` [`DETECT_TIMEOUT_MS`] on every node of `ports` (ours or a
+/// real server on 127.0.0.1): called just before a test kills a node whose failure must be
+/// detected (PFAIL needs each voter's own timeout, so every live node gets it).
+pub fn detect_failures_fast(ports: &[u16]) {
+    let ms = DETECT_TIMEOUT_MS.to_string();
+    for &p in ports {
+        assert_eq!(
+            Client::connect(p).cmd_s(&["CONFIG", "SET", "cluster-node-timeout", &ms]),
+            "+OK\r\n",
+            "CONFIG SET cluster-node-timeout on {p}"
+        );
+    }
+}
+
+/// Starts six nodes on `base_port..base_port+6` (node timeout [`NODE_TIMEOUT_MS`]) and forms a
+/// cluster of 3 primaries with one replica each through `redis-cli --cluster create`; waits
+/// until every node is ok, every replica is synced, and every node's `CLUSTER NODES` shows the
+/// same 3 primaries with their slots and 3 replicas, each of one of them, all connected.
 pub fn six_node_cluster(procs: &mut Procs, dir: &Path, base_port: u16) -> Vec<u16> {
     let ports: Vec<u16> = (0..6).map(|i| base_port + i).collect();
+    let timeout = NODE_TIMEOUT_MS.to_string();
     for &p in &ports {
         procs.start(
             dir,
             p,
-            &["--cluster-node-timeout", "2000", "--loglevel", "verbose"],
+            &["--cluster-node-timeout", &timeout, "--loglevel", "verbose"],
         );
     }
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
@@ -414,7 +440,56 @@ pub fn six_node_cluster(procs: &mut Procs, dir: &Path, base_port: u16) -> Vec<u1
     let out = run_bounded("redis-cli", &args, HANG);
     assert!(out.0, "redis-cli --cluster create failed:\n{}", out.1);
     wait_cluster_ok(&ports);
+    wait_views_agree(&ports, 3, 3);
     ports
+}
+
+/// Waits until every node of `ports` lists every one of them, connected, without a
+/// handshake/fail/noaddr flag, as `primaries` primaries that own slots and `replicas` replicas
+/// each of one of those primaries, and all show the same roles, primaries and slots (a role
+/// set by `CLUSTER REPLICATE` reaches the other nodes by gossip).
+pub fn wait_views_agree(ports: &[u16], primaries: usize, replicas: usize) {
+    wait_ok("every node's CLUSTER NODES to agree on the layout", || {
+        let mut first: Option<(u16, Vec<String>)> = None;
+        for &p in ports {
+            let text = bulk_text(&Client::connect(p).cmd(&["CLUSTER", "NODES"]));
+            let mut layout = Vec::new();
+            let (mut m, mut r) = (0, 0);
+            for line in text.lines().filter(|l| !l.is_empty()) {
+                let f: Vec<&str> = line.split(' ').collect();
+                let flags = f.get(2).copied().unwrap_or_default();
+                if f.len() < 8
+                    || f[7] != "connected"
+                    || ["handshake", "fail", "noaddr"]
+                        .iter()
+                        .any(|x| flags.contains(x))
+                {
+                    return Err(format!("{p}: {line}"));
+                }
+                if flags.contains("master") && f.len() > 8 {
+                    m += 1;
+                    layout.push(format!("{} master {}", f[0], f[8..].join(" ")));
+                } else if flags.contains("slave") && f[3] != "-" {
+                    r += 1;
+                    layout.push(format!("{} replica of {}", f[0], f[3]));
+                } else {
+                    return Err(format!("{p}: {line}"));
+                }
+            }
+            if (m, r) != (primaries, replicas) {
+                return Err(format!("{p} sees {m} primaries, {r} replicas:\n{text}"));
+            }
+            layout.sort();
+            match &first {
+                None => first = Some((p, layout)),
+                Some((q, l)) if *l != layout => {
+                    return Err(format!("{p} sees {layout:?}, {q} sees {l:?}"))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    });
 }
 
 /// Waits until every node says cluster_state:ok and every replica's link is up.

@@ -40,9 +40,16 @@ use std::time::{Duration, Instant};
 /// Our server binary, built by cargo for these tests.
 pub const OURS: &str = env!("CARGO_BIN_EXE_ferrocluster-server");
 
-/// `cluster-node-timeout` for every node of the mixed tests (ms): failovers take a few
-/// seconds, and no test depends on how long anything takes.
-pub const NODE_TIMEOUT_MS: u64 = 3000;
+/// `cluster-node-timeout` every node of the mixed tests starts with (ms): longer than any
+/// stall of a loaded machine, so no live node is marked PFAIL/FAIL, no failover comes unasked
+/// and no link is reopened by the liveness rule. A test that kills a node whose failure must
+/// be detected calls [`Mixed::detect_failures_fast`] just before the kill.
+pub const NODE_TIMEOUT_MS: u64 = 60_000;
+
+/// `cluster-node-timeout` (ms) [`Mixed::detect_failures_fast`] sets on every live node, real
+/// ones too (PFAIL needs each voter's own timeout): failovers take a few seconds, and no test
+/// depends on how long anything takes.
+pub const DETECT_TIMEOUT_MS: u64 = 3000;
 
 /// Bus port = data port + this (Valkey's default `cluster-port` offset); the port allocator
 /// keeps every handed-out data port's bus port free too.
@@ -697,6 +704,12 @@ pub struct Mixed {
     links: BTreeMap<(u16, String, String), i64>,
     /// Log sizes at convergence, to look only at what came after.
     log_marks: BTreeMap<PathBuf, usize>,
+    /// `cluster-node-timeout` (ms) the live nodes have now: [`NODE_TIMEOUT_MS`] until
+    /// [`Mixed::detect_failures_fast`].
+    node_timeout_ms: u64,
+    /// The shortest `cluster-node-timeout` (ms) any node had since the mark: the liveness
+    /// rule [`Mixed::assert_bus_clean`] allows reopens by fires after half of it.
+    shortest_timeout_since_mark: u64,
 }
 
 impl Mixed {
@@ -816,6 +829,8 @@ impl Mixed {
             members,
             links: BTreeMap::new(),
             log_marks: BTreeMap::new(),
+            node_timeout_ms: NODE_TIMEOUT_MS,
+            shortest_timeout_since_mark: NODE_TIMEOUT_MS,
         };
         for m in mixed.members.clone() {
             if let Role::ReplicaOf(p) = m.role {
@@ -953,6 +968,7 @@ impl Mixed {
     /// the peer's outbound link to it, and the other way round), so no replacement that
     /// started before the mark is still on its way.
     pub fn mark(&mut self) {
+        self.shortest_timeout_since_mark = self.node_timeout_ms;
         self.log_marks.clear();
         for p in self.procs.procs.iter().filter(|p| p.child.is_some()) {
             let len = std::fs::metadata(&p.log)
@@ -1071,7 +1087,10 @@ impl Mixed {
             let p = self.procs.live(*port);
             let text = std::fs::read(&p.log).unwrap_or_default();
             let from = self.log_marks.get(&p.log).copied().unwrap_or(0);
-            match liveness_reopen(&text, from, dir, peer, NODE_TIMEOUT_MS / 2) {
+            // Half the shortest node timeout any node had since the mark: a node fires the
+            // rule after half of its own (the one it had at that moment).
+            let silence_ms = self.shortest_timeout_since_mark / 2;
+            match liveness_reopen(&text, from, dir, peer, silence_ms) {
                 Some(why) => eprintln!(
                     "real node {port}'s {dir} link with {peer} was reopened by the liveness \
                      rule: {why}"
@@ -1079,8 +1098,7 @@ impl Mixed {
                 None => panic!(
                     "real node {port}'s {dir} link with {peer} was closed and reopened (or \
                      lost): create-time {t} at the mark, {later:?} now, and no silence of \
-                     {} ms before it in {}",
-                    NODE_TIMEOUT_MS / 2,
+                     {silence_ms} ms before it in {}",
                     p.log.display()
                 ),
             }
@@ -1107,6 +1125,42 @@ impl Mixed {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    /// `CONFIG SET cluster-node-timeout` [`DETECT_TIMEOUT_MS`] on every live node (ours and
+    /// real ones): called just before a kill whose failure the test needs detected (PFAIL
+    /// needs each voter's own timeout). Nodes started later start with [`NODE_TIMEOUT_MS`].
+    pub fn detect_failures_fast(&mut self) {
+        let ms = DETECT_TIMEOUT_MS.to_string();
+        for p in self.live_ports() {
+            let r = cmd(p, &["CONFIG", "SET", "cluster-node-timeout", &ms]);
+            assert_eq!(
+                r,
+                Reply::Status("OK".into()),
+                "CONFIG SET cluster-node-timeout on {p}"
+            );
+        }
+        self.node_timeout_ms = DETECT_TIMEOUT_MS;
+        self.shortest_timeout_since_mark = self.shortest_timeout_since_mark.min(DETECT_TIMEOUT_MS);
+    }
+
+    /// `CONFIG SET cluster-manual-failover-timeout` [`HANG`] on every live node (ours and
+    /// Valkey 9.1 ones; 5 s by default): a manual failover, and the write pause of a slot
+    /// migration's handoff (twice it), then complete however slowly a loaded machine runs
+    /// them, instead of being aborted at their deadline.
+    pub fn manual_failover_timeout_hang(&self) {
+        let ms = HANG.as_millis().to_string();
+        for p in self.live_ports() {
+            let r = cmd(
+                p,
+                &["CONFIG", "SET", "cluster-manual-failover-timeout", &ms],
+            );
+            assert_eq!(
+                r,
+                Reply::Status("OK".into()),
+                "CONFIG SET cluster-manual-failover-timeout on {p}"
+            );
+        }
     }
 
     /// `kill -9` of member `i`.
@@ -1216,9 +1270,11 @@ pub fn log_time(line: &str) -> Option<i64> {
 /// link with `peer` was reopened after `silence_ms` of silence, the liveness rule's
 /// precondition (Redis 7.0 `clusterCron`: a node that waited `node-timeout / 2` for a PONG
 /// with no data from the peer frees the link and connects again), and how:
-/// * its outbound link (`to`): a `Connecting with Node <peer>` line after the mark came
-///   `silence_ms` or more after the last packet it received from the peer (`... packet
-///   received: <peer>`), or nothing came from the peer for that long up to the log's end;
+/// * its outbound link (`to`): before each `Connecting with Node <peer>` line after the mark,
+///   nothing came from the peer (`... packet received: <peer>`) for `silence_ms` or more at
+///   some point since the previous `Connecting` line (the rule frees the link on the silence;
+///   the peer may speak again on its own link before the cron connects anew), or nothing
+///   came from the peer for that long up to the log's end;
 /// * its inbound link (`from`), which the peer reopens by the same rule when nothing came
 ///   from the real node: the real node logged nothing at all for `silence_ms` or more after
 ///   the mark (it was stalled; at debug level it logs every packet it processes).
@@ -1235,7 +1291,10 @@ pub fn liveness_reopen(
     let mut offset = 0usize;
     let mut last_line: Option<i64> = None;
     let mut last_from_peer: Option<i64> = None;
-    // Every reconnect of the outbound link after the mark, each with the silence before it.
+    // The longest silence of the peer since the previous `Connecting` line (ms).
+    let mut longest_quiet: Option<i64> = None;
+    // Every reconnect of the outbound link after the mark, each with the longest silence of
+    // the peer since the reconnect before it.
     let mut reconnects: Vec<(String, Option<i64>)> = Vec::new();
     let mut stall: Option<String> = None;
     for raw in text.split(|&b| b == b'\n') {
@@ -1253,10 +1312,16 @@ pub fn liveness_reopen(
                 ));
             }
         }
-        if after_mark && line.contains(&connecting) {
-            reconnects.push((line.to_string(), last_from_peer.map(|p| t - p)));
+        let quiet_now = last_from_peer.map(|p| t - p);
+        if line.contains(&connecting) {
+            let quiet = longest_quiet.max(quiet_now);
+            if after_mark {
+                reconnects.push((line.to_string(), quiet));
+            }
+            longest_quiet = None;
         }
         if line.contains(&received) {
+            longest_quiet = longest_quiet.max(quiet_now);
             last_from_peer = Some(t);
         }
         last_line = Some(t);
@@ -1270,7 +1335,7 @@ pub fn liveness_reopen(
         for (line, quiet) in reconnects {
             match quiet {
                 Some(q) if q >= silence => why.push(format!(
-                    "nothing received from the peer for {q} ms before: {line}"
+                    "nothing received from the peer for {q} ms since the link before: {line}"
                 )),
                 _ => return None,
             }

@@ -42,6 +42,13 @@ pub enum Role {
         /// The primary's port.
         port: u16,
     },
+    /// A replica whose primary the host does not know yet: a cluster node loaded from its
+    /// nodes.conf as a replica, before its node says whom to follow. Valkey
+    /// `loadDataFromDisk` in cluster mode, where `iAmPrimary()` is the cluster node's role:
+    /// the saved history stays its own replid and offset (not a replid2 under a fresh replid,
+    /// as for a primary), so the first [`Replication::replicate_from`] asks `PSYNC <saved
+    /// replid> <offset + 1>` and resyncs partially. It connects nowhere until then.
+    ReplicaAwaitingPrimary,
 }
 
 /// The replication protocol engine of one node, both sides: the primary side serves replicas
@@ -68,6 +75,10 @@ pub struct Replication {
     pub(crate) backlog_active: bool,
     pub(crate) primary: PrimarySide,
     pub(crate) upstream: Option<Upstream>,
+    /// [`Role::ReplicaAwaitingPrimary`] with a saved history: the `repl-stream-db` and
+    /// offset it was saved with, for the first [`Replication::replicate_from`] (the database
+    /// holds while the offset has not moved).
+    pub(crate) awaiting_stream_db: Option<(u32, u64)>,
     pub(crate) next_link: u64,
     pub(crate) now: Millis,
     pub(crate) next_cron: Millis,
@@ -108,6 +119,7 @@ impl Replication {
             backlog: Backlog::new(backlog_size, 0),
             backlog_active: true,
             upstream: None,
+            awaiting_stream_db: None,
             next_link: 1,
             now,
             next_cron: now.saturating_add_ms(CRON_MS),
@@ -120,7 +132,13 @@ impl Replication {
                 r.backlog.reset(s.offset);
                 r.primary.sel_db = None;
             }
-            (Role::Primary, None) => {}
+            (Role::Primary | Role::ReplicaAwaitingPrimary, None) => {}
+            (Role::ReplicaAwaitingPrimary, Some(s)) => {
+                r.replid = s.replid;
+                r.offset = s.offset;
+                r.backlog.reset(s.offset);
+                r.awaiting_stream_db = Some((s.stream_db, s.offset));
+            }
             (Role::Replica { host, port }, restored) => {
                 let mut up = Upstream::new(host, port, now);
                 if let Some(s) = restored {
@@ -174,9 +192,13 @@ impl Replication {
         } else {
             let mut next = Upstream::new(host, port, now);
             // replicationCachePrimaryUsingMyself: PSYNC with our own replid and offset. The
-            // database is unknown: the new primary starts its stream with SELECT.
+            // database is unknown (the new primary starts its stream with SELECT), unless the
+            // history is the one saved by a replica restarted awaiting its primary.
             next.cached = !full_sync_required;
-            next.stream_db = 0;
+            next.stream_db = match self.awaiting_stream_db.take() {
+                Some((db, at)) if at == self.offset => db,
+                _ => 0,
+            };
             self.upstream = Some(next);
             self.primary.abort_waits(&mut self.out);
         }

@@ -197,3 +197,51 @@ fn malformed_stream_closes_and_resyncs() {
     assert!(drain(&mut r).contains(&Output::Event(Event::LinkUp { partial: true })));
     assert!(matches!(r.replication_state().link, ReplLink::Up { .. }));
 }
+
+/// A replica restarted from its saved data before it knows its primary
+/// ([`Role::ReplicaAwaitingPrimary`]; Valkey `loadDataFromDisk` in cluster mode, where the
+/// node's role decides): it connects nowhere until told, then asks `PSYNC <saved replid>
+/// <saved offset + 1>` (a partial resync), where a primary restarted with the same data asks
+/// with a fresh replid (its saved history became its replid2).
+#[test]
+fn a_replica_awaiting_its_primary_resyncs_with_its_saved_history() {
+    use ferrocluster_dataplane::{ReplId, Restored};
+    let now = Millis(1_000);
+    let saved = "0123456789abcdef0123456789abcdef01234567";
+    let restored = || {
+        Some(Restored {
+            replid: ReplId::parse(saved.as_bytes()).unwrap(),
+            offset: 1234,
+            stream_db: 0,
+        })
+    };
+    let psync_of = |role: Role| {
+        let mut r =
+            Replication::new(ReplicationConfig::default(), 5, role, restored(), now).unwrap();
+        assert!(
+            !drain(&mut r)
+                .iter()
+                .any(|o| matches!(o, Output::Connect { .. })),
+            "connects before it is told whom to follow"
+        );
+        r.replicate_from("10.0.0.1", 6379, false, now);
+        let Some(Output::Connect { link, .. }) = drain(&mut r)
+            .into_iter()
+            .find(|o| matches!(o, Output::Connect { .. }))
+        else {
+            panic!("replicate_from connects")
+        };
+        r.handle_upstream_connected(link, now);
+        drain(&mut r);
+        let sent = to_psync(&mut r, link, now);
+        let at = sent.find("*3\r\n$5\r\nPSYNC").expect("a PSYNC");
+        sent[at..].to_string()
+    };
+    assert_eq!(
+        psync_of(Role::ReplicaAwaitingPrimary),
+        format!("*3\r\n$5\r\nPSYNC\r\n$40\r\n{saved}\r\n$4\r\n1235\r\n")
+    );
+    let as_primary = psync_of(Role::Primary);
+    assert!(!as_primary.contains(saved), "{as_primary}");
+    assert!(as_primary.ends_with("$4\r\n1235\r\n"), "{as_primary}");
+}

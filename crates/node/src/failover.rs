@@ -3,7 +3,7 @@
 //! 9–12), the cron part (§7.2 step 5), and the effects turned into outputs: persist-gated
 //! transmits, role changes, write pauses and key deletions for the host.
 
-use crate::node::ReplSync;
+use crate::node::{Pointed, ReplSync};
 use crate::output::Tag;
 use crate::{ClusterNode, Notice, Output};
 use ferrocluster_bus::{msg_flags, Body, FullHeader, Message, NodeName, Update};
@@ -69,15 +69,65 @@ impl ClusterNode {
         full_sync: bool,
     ) {
         self.step.notice(Notice::BecameReplica { primary });
-        self.step.push(Output::ReplicateFrom {
+        self.point_replication(Pointed {
             primary,
             ip,
             port,
             tls_port,
             full_sync,
         });
+    }
+
+    /// Stages the [`Output::ReplicateFrom`] for `to` and notes it as what the host was told.
+    fn point_replication(&mut self, to: Pointed) {
+        self.step.push(Output::ReplicateFrom {
+            primary: to.primary,
+            ip: to.ip,
+            port: to.port,
+            tls_port: to.tls_port,
+            full_sync: to.full_sync,
+        });
+        self.repl.pointed = Some(to);
         self.repl.sync = ReplSync::Pending;
         self.topo.myself_mut().repl_offset = 0;
+    }
+
+    /// The replication part of the cron (Valkey `clusterCron`: "If we are a replica node but
+    /// the replication is still turned off, enable it if we know the address of our primary"
+    /// → `replicationSetPrimary`). A replica whose host was never told to replicate from its
+    /// primary — loaded from nodes.conf as a replica, or told while the primary's address was
+    /// unknown — or was told an address the primary no longer has, gets an
+    /// [`Output::ReplicateFrom`] for the primary's current address once that address is known
+    /// (an IP and a client port). No [`Notice::BecameReplica`]: its role did not change.
+    pub(crate) fn replication_cron(&mut self) {
+        let me = self.topo.myself();
+        if me.is_primary() {
+            return;
+        }
+        let Some(primary) = me.primary else {
+            return;
+        };
+        let Some(p) = self.topo.node(&primary) else {
+            return;
+        };
+        if p.ip.is_none() || (p.port == 0 && p.tls_port == 0) {
+            return;
+        }
+        let want = Pointed {
+            primary,
+            ip: p.ip,
+            port: p.port,
+            tls_port: p.tls_port,
+            full_sync: false,
+        };
+        match self.repl.pointed {
+            Some(was) if was.same_target(&want) => {}
+            Some(was) if was.primary == primary => self.point_replication(Pointed {
+                full_sync: was.full_sync,
+                ..want
+            }),
+            _ => self.point_replication(want),
+        }
     }
 
     /// The host acted on an [`Output::PauseWrites`]: it accepts no client write any more, and
@@ -292,6 +342,7 @@ impl ClusterNode {
     /// Myself is a primary now: its offset is its own again.
     pub(crate) fn became_primary(&mut self) {
         self.repl.sync = ReplSync::Synced;
+        self.repl.pointed = None;
         self.topo.myself_mut().repl_offset = self.repl.state.offset;
     }
 

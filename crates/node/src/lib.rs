@@ -36,7 +36,14 @@
 //!      waits inside the node until then, so acting in order is all a host has to do;
 //!    * `Reply { to, reply }`: send the reply of the deferred request `to` (below);
 //!    * `ReplicateFrom { .. }` / `BecamePrimary`: start replicating from the new primary /
-//!      stop replicating (a host with [`Capabilities::replication`]);
+//!      stop replicating (a host with [`Capabilities::replication`]). These outputs are the
+//!      whole contract: a host starts not replicating and never reads the topology to decide
+//!      whom to follow; a node loaded from nodes.conf as a replica gets its `ReplicateFrom`
+//!      from its cron once its primary's address is known (Valkey `clusterCron`), and again
+//!      when that address changes. A host that keeps its replication history across restarts
+//!      SHOULD keep it as its own while its node starts as a replica (the data plane's
+//!      `Role::ReplicaAwaitingPrimary`, Valkey `loadDataFromDisk`), so that first
+//!      `ReplicateFrom` resyncs partially;
 //!    * `PauseWrites { until }` / `UnpauseWrites`: hold client writes, then report the final
 //!      offset with [`ClusterNode::handle_writes_paused`] / release them;
 //!    * `DeleteSlotKeys(slots)`: delete every key of these slots; `ClusterReset { .. }`:

@@ -126,6 +126,29 @@ pub(crate) struct Replication {
     /// Where myself stands with the first sync from the primary it was last pointed at
     /// ([`ClusterNode::advertised_replication`]).
     pub(crate) sync: ReplSync,
+    /// What the host was last told to replicate from (the last staged
+    /// [`Output::ReplicateFrom`]); `None` on a primary and on a node that was never told
+    /// (one loaded from nodes.conf as a replica: the cron tells it).
+    pub(crate) pointed: Option<Pointed>,
+}
+
+/// The primary and address of the last [`Output::ReplicateFrom`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pointed {
+    pub(crate) primary: NodeId,
+    pub(crate) ip: Option<std::net::IpAddr>,
+    pub(crate) port: u16,
+    pub(crate) tls_port: u16,
+    /// The `full_sync` it carried (kept when the same primary's address is re-sent).
+    pub(crate) full_sync: bool,
+}
+
+impl Pointed {
+    /// Whether `self` points at the same primary at the same address as `other`.
+    pub(crate) fn same_target(&self, other: &Pointed) -> bool {
+        (self.primary, self.ip, self.port, self.tls_port)
+            == (other.primary, other.ip, other.port, other.tls_port)
+    }
 }
 
 impl ClusterNode {
@@ -376,6 +399,8 @@ impl ClusterNode {
         self.apply_failure_effects(fout, now);
         // The epoch layer (manual failover timeout, election, replica migration).
         self.epoch_cron(now);
+        // A replica whose host does not replicate from its primary yet.
+        self.replication_cron();
         // Re-evaluated when something changed (effects mark the step) or, every run, while
         // the state is FAIL so its delays expire on time.
         if self.state.needs_cron_update() {

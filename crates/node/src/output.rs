@@ -110,7 +110,10 @@ pub enum Output {
     /// (Re)start replicating from `primary` at `ip:port` (Valkey `replicationSetPrimary`):
     /// myself became its replica (CLUSTER REPLICATE, SETSLOT NODE taking my last slot, a
     /// claim or UPDATE that took my shard's last slot, the sub-replica fix, replica
-    /// migration; [`Notice::BecameReplica`] comes just before). `full_sync` means the
+    /// migration; [`Notice::BecameReplica`] comes just before), or myself is a replica whose
+    /// host was not told yet or was told another address (the cron: a node loaded from
+    /// nodes.conf as a replica, a primary whose address became known or changed; Valkey
+    /// `clusterCron` "replica with replication off"; no notice then). `full_sync` means the
     /// replication histories differ (the new primary is in another shard): the host must not
     /// try a partial resync.
     ReplicateFrom {

@@ -785,3 +785,92 @@ fn a_sole_replica_asks_for_votes_in_the_step_that_marks_its_primary_fail_and_say
         .node(&r)
         .is_some_and(|x| x.flags.contains(NodeFlags::MY_PRIMARY_FAIL))));
 }
+
+/// Issue 37: a node loaded from nodes.conf as a replica tells its host to replicate from its
+/// primary (Valkey `clusterCron`: a replica whose replication is off calls
+/// `replicationSetPrimary`): one `ReplicateFrom` on its first cron run, with the primary's
+/// address from the file and no full sync required, and not again while nothing changes. A
+/// node loaded as a primary gets none.
+#[test]
+fn a_replica_loaded_from_nodes_conf_is_told_to_replicate_on_its_first_cron_run() {
+    use ferrocluster_node::ClusterNode;
+    let p = "1111111111111111111111111111111111111111";
+    let r = "2222222222222222222222222222222222222222";
+    let conf = |me_replica: bool| {
+        let (pf, rf) = if me_replica {
+            ("master", format!("myself,slave {p}"))
+        } else {
+            ("myself,master", format!("slave {p}"))
+        };
+        format!(
+            "{p} 127.0.0.1:7000@17000 {pf} - 0 0 1 connected 0-16383\n\
+             {r} 127.0.0.1:7001@17001 {rf} 0 0 1 connected\n\
+             vars currentEpoch 1 lastVoteEpoch 0\n"
+        )
+    };
+    let drain =
+        |n: &mut ClusterNode| -> Vec<Output> { std::iter::from_fn(|| n.poll_output()).collect() };
+    let replicate_froms = |outs: &[Output]| -> Vec<Output> {
+        outs.iter()
+            .filter(|o| matches!(o, Output::ReplicateFrom { .. }))
+            .cloned()
+            .collect()
+    };
+    let t0 = common::T0;
+    let mut replica = ClusterNode::new(
+        common::config(1, NT),
+        common::CAPS,
+        t0,
+        1,
+        Some(conf(true).as_bytes()),
+    )
+    .unwrap();
+    assert!(replica.topology().myself().is_replica());
+    let at_start = drain(&mut replica);
+    assert!(replicate_froms(&at_start).is_empty(), "{at_start:?}");
+    replica.handle_timeout(t0);
+    let first = drain(&mut replica);
+    let told = replicate_froms(&first);
+    assert_eq!(told.len(), 1, "{first:?}");
+    match &told[0] {
+        Output::ReplicateFrom {
+            primary,
+            ip,
+            port,
+            full_sync,
+            ..
+        } => {
+            assert_eq!(primary.to_string(), p);
+            assert_eq!(*ip, Some("127.0.0.1".parse().unwrap()));
+            assert_eq!(*port, 7000);
+            assert!(!full_sync);
+        }
+        other => unreachable!("{other:?}"),
+    }
+    // No BecameReplica notice: the role did not change.
+    assert!(
+        !first
+            .iter()
+            .any(|o| matches!(o, Output::Notice(Notice::BecameReplica { .. }))),
+        "{first:?}"
+    );
+    for k in 1..20u64 {
+        replica.handle_timeout(Millis(t0.0 + 100 * k));
+        let later = drain(&mut replica);
+        assert!(replicate_froms(&later).is_empty(), "{later:?}");
+    }
+
+    let mut primary = ClusterNode::new(
+        common::config(0, NT),
+        common::CAPS,
+        t0,
+        2,
+        Some(conf(false).as_bytes()),
+    )
+    .unwrap();
+    for k in 0..20u64 {
+        primary.handle_timeout(Millis(t0.0 + 100 * k));
+        let outs = drain(&mut primary);
+        assert!(replicate_froms(&outs).is_empty(), "{outs:?}");
+    }
+}

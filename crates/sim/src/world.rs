@@ -11,7 +11,8 @@
 //!   partitions that hold bytes, refused and timed-out connects, closes and crashes.
 //! * **Replication** (module `repl`): every host runs a
 //!   [`ferrocluster_dataplane::Replication`] in the role its node gives it
-//!   (`replicate_from` / `become_primary` when the node's view of myself changes), over
+//!   (`replicate_from` / `become_primary` on the node's `ReplicateFrom` / `BecamePrimary`
+//!   outputs, and on nothing else, as a real host), over
 //!   simulated TCP connections to the other hosts' client ports; full syncs carry RDB bytes
 //!   written by `ferrocluster_rdb` from the keyspace at the snapshot's instant and loaded with
 //!   its streaming decoder, partial resyncs come from the engine's backlog, the stream is
@@ -33,7 +34,8 @@
 //! * **Start**: a host running when the [`World`] is made starts its engine then; a host
 //!   whose first start the simulator delays (a staggered preset world,
 //!   [`crate::Sim::new_staggered`]) starts it when the simulator starts the host
-//!   ([`crate::Sim::take_started`]), in the role its nodes.conf gives it.
+//!   ([`crate::Sim::take_started`]), not replicating until its node says whom to follow
+//!   (the node's cron does for a replica loaded from nodes.conf).
 //! * **Crashes**: a host's data survives a crash (an fsynced append-only file, with the
 //!   replication ID and offset it was at); a restarted host's engine resumes from them and
 //!   resyncs (partially when its primary's backlog allows).
@@ -67,7 +69,7 @@ pub use tcp::CONNECT_TIMEOUT_MS;
 use crate::cluster::{ClusterSim, ClusterSimExt};
 use crate::sim::Violation;
 use ferrocluster_node::{
-    ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace, NodeId, Notice, Output, ReplLink,
+    ClusterNode, CommandOutcome, CommandRequest, EmptyKeyspace, NodeId, Output, ReplLink,
     ReplicationState, Reply, RequestId,
 };
 use ferrocluster_slot::Slot;
@@ -258,7 +260,7 @@ impl World {
         w.schedule(first, DataEv::Cron);
         for h in 0..n {
             if w.sim.is_up(h) {
-                w.repl_start(h)?;
+                w.repl_start(h, true)?;
             }
             w.report(h)?;
         }
@@ -451,9 +453,8 @@ impl World {
             return Ok(false);
         }
         self.ids[host] = self.sim.id(host);
-        self.repl_start(host)?;
+        self.repl_start(host, false)?;
         self.after_sim()?;
-        self.repl_follow_node(host)?;
         self.report(host)?;
         self.asm_restarted(host)?;
         Ok(true)
@@ -517,8 +518,6 @@ impl World {
         if self.paused(t) {
             return Ok(self.refuse(WriteRefusal::Paused));
         }
-        // The engine takes the node's role first (a promotion in this very step).
-        self.repl_follow_node(t)?;
         let id = self.next_write_id;
         self.next_write_id += 1;
         let key = self.tags.key(slot, id);
@@ -649,7 +648,7 @@ impl World {
         // start-up events below are acted on.
         for h in self.sim.take_started() {
             self.ids[h] = self.sim.id(h);
-            self.repl_start(h)?;
+            self.repl_start(h, false)?;
             self.report(h)?;
         }
         let evs = self.sim.take_recorded_events();
@@ -657,7 +656,9 @@ impl World {
             return self.asm_check();
         }
         let asm_work = asm::work_of(&evs);
-        let mut role_changed = BTreeSet::new();
+        // Role outputs in the order each node gave them: the host acts on those alone (a
+        // real host does not read its node's topology to decide whom to replicate from).
+        let mut follow: Vec<(usize, Option<(NodeId, bool)>)> = Vec::new();
         let mut paused = BTreeSet::new();
         for (_, h, ev) in &evs {
             match ev {
@@ -670,12 +671,15 @@ impl World {
                     self.repl_pause(*h, false);
                 }
                 Output::DeleteSlotKeys(_) => self.slot_deletions += 1,
-                Output::Notice(Notice::BecameReplica { .. })
-                | Output::ReplicateFrom { .. }
-                | Output::BecamePrimary
-                | Output::ClusterReset { .. } => {
-                    role_changed.insert(*h);
-                }
+                // The sim's hosts all have an IP; one the node does not know yet is named
+                // again by the node once it is known.
+                Output::ReplicateFrom {
+                    primary,
+                    ip: Some(_),
+                    full_sync,
+                    ..
+                } => follow.push((*h, Some((*primary, *full_sync)))),
+                Output::BecamePrimary => follow.push((*h, None)),
                 Output::Reply { to, reply } => {
                     self.replies.insert(*to, (*h, reply.clone()));
                 }
@@ -683,8 +687,8 @@ impl World {
             }
         }
         self.events.extend(evs);
-        for h in role_changed {
-            self.repl_follow_node(h)?;
+        for (h, want) in follow {
+            self.repl_follow(h, want)?;
             self.report(h)?;
         }
         for h in paused {
@@ -710,7 +714,6 @@ impl World {
                 for h in 0..self.sim.hosts() {
                     if self.sim.is_up(h) {
                         self.ids[h] = self.sim.id(h);
-                        self.repl_follow_node(h)?;
                         self.report(h)?;
                     }
                 }

@@ -187,6 +187,58 @@ fn a_dead_primary_is_replaced_by_its_replica_with_the_larger_offset() {
     );
 }
 
+/// Issue 37: a replica restarted from its nodes.conf syncs with its primary again and can
+/// take over when the primary dies, with every acknowledged write. The simulated hosts act
+/// on their node's `ReplicateFrom` / `BecamePrimary` outputs alone, as a real host: before
+/// the node's cron re-pointed a replica whose host does not replicate (Valkey `clusterCron`),
+/// a restarted replica never synced again and could not be elected (never synced).
+#[test]
+fn a_restarted_replica_syncs_again_and_takes_over_when_its_primary_dies() {
+    check_seeds(
+        "a_restarted_replica_syncs_again_and_takes_over_when_its_primary_dies",
+        SEEDS,
+        |seed| -> Res {
+            let l = layout(4, &[(3, 0)]);
+            let mut w = world(seed, config(), &l)?;
+            let slot = l.first_slot(0);
+            w.start_writer(vec![slot], 10);
+            w.run_for(NT / 2)?;
+            ensure(w.synced(3), || "host 3 never synced".into())?;
+            w.crash(3);
+            w.run_for(NT / 4)?;
+            w.restart(3)?;
+            let synced = w.run_until_cond(10 * NT, |w| w.synced(3) && w.follows(3) == Some(0))?;
+            ensure(synced, || {
+                format!(
+                    "the restarted replica never synced again: follows {:?}, link {:?}",
+                    w.follows(3),
+                    w.link(3)
+                )
+            })?;
+            w.run_for(NT / 2)?;
+            w.stop_writer();
+            let caught_up = w.run_until_cond(4 * NT, |w| w.offset(3) == w.offset(0))?;
+            ensure(caught_up, || {
+                format!("offsets {} vs {}", w.offset(3), w.offset(0))
+            })?;
+            w.run_for(NT)?; // its offset reaches everyone through PINGs
+            w.crash(0);
+            let done = w.run_until_cond(10 * NT, |w| agreed_owner(w.sim(), slot) == Some(3))?;
+            ensure(done, || {
+                format!("no failover to host 3: {:?}", agreed_owner(w.sim(), slot))
+            })?;
+            let acked: Vec<u64> = w.acked().iter().map(|a| a.id).collect();
+            ensure(!acked.is_empty(), || "no write was acknowledged".into())?;
+            for id in acked {
+                ensure(w.has_write(3, id), || {
+                    format!("acknowledged write {id} lost")
+                })?;
+            }
+            Ok(())
+        },
+    );
+}
+
 #[test]
 fn partition_story_the_last_replica_wins_and_the_first_cannot_reclaim() {
     check_seeds(

@@ -675,11 +675,14 @@ impl IoThread {
         let Some(Some(c)) = self.conns.get_mut(token) else {
             return;
         };
-        if c.close_after_flush || c.client.blocked {
-            // A client blocked in WAIT reads nothing until it is answered. Edge-triggered
-            // readiness is not lost: the answer re-runs the buffer and schedules a read.
+        if c.close_after_flush {
             return;
         }
+        // A blocked client (WAIT, BLPOP, ...) is still read, as Valkey reads a blocked
+        // client's socket: a close is noticed at once (it leaves the waiters, so a push never
+        // goes to a closed connection) and what it sends meanwhile waits in its buffer,
+        // executed once it is answered (which re-runs the buffer and schedules a read).
+        let blocked = c.client.blocked;
         let n = match c.stream.read(&mut self.scratch) {
             Ok(0) => {
                 self.close(token);
@@ -702,7 +705,7 @@ impl IoThread {
             return;
         };
         self.shared.stats.net_input_bytes(n);
-        if execute_buffer(&self.shared, c, self.limits) {
+        if !blocked && execute_buffer(&self.shared, c, self.limits) {
             self.paused.push(token);
         }
         if c.rbuf.len() - c.settled.min(c.rbuf.len()) > self.shared.config.client_query_buffer_limit

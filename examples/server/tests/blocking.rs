@@ -354,3 +354,49 @@ fn cluster_rules_for_blocked_clients() {
         "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"
     );
 }
+
+/// A client that closes while blocked in `BLPOP k 0` leaves the waiters at once: the next
+/// push goes to the next waiter, never to the closed connection, and nothing is lost (issue
+/// 37: ours kept the closed client blocked, and the push that answered `:1` vanished). The
+/// same steps on valkey-server 9.1 and on ours.
+#[test]
+fn a_waiter_that_closes_leaves_and_the_next_push_reaches_the_next_waiter() {
+    let dir = test_dir("blocking-closed-waiter");
+    let [valkey, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _valkey = start_real_server("valkey-server", valkey, &dir.join("valkey"), &[]);
+    let mut procs = Procs::default();
+    procs.start(
+        &dir,
+        ours,
+        &["--cluster-enabled", "no", "--io-threads", "2"],
+    );
+    for port in [valkey, ours] {
+        let mut admin = c(port);
+        let connected = |admin: &mut Client| {
+            let info = bulk_text(&admin.cmd(&["INFO", "clients"]));
+            info.lines()
+                .find_map(|l| l.trim().strip_prefix("connected_clients:"))
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or_else(|| panic!("no connected_clients in {info}"))
+        };
+        let mut gone = c(port);
+        gone.send_raw(&common::encode(&[b"BLPOP", b"k", b"0"]));
+        wait_blocked(port, 1);
+        drop(gone);
+        wait_until("the closed waiter to leave", || {
+            blocked_clients(&mut admin) == 0 && connected(&mut admin) == 1
+        });
+        let mut next = c(port);
+        next.send_raw(&common::encode(&[b"BLPOP", b"k", b"0"]));
+        wait_blocked(port, 1);
+        assert_eq!(admin.cmd_s(&["RPUSH", "k", "v"]), ":1\r\n", "port {port}");
+        assert_eq!(
+            String::from_utf8_lossy(&next.read_reply()),
+            "*2\r\n$1\r\nk\r\n$1\r\nv\r\n",
+            "port {port}: the live waiter gets the element"
+        );
+        assert_eq!(admin.cmd_s(&["LLEN", "k"]), ":0\r\n", "port {port}");
+    }
+}

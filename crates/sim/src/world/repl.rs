@@ -33,6 +33,7 @@ use ferrocluster_dataplane::{
     CommandOutcome, ConnId, Event, Output, Replication, ReplicationConfig, Reply, Restored, Role,
     SaveInfo, SnapshotId, StreamCommand, StreamError, StreamErrorKind, UpstreamId,
 };
+use ferrocluster_node::NodeId;
 use ferrocluster_node::Origin;
 use ferrocluster_rdb::{EntryMeta, ItemRef, RdbDecoder, RdbWriter, WriterConfig};
 use ferrocluster_slot::Slot;
@@ -115,23 +116,33 @@ impl World {
         }
     }
 
-    /// Starts host `h`'s engine (world start, restart) in the role its node has, with the
-    /// replication fields its data was saved with.
-    pub(super) fn repl_start(&mut self, h: usize) -> Result<(), Violation> {
+    /// Starts host `h`'s engine with the replication fields its data was saved with. A host
+    /// the [`World`] adopts running (`adopt`: made beside a running simulator, whose node told
+    /// its host whom to follow before the world was there to hear it) starts in the role its
+    /// node has; a host that starts (a restart, a staggered first start) replicates from no
+    /// one, as a real host's process does: its node tells it whom to follow
+    /// ([`ferrocluster_node::Output::ReplicateFrom`], from the node's cron for a replica
+    /// loaded from nodes.conf), and the host acts on that output alone. A host whose node
+    /// starts as a replica keeps its saved history as its own
+    /// ([`Role::ReplicaAwaitingPrimary`], Valkey `loadDataFromDisk` in cluster mode), so it
+    /// resyncs partially once told.
+    pub(super) fn repl_start(&mut self, h: usize, adopt: bool) -> Result<(), Violation> {
         let now = self.sim.now();
-        let primary = self.sim.node(h).and_then(|n| {
-            let me = n.topology().myself();
-            if me.is_replica() {
-                me.primary.and_then(|p| self.host_of(&p))
-            } else {
-                None
+        let (is_replica, primary) = match self.sim.node(h) {
+            Some(n) => {
+                let me = n.topology().myself();
+                let primary = me.primary.filter(|_| me.is_replica());
+                (me.is_replica(), primary.and_then(|p| self.host_of(&p)))
             }
-        });
+            None => (false, None),
+        };
+        let primary = primary.filter(|_| adopt);
         let role = match primary {
             Some(p) => Role::Replica {
                 host: host_ip(p).to_string(),
                 port: CLIENT_PORT,
             },
+            None if is_replica => Role::ReplicaAwaitingPrimary,
             None => Role::Primary,
         };
         let seed = self.rng.next_u64();
@@ -386,34 +397,36 @@ impl World {
         Ok(off)
     }
 
-    /// Points host `h`'s engine at the primary its node names (`replicate_from`), or makes
-    /// it a primary (`become_primary`), when that changed.
-    pub(super) fn repl_follow_node(&mut self, h: usize) -> Result<(), Violation> {
+    /// Acts on a role output of host `h`'s node: `Some((primary, full_sync))` for
+    /// [`ferrocluster_node::Output::ReplicateFrom`] (`replicate_from` the primary's host),
+    /// `None` for [`ferrocluster_node::Output::BecamePrimary`] (`become_primary`). A primary
+    /// the world cannot place (no host has that ID) is not followed; the node names it again
+    /// when its address changes.
+    pub(super) fn repl_follow(
+        &mut self,
+        h: usize,
+        want: Option<(NodeId, bool)>,
+    ) -> Result<(), Violation> {
         let now = self.sim.now();
-        let Some(node) = self.sim.node(h) else {
-            return Ok(());
-        };
-        let me = node.topology().myself();
-        let want = if me.is_replica() {
-            match me.primary.and_then(|p| self.host_of(&p)) {
-                Some(p) => Some(p),
-                // A replica of a node we cannot place yet: keep what we have.
+        let target = match want {
+            Some((p, full_sync)) => match self.host_of(&p) {
+                Some(p) => Some((p, full_sync)),
                 None => return Ok(()),
-            }
-        } else {
-            None
+            },
+            None => None,
         };
-        if want == self.data[h].repl.follows {
-            return Ok(());
-        }
+        let was_primary = self.data[h].repl.follows.is_none();
         let Some(repl) = self.data[h].repl.repl.as_mut() else {
             return Ok(());
         };
-        match want {
-            Some(p) => repl.replicate_from(host_ip(p).to_string(), CLIENT_PORT, false, now),
+        match target {
+            Some((p, full_sync)) => {
+                repl.replicate_from(host_ip(p).to_string(), CLIENT_PORT, full_sync, now)
+            }
+            None if was_primary => return Ok(()),
             None => repl.become_primary(now),
         }
-        self.data[h].repl.follows = want;
+        self.data[h].repl.follows = target.map(|(p, _)| p);
         self.repl_drain(h)
     }
 

@@ -201,6 +201,17 @@ for i in range(8):
 PY
 }
 
+# The ACL SETUSER lines of the ACL crate's real-server script, as name NUL rule NUL rule...
+seed_acl_rules() {
+  python3 - "$1" ../crates/acl/tests/vectors/script1.txt <<'PY'
+import os, shlex, sys
+for i, line in enumerate(open(sys.argv[2])):
+    words = shlex.split(line)
+    if len(words) > 2 and words[0].upper() == "ACL" and words[1].upper() == "SETUSER":
+        open(os.path.join(sys.argv[1], f"setuser-{i}"), "wb").write(b"\0".join(w.encode() for w in words[2:]))
+PY
+}
+
 # --ci: the number of inputs of each target (ci-runs.txt: "target runs" lines).
 ci_runs() {
   awk -v t="$1" '!/^#/ && $1 == t { print $2 }' ci-runs.txt

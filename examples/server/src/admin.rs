@@ -14,40 +14,24 @@ fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
-fn check_password(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'static str> {
-    match &shared.config.requirepass {
-        None => {
-            if user.is_some_and(|u| u != b"default") {
-                Err("WRONGPASS invalid username-password pair or user is disabled.")
-            } else {
-                Ok(())
-            }
-        }
-        Some(p) if p.as_bytes() == pass && user.is_none_or(|u| u == b"default") => Ok(()),
-        Some(_) => Err("WRONGPASS invalid username-password pair or user is disabled."),
-    }
-}
-
-/// `AUTH [username] password`
-pub fn auth(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+/// `AUTH [username] password` (Valkey `authCommand`: the default user without a password
+/// refuses the one-argument form).
+pub fn auth(state: &mut State, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out, now: u64) {
     if args.len() > 3 {
         out.error(SYNTAX);
         return;
     }
-    if args.len() == 2 && shared.config.requirepass.is_none() {
+    if args.len() == 2 && state.acl.users.get(b"default").is_some_and(|u| u.nopass()) {
         out.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         return;
     }
-    let (user, pass) = if args.len() == 3 {
-        (Some(args.get(1)), args.get(2))
+    let (user, pass): (&[u8], &[u8]) = if args.len() == 3 {
+        (args.get(1), args.get(2))
     } else {
-        (None, args.get(1))
+        (b"default", args.get(1))
     };
-    match check_password(shared, user, pass) {
-        Ok(()) => {
-            client.authed = true;
-            out.ok();
-        }
+    match crate::acl::authenticate(state, client, user, pass, args.get(0), out, now) {
+        Ok(()) => out.ok(),
         Err(e) => out.error(e),
     }
 }
@@ -55,10 +39,11 @@ pub fn auth(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 pub fn hello(
     shared: &Shared,
-    state: &State,
+    state: &mut State,
     client: &mut ClientCtx,
     args: &Args<'_>,
     out: &mut Out,
+    now: u64,
 ) {
     let mut proto = out.proto;
     if let Some(v) = args.opt(1) {
@@ -80,11 +65,11 @@ pub fn hello(
     while i < args.len() {
         let a = args.get(i);
         if eq(a, "auth") && i + 2 < args.len() {
-            if let Err(e) = check_password(shared, Some(args.get(i + 1)), args.get(i + 2)) {
+            let (user, pass, cmd) = (args.get(i + 1), args.get(i + 2), args.get(0));
+            if let Err(e) = crate::acl::authenticate(state, client, user, pass, cmd, out, now) {
                 out.error(e);
                 return;
             }
-            client.authed = true;
             i += 3;
         } else if eq(a, "setname") && i + 1 < args.len() {
             setname = Some(args.get(i + 1).to_vec());
@@ -131,7 +116,14 @@ pub fn hello(
 }
 
 /// CLIENT ID | SETNAME | GETNAME | SETINFO | INFO | LIST | NO-EVICT | NO-TOUCH
-pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out, now: u64) {
+pub fn client(
+    shared: &Shared,
+    users: &ferrocluster_acl::Users,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+    now: u64,
+) {
     let sub = args.get(1);
     let arity_err = |out: &mut Out, name: &str| {
         out.error(&format!(
@@ -195,12 +187,12 @@ pub fn client(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mu
         line.push('\n');
         out.verbatim(line.as_bytes());
     } else if eq(sub, "list") {
-        crate::clients::list(shared, client, args, out);
+        crate::clients::list(shared, users, client, args, out);
     } else if eq(sub, "kill") {
         if args.len() < 3 {
             return arity_err(out, "kill");
         }
-        crate::clients::kill(shared, client, args, out);
+        crate::clients::kill(shared, users, client, args, out);
     } else if eq(sub, "help") {
         help(
             out,
@@ -665,7 +657,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n{}\r\n",
             state.commands_processed,
             state.rates.info_lines(),
             shared.clients.rejected(),
@@ -678,6 +670,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.repl.stats.full,
             state.repl.stats.partial_ok,
             state.repl.stats.partial_err,
+            crate::acl::info_lines(state),
         ));
     }
     if want("replication") {
@@ -790,6 +783,9 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
         .stop_writes_on_bgsave_error
         .load(std::sync::atomic::Ordering::Relaxed);
     c.output_limits = *shared.output_limits.read();
+    c.requirepass = state.acl.requirepass.clone();
+    c.acllog_max_len = state.acl.log.max_len();
+    c.users = crate::acl::user_lines(state);
     c
 }
 
@@ -953,6 +949,11 @@ fn config_set(
         side.conf
             .set_save_behavior(next.cluster_config_save_behavior);
     }
+    if next.requirepass != before.requirepass {
+        state.acl.set_requirepass(next.requirepass.as_deref());
+        crate::acl::refresh_default(shared, state);
+    }
+    state.acl.log.set_max_len(next.acllog_max_len);
     shared.clients.set_maxclients(next.maxclients);
     crate::types::set_limits(next.limits);
     state

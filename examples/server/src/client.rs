@@ -173,8 +173,12 @@ pub struct ClientCtx {
     pub lib_ver: Option<Vec<u8>>,
     /// SELECTed database.
     pub db: usize,
-    /// Authenticated (always true without requirepass).
+    /// Authenticated (at once when the default user is on and `nopass`).
     pub authed: bool,
+    /// The ACL user (`default` until AUTH).
+    pub user: Vec<u8>,
+    /// The user's incarnation when this client logged in (`crate::acl`).
+    pub user_incarnation: u64,
     /// Queued MULTI commands (`Some` inside MULTI).
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// A command queued in MULTI failed (EXEC aborts).
@@ -266,7 +270,11 @@ impl ClientCtx {
             lib_name: None,
             lib_ver: None,
             db: 0,
-            authed: shared.config.requirepass.is_none(),
+            authed: shared
+                .acl_default_open
+                .load(std::sync::atomic::Ordering::Relaxed),
+            user: b"default".to_vec(),
+            user_incarnation: 0,
             multi: None,
             multi_error: false,
             readonly: false,
@@ -396,7 +404,7 @@ impl ClientCtx {
             .unwrap_or(0);
         let tot_mem = self.conn.rbs + self.conn.omem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr.map(|a| a.to_string()).unwrap_or_default(),
             self.laddr.map(|a| a.to_string()).unwrap_or_default(),
@@ -418,6 +426,7 @@ impl ClientCtx {
             tot_mem,
             if self.conn.writing { "rw" } else { "r" },
             self.last_cmd,
+            String::from_utf8_lossy(&self.user),
             self.tracking_redir.unwrap_or(-1),
             proto,
             self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),

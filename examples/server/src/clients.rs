@@ -87,6 +87,10 @@ pub struct Filter {
     skip: Option<u64>,
     /// MAXAGE: only clients older than this many seconds.
     max_age_s: Option<u64>,
+    /// Only clients that logged in as an older incarnation of `user` (`crate::acl`).
+    incarnation_below: Option<u64>,
+    /// Only clients of `user` with a subscription this (changed) user may no longer have.
+    lost_channels: Option<std::sync::Arc<ferrocluster_acl::User>>,
 }
 
 impl Filter {
@@ -111,9 +115,27 @@ impl Filter {
         if !addr_is(&self.addr, c.addr) || !addr_is(&self.laddr, c.laddr) {
             return false;
         }
-        // Every connection is the `default` user (no ACL users yet).
-        if self.user.as_ref().is_some_and(|u| u != "default") {
+        if self
+            .user
+            .as_ref()
+            .is_some_and(|u| u.as_bytes() != c.user.as_slice())
+            || self
+                .incarnation_below
+                .is_some_and(|n| c.user_incarnation >= n)
+        {
             return false;
+        }
+        if let Some(u) = &self.lost_channels {
+            // Valkey `ACLShouldKillPubsubClient`: a channel by pattern matching, a pattern
+            // literally.
+            let kept = c.channels.iter().all(|ch| u.channel_allowed(ch, false))
+                && c.shard_channels
+                    .iter()
+                    .all(|ch| u.channel_allowed(ch, false))
+                && c.patterns.iter().all(|p| u.channel_allowed(p, true));
+            if kept {
+                return false;
+            }
         }
         if let Some(max) = self.max_age_s {
             if now_ms.saturating_sub(c.created_ms) / 1000 < max {
@@ -149,7 +171,8 @@ struct ReplyTo {
 pub struct Fanout {
     job: Job,
     filter: Filter,
-    reply: ReplyTo,
+    /// `None`: nobody waits for a reply (the ACL closing a removed user's clients).
+    reply: Option<ReplyTo>,
     left: AtomicUsize,
     lines: Mutex<Vec<(u64, String)>>,
     killed: AtomicU64,
@@ -187,8 +210,11 @@ impl Fanout {
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
+        let Some(reply) = self.reply else {
+            return;
+        };
         let mut out = Out::new();
-        out.proto = self.reply.proto;
+        out.proto = reply.proto;
         match self.job {
             Job::List => {
                 let mut lines = std::mem::take(&mut *self.lines.lock());
@@ -216,9 +242,9 @@ impl Fanout {
         }
         deliver(
             shared,
-            self.reply,
+            reply,
             Delivery::Reply {
-                id: self.reply.request,
+                id: reply.request,
                 bytes: out.buf,
             },
         );
@@ -250,13 +276,60 @@ fn start(shared: &Shared, client: &mut ClientCtx, out: &Out, job: Job, filter: F
     let fan = std::sync::Arc::new(Fanout {
         job,
         filter,
-        reply: ReplyTo {
+        reply: Some(ReplyTo {
             io_thread: client.io_thread,
             token: client.token,
             client_id: client.id,
             request,
             proto: out.proto,
+        }),
+        left: AtomicUsize::new(io.len()),
+        lines: Mutex::new(Vec::new()),
+        killed: AtomicU64::new(0),
+    });
+    for h in io {
+        h.send(crate::net::ToIo::Fanout(std::sync::Arc::clone(&fan)));
+    }
+}
+
+/// Closes at once the Pub/Sub connections of user `name` that hold a subscription `user`,
+/// its new rules, no longer allows (ACL SETUSER: Valkey `ACLKillPubsubClientsIfNeeded`).
+/// Nothing is replied.
+pub fn close_lost_subscribers(shared: &Shared, user: ferrocluster_acl::User) {
+    let name = String::from_utf8_lossy(user.name()).into_owned();
+    fan_out_quiet(
+        shared,
+        Filter {
+            user: Some(name),
+            lost_channels: Some(std::sync::Arc::new(user)),
+            ..Filter::default()
         },
+    );
+}
+
+/// Closes at once, on every I/O thread, the connections logged in as user `name` before its
+/// incarnation `incarnation` (ACL DELUSER / LOAD removed it: Valkey
+/// `ACLFreeUserAndKillClients`). Nothing is replied.
+pub fn close_user(shared: &Shared, name: &[u8], incarnation: u64) {
+    fan_out_quiet(
+        shared,
+        Filter {
+            user: Some(String::from_utf8_lossy(name).into_owned()),
+            incarnation_below: Some(incarnation),
+            ..Filter::default()
+        },
+    );
+}
+
+/// A KILL fan-out that replies to nobody.
+fn fan_out_quiet(shared: &Shared, filter: Filter) {
+    let Some(io) = shared.io.get() else {
+        return;
+    };
+    let fan = std::sync::Arc::new(Fanout {
+        job: Job::Kill { old_style: false },
+        filter,
+        reply: None,
         left: AtomicUsize::new(io.len()),
         lines: Mutex::new(Vec::new()),
         killed: AtomicU64::new(0),
@@ -277,8 +350,14 @@ fn eq(a: &[u8], b: &str) -> bool {
 /// or `ID id ...` alone, answers `ID` in the order asked with a repeated ID repeated, and says
 /// `Invalid client ID` where Valkey says `syntax error` or `client-id should be greater than
 /// 0` (checked side by side in `tests/operator_view.rs`).
-pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
-    if let Some(filter) = parse_filters(client, args, false, out) {
+pub fn list(
+    shared: &Shared,
+    users: &ferrocluster_acl::Users,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+) {
+    if let Some(filter) = parse_filters(users, client, args, false, out) {
         start(shared, client, out, Job::List, filter);
     }
 }
@@ -286,7 +365,13 @@ pub fn list(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
 /// `CLIENT KILL addr:port` (old form: `+OK` or `No such client`) or `CLIENT KILL <filter>
 /// ...` ([`parse_filters`]; `SKIPME` defaults to yes): closes the matching clients and
 /// answers how many.
-pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut Out) {
+pub fn kill(
+    shared: &Shared,
+    users: &ferrocluster_acl::Users,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+) {
     if args.len() == 3 {
         let filter = Filter {
             addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
@@ -295,7 +380,7 @@ pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
         start(shared, client, out, Job::Kill { old_style: true }, filter);
         return;
     }
-    if let Some(filter) = parse_filters(client, args, true, out) {
+    if let Some(filter) = parse_filters(users, client, args, true, out) {
         start(shared, client, out, Job::Kill { old_style: false }, filter);
     }
 }
@@ -309,6 +394,7 @@ pub fn kill(shared: &Shared, client: &mut ClientCtx, args: &Args<'_>, out: &mut 
 /// type '<t>'`, `No such user '<u>'`, `maxage should be greater than 0`, `maxage is not an
 /// integer or out of range`).
 fn parse_filters(
+    users: &ferrocluster_acl::Users,
     client: &ClientCtx,
     args: &Args<'_>,
     skipme: bool,
@@ -358,8 +444,7 @@ fn parse_filters(
         } else if eq(opt, "laddr") {
             filter.laddr = Some(text());
         } else if eq(opt, "user") {
-            // Every connection is the `default` user (no ACL users yet).
-            if text() != "default" {
+            if users.get(v).is_none() {
                 out.error(&format!("ERR No such user '{}'", text()));
                 return None;
             }

@@ -120,9 +120,9 @@ impl ClusterSide {
 /// invalid setting.
 pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
     let cc = ClusterConfig {
-        // The slot migration source AUTHs to the target with our requirepass (all nodes of a
-        // cluster share it, as replication does).
-        primaryauth_set: config.requirepass.is_some(),
+        // The slot migration source AUTHs to the target as our replica does to its primary
+        // (`primaryuser` / `primaryauth`, else requirepass: all nodes of a cluster share it).
+        primaryauth_set: config.requirepass.is_some() || config.repl.primary_auth.is_some(),
         ..config.cluster.clone()
     };
     let path = config.nodes_conf_path();

@@ -124,6 +124,12 @@ pub fn execute(
         ));
         return Flow::Continue;
     }
+    // ACL after `no_multi` and before routing (Valkey `processCommand`).
+    if let Some(flow) = crate::acl::check(state, client, spec.info, args, out, now, &mut |c| {
+        c.multi_error = true;
+    }) {
+        return flow;
+    }
     if state.repl.loading() && !spec.has(CommandFlags::LOADING) {
         // Valkey `processCommand`: while a replica loads its primary's RDB only the commands
         // flagged `loading` run.
@@ -201,6 +207,25 @@ fn execute_cluster(
             "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
         ));
         return Flow::Continue;
+    }
+    // ACL before routing: Valkey and Redis 7.0 answer -NOPERM before -MOVED. A container's
+    // subcommand row is checked; a request that does not resolve gets its error below.
+    if let Some(top) = spec {
+        let row = if top.info.subcommands.is_empty() {
+            Some(top.info)
+        } else {
+            resolve(args).ok().map(|s| s.info)
+        };
+        if let Some(row) = row {
+            let flag = &mut |c: &mut ClientCtx| {
+                if let Some(cs) = c.cluster.as_mut() {
+                    cs.flag_transaction();
+                }
+            };
+            if let Some(flow) = crate::acl::check(state, client, row, args, out, now, flag) {
+                return flow;
+            }
+        }
     }
     if let Some(spec) = spec {
         match route_plain(state, client, spec, args, out) {
@@ -280,7 +305,17 @@ fn execute_cluster(
                 // `run` finds a container's subcommand row itself.
                 match crate::cluster::queued_spec(q) {
                     Some(spec) => {
-                        run(shared, state, client, spec, &qargs, out, now);
+                        let row = if spec.info.subcommands.is_empty() {
+                            Some(spec.info)
+                        } else {
+                            resolve(&qargs).ok().map(|s| s.info)
+                        };
+                        let denied = row.is_some_and(|row| {
+                            crate::acl::exec_denied(state, client, row, &qargs, out, now)
+                        });
+                        if !denied {
+                            run(shared, state, client, spec, &qargs, out, now);
+                        }
                     }
                     None => {
                         if let Err(e) = resolve(&qargs) {
@@ -660,8 +695,9 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
             return Flow::Close;
         }
         Cmd::Reset => reset(ctx),
-        Cmd::Hello => crate::admin::hello(shared, ctx.state, ctx.client, args, ctx.out),
-        Cmd::Auth => crate::admin::auth(shared, ctx.client, args, ctx.out),
+        Cmd::Hello => crate::admin::hello(shared, ctx.state, ctx.client, args, ctx.out, now),
+        Cmd::Auth => crate::admin::auth(ctx.state, ctx.client, args, ctx.out, now),
+        Cmd::Acl => return crate::acl::command(shared, ctx.state, ctx.client, args, ctx.out, now),
         Cmd::Client if eq(args.get(1), "unblock") => crate::blocking::client_unblock(ctx),
         Cmd::Client
             if ["tracking", "caching", "getredir", "trackinginfo"]
@@ -673,7 +709,9 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         Cmd::Client if eq(args.get(1), "pause") || eq(args.get(1), "unpause") => {
             crate::admin::client_pause(shared, ctx.state, args, ctx.out, now)
         }
-        Cmd::Client => crate::admin::client(shared, ctx.client, args, ctx.out, now),
+        Cmd::Client => {
+            crate::admin::client(shared, &ctx.state.acl.users, ctx.client, args, ctx.out, now)
+        }
         Cmd::Command => crate::admin::command(args, ctx.out),
         Cmd::Info => crate::admin::info(shared, ctx.state, args, ctx.out, now),
         Cmd::Config => crate::admin::config(shared, ctx.state, ctx.client, args, ctx.out, now),
@@ -975,6 +1013,10 @@ fn reset(ctx: &mut Ctx<'_, '_>) {
     if std::mem::take(&mut ctx.client.monitor) {
         ctx.shared.monitors.remove(ctx.client.id);
     }
+    // Valkey `clientSetDefaultAuth`: back to the default user.
+    ctx.client.user = b"default".to_vec();
+    ctx.client.user_incarnation = ctx.state.acl.incarnation(b"default");
+    ctx.client.authed = ctx.state.acl.default_open();
     ctx.out.proto = 2;
     ctx.out.simple("RESET");
 }
@@ -1033,9 +1075,13 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
         // Lookup and arity were checked when the command was queued.
         match resolve(&args) {
             Ok(spec) => {
-                run(
-                    ctx.shared, ctx.state, ctx.client, &spec, &args, ctx.out, ctx.now,
-                );
+                if !crate::acl::exec_denied(
+                    ctx.state, ctx.client, spec.info, &args, ctx.out, ctx.now,
+                ) {
+                    run(
+                        ctx.shared, ctx.state, ctx.client, &spec, &args, ctx.out, ctx.now,
+                    );
+                }
             }
             Err(e) => ctx.out.buf.extend_from_slice(&e.to_resp()),
         }

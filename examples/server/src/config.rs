@@ -110,8 +110,14 @@ pub struct Config {
     pub cluster_databases: u32,
     /// `cluster-config-save-behavior` (Valkey 9.1). Default `sync`.
     pub cluster_config_save_behavior: SaveBehavior,
-    /// `requirepass`: password for AUTH (`None` = no auth).
+    /// `requirepass`: the default user's password (`None`: `nopass`).
     pub requirepass: Option<String>,
+    /// `user <name> <rules...>` lines, in order (`crate::acl`).
+    pub users: Vec<Vec<String>>,
+    /// `aclfile`: where ACL SAVE / LOAD keep the users (relative to `dir`).
+    pub aclfile: Option<String>,
+    /// `acllog-max-len`: ACL LOG entries kept (default 128).
+    pub acllog_max_len: usize,
     /// `loglevel`: debug, verbose, notice, warning. Default notice.
     pub loglevel: LogLevel,
     /// `logfile`: log to this file instead of stderr (empty = stderr).
@@ -185,7 +191,7 @@ pub struct Config {
     /// The replication options (`repl-*`, `primaryauth` / `primaryuser`), start-up only: the
     /// engine takes them when the server starts ([`Config::replication`]).
     pub repl: ReplOptions,
-    /// `protected-mode`: while on and the default user has no password (`requirepass` unset),
+    /// `protected-mode`: while on and the default user is on without a password (`nopass`),
     /// a client whose peer address is not loopback gets `-DENIED ...` and is closed (Valkey
     /// `clientAcceptHandler`; `bind` does not matter, as in Redis 7.0 and Valkey 9.1, checked
     /// against both). Default yes; CONFIG SET changes it.
@@ -325,9 +331,6 @@ pub struct Inert {
     /// `replica-priority` (alias `slave-priority`, default 100): read by Sentinel only;
     /// cluster failover ranks replicas by replication offset (Valkey `clusterGetReplicaRank`).
     pub replica_priority: u32,
-    /// `acllog-max-len` (default 128): the most ACL LOG entries kept; this server has no ACL
-    /// users beyond the default one and records no ACL LOG entries, so the log never grows.
-    pub acllog_max_len: u64,
     /// `oom-score-adj-values` (default `0 200 800`): used only with `oom-score-adj` on,
     /// which only `no` is accepted for.
     pub oom_score_adj_values: [i32; 3],
@@ -362,7 +365,6 @@ impl Default for Inert {
     fn default() -> Self {
         Inert {
             replica_priority: 100,
-            acllog_max_len: 128,
             oom_score_adj_values: [0, 200, 800],
             hll_sparse_max_bytes: 3000,
             stream_node_max_bytes: 4096,
@@ -458,6 +460,9 @@ impl Default for Config {
             cluster_databases: 1,
             cluster_config_save_behavior: SaveBehavior::Sync,
             requirepass: None,
+            users: Vec::new(),
+            aclfile: None,
+            acllog_max_len: ferrocluster_acl::DEFAULT_LOG_MAX_LEN,
             loglevel: LogLevel::Notice,
             logfile: None,
             io_threads: (cores / 2).clamp(1, 4),
@@ -874,11 +879,18 @@ pub static OPTIONS: &[Opt] = &[
         )
     }),
     quoted(
-        opt!("requirepass", None, mutable: false, get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| {
+        opt!("requirepass", None, mutable: true, get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| {
             c.requirepass = non_empty(v);
             Ok(())
         }),
     ),
+    quoted(
+        opt!("aclfile", None, mutable: false, get: |c| c.aclfile.clone().unwrap_or_default(), set: |c, v| {
+            c.aclfile = non_empty(v);
+            Ok(())
+        }),
+    ),
+    int_opt!("acllog-max-len", None, mutable: true, 0, LLONG_MAX, acllog_max_len),
     opt!("loglevel", None, mutable: false, get: |c| c.loglevel.name().into(), set: |c, v| {
         c.loglevel = match v.to_ascii_lowercase().as_str() {
             "debug" => LogLevel::Debug,
@@ -1160,7 +1172,6 @@ pub static OPTIONS: &[Opt] = &[
     ),
     // Subjects this server does not have (see `Inert`):
     int_opt!("replica-priority", Some("slave-priority"), mutable: false, 0, INT_MAX, inert.replica_priority),
-    int_opt!("acllog-max-len", None, mutable: false, 0, LLONG_MAX, inert.acllog_max_len),
     Opt {
         multi: true,
         ..opt!("oom-score-adj-values", None, mutable: false, get: |c| {
@@ -1250,6 +1261,14 @@ impl Config {
     /// # Errors
     /// A reason text when the name is unknown, the argument count is wrong or a value is bad.
     pub fn set(&mut self, name: &str, args: &[String]) -> Result<(), String> {
+        if name.eq_ignore_ascii_case("user") {
+            // `user <name> <rules...>`, checked when the users are built (`crate::acl`).
+            if args.is_empty() {
+                return Err("wrong number of arguments".into());
+            }
+            self.users.push(args.to_vec());
+            return Ok(());
+        }
         let Some(opt) = option(name) else {
             return Err("Bad directive or wrong number of arguments".into());
         };

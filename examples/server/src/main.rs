@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod acl;
 mod admin;
 mod aof;
 mod blocking;

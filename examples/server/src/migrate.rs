@@ -401,8 +401,12 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
     match req {
         MigrationRequest::Connect { .. } => {}
         MigrationRequest::SendAuth { conn, .. } => {
-            let pass = shared.config.requirepass.clone().unwrap_or_default();
-            if let Err(e) = plane.send_auth(conn, None, pass.as_bytes(), now) {
+            // The replication link's credentials (`primaryuser` / `primaryauth`, else
+            // requirepass), as a replica authenticates to its primary.
+            let repl = shared.config.replication(0);
+            let pass = repl.primary_auth.unwrap_or_default();
+            let user = repl.primary_user.as_deref().map(str::as_bytes);
+            if let Err(e) = plane.send_auth(conn, user, &pass, now) {
                 tracing::warn!("slot migration: AUTH not sent: {e}");
             }
         }

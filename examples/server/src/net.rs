@@ -280,7 +280,9 @@ fn protected_denies(shared: &Shared, peer: std::net::SocketAddr) -> bool {
             v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
         }
     };
-    shared.protected_mode.load(Ordering::Relaxed) && shared.config.requirepass.is_none() && !local
+    shared.protected_mode.load(Ordering::Relaxed)
+        && shared.acl_default_open.load(Ordering::Relaxed)
+        && !local
 }
 
 fn refuse(shared: &Shared, mut s: std::net::TcpStream) {

@@ -69,6 +69,8 @@ pub struct State {
     pub rates: crate::rates::Rates,
     /// `maxmemory` and eviction (`crate::evict`).
     pub evict: crate::evict::Eviction,
+    /// ACL users, ACL LOG and the denial counters (`crate::acl`).
+    pub acl: crate::acl::AclState,
     /// Keys of slots another node owns whose DELs are still to be fed, and the lazyfree
     /// counters (`crate::lazyfree`).
     pub slot_dels: crate::lazyfree::SlotDels,
@@ -278,6 +280,9 @@ pub struct Shared {
     pub run_id: String,
     /// The append-only file (`crate::aof`).
     pub aof: Arc<crate::aof::Aof>,
+    /// The default user is on and `nopass`: new connections start authenticated
+    /// (`crate::acl::refresh_default` keeps it current).
+    pub acl_default_open: std::sync::atomic::AtomicBool,
     next_client_id: AtomicU64,
 }
 
@@ -296,6 +301,8 @@ impl Shared {
             16
         };
         let mut kv = KvStore::new(databases).map_err(|e| e.to_string())?;
+        let acl = crate::acl::AclState::from_config(&config)?;
+        let acl_default_open = acl.default_open();
         let repl_cfg = config.replication(databases as u32);
         let now = unix_ms();
         let mut seed_rng = ChaCha8Rng::seed_from_u64(now ^ (u64::from(std::process::id()) << 32));
@@ -343,7 +350,9 @@ impl Shared {
                     config.slowlog_log_slower_than,
                     config.slowlog_max_len,
                 ),
+                acl,
             }),
+            acl_default_open: std::sync::atomic::AtomicBool::new(acl_default_open),
             config,
             pubsub: RwLock::new(PubSub::default()),
             stats: Stats::default(),

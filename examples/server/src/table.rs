@@ -18,6 +18,7 @@ pub enum Cmd {
     Echo,
     Hello,
     Auth,
+    Acl,
     Client,
     Command,
     Info,
@@ -257,6 +258,7 @@ pub static FERROCLUSTER: CommandSpec = CommandSpec::new(
 
 /// The built-in commands served, with their handlers.
 pub const SERVED: &[(&str, Cmd)] = &[
+    ("acl", Cmd::Acl),
     ("append", Cmd::Append),
     ("asking", Cmd::Asking),
     ("auth", Cmd::Auth),
@@ -519,6 +521,13 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
             "help",
             "info",
             "list",
+        ],
+    ),
+    (
+        "acl",
+        &[
+            "cat", "deluser", "dryrun", "genpass", "getuser", "help", "list", "load", "log",
+            "save", "setuser", "users", "whoami",
         ],
     ),
     ("config", &["get", "help", "resetstat", "rewrite", "set"]),

@@ -3,7 +3,7 @@
 //! checks that fail with an install hint.
 #![allow(dead_code, unused_imports, clippy::disallowed_methods)]
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -306,6 +306,23 @@ impl Client {
     pub fn read_to_close(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.buf);
         let _ = self.stream.read_to_end(&mut out);
+        out
+    }
+
+    /// Reads until the server closes the connection (an end of stream, or a reset when it
+    /// closed with our bytes unread) and returns everything that arrived. Panics when the
+    /// connection is still open at the read timeout ([`HANG`]): unlike
+    /// [`Client::read_to_close`], a connection left open is a failure, never an empty answer.
+    pub fn read_until_closed(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        if let Err(e) = self.stream.read_to_end(&mut out) {
+            let open = [ErrorKind::WouldBlock, ErrorKind::TimedOut].contains(&e.kind());
+            assert!(
+                !open,
+                "the server kept the connection open for {HANG:?}; it sent {:?}",
+                String::from_utf8_lossy(&out)
+            );
+        }
         out
     }
 }

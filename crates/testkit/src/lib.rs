@@ -10,8 +10,10 @@
 //!   (the child exited, or who holds its port) with the log's last lines, and keeps the
 //!   directory.
 //! * [`dir`]: a test's scratch directory, removed when the test passes and kept when it fails.
+//! * [`cluster`]: what cluster tests compare across nodes (the slot map's signature).
 #![allow(clippy::disallowed_methods)] // a test host: it reads the clock and spawns threads
 
+pub mod cluster;
 pub mod dir;
 pub mod ports;
 pub mod proc;

@@ -16,45 +16,15 @@
 mod mixed;
 
 use mixed::keys::{check_on, dbsize, keys_in, make_keys, SLOTS};
-use mixed::{ports, reshard, try_cmd, wait_ok, Client, Kind, Mixed, Reply, Role};
-
-/// `redis-cli --cluster check`'s view of the slot configuration of the node on `port`
-/// (`clusterManagerGetConfigSignature`): every node that owns slots with its slot ranges,
-/// migration entries (`[...]`) left out, sorted.
-fn slot_signature(port: u16) -> Result<Vec<String>, String> {
-    let nodes = match try_cmd(port, &["CLUSTER", "NODES"])? {
-        Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
-        other => return Err(format!("CLUSTER NODES on {port}: {other:?}")),
-    };
-    let mut sig: Vec<String> = nodes
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let mut slots: Vec<&str> = f
-                .get(8..)?
-                .iter()
-                .copied()
-                .filter(|s| !s.is_empty() && !s.starts_with('['))
-                .collect();
-            slots.sort();
-            (!slots.is_empty()).then(|| format!("{}:{}", f[0], slots.join(",")))
-        })
-        .collect();
-    sig.sort();
-    Ok(sig)
-}
+use mixed::{ports, reshard, try_cmd, Client, Kind, Mixed, Reply, Role};
 
 /// Waits until every node on `ports` shows the same slot map.
 fn wait_agree(ports: &[u16]) {
-    wait_ok("every node to show the same slot map", || {
-        let first = slot_signature(ports[0])?;
-        for &p in &ports[1..] {
-            let other = slot_signature(p)?;
-            if other != first {
-                return Err(format!("{} shows {first:?}, {p} shows {other:?}", ports[0]));
-            }
+    ferrocluster_testkit::cluster::wait_agree(ports, |port| {
+        match try_cmd(port, &["CLUSTER", "NODES"])? {
+            Reply::Bulk(Some(b)) => Ok(String::from_utf8_lossy(&b).into_owned()),
+            other => Err(format!("CLUSTER NODES on {port}: {other:?}")),
         }
-        Ok(())
     });
 }
 

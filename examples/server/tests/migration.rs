@@ -60,42 +60,12 @@ fn check_cluster(port: u16) {
     );
 }
 
-/// `redis-cli --cluster check`'s view of the slot configuration of the node on `port`
-/// (`clusterManagerGetConfigSignature`): every node that owns slots with its slot ranges,
-/// migration entries (`[...]`) left out, sorted.
-fn slot_signature(port: u16) -> Vec<String> {
-    let nodes = bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"]));
-    let mut sig: Vec<String> = nodes
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let mut slots: Vec<&str> = f
-                .get(8..)?
-                .iter()
-                .copied()
-                .filter(|s| !s.is_empty() && !s.starts_with('['))
-                .collect();
-            slots.sort();
-            (!slots.is_empty()).then(|| format!("{}:{}", f[0], slots.join(",")))
-        })
-        .collect();
-    sig.sort();
-    sig
-}
-
 /// Waits until every node on `ports` shows the same slot map: after a reshard or rebalance
 /// `redis-cli` sets the new owner on the primaries, the others learn it by gossip, and until
 /// then `--cluster check` reports "Nodes don't agree" (and a reshard refuses to start).
 fn wait_agree(ports: &[u16]) {
-    common::wait_ok("every node to show the same slot map", || {
-        let first = slot_signature(ports[0]);
-        for &p in &ports[1..] {
-            let other = slot_signature(p);
-            if other != first {
-                return Err(format!("{} shows {first:?}, {p} shows {other:?}", ports[0]));
-            }
-        }
-        Ok(())
+    ferrocluster_testkit::cluster::wait_agree(ports, |port| {
+        Ok(bulk_text(&Client::connect(port).cmd(&["CLUSTER", "NODES"])))
     });
 }
 

@@ -10,7 +10,7 @@ mod common;
 
 use common::{
     bulk_text, ports, require_redis_tools, start_real_server, test_dir, wait_until, Client, Procs,
-    RealServer, HANG, NODE_TIMEOUT_MS,
+    RealServer, NODE_TIMEOUT_MS,
 };
 
 /// redis-server on `redis` and ours (standalone) on `ours`, their files in `name`'s directory.
@@ -338,13 +338,7 @@ fn cluster_rules_for_blocked_clients() {
     // A failover: the old primary's blocked client is unblocked and disconnected. The manual
     // failover's timeout (5 s by default) is HANG on every node: a loaded machine cannot
     // abort it.
-    let ms = HANG.as_millis().to_string();
-    for port in [primary, replica, other] {
-        assert_eq!(
-            c(port).cmd_s(&["CONFIG", "SET", "cluster-manual-failover-timeout", &ms]),
-            "+OK\r\n"
-        );
-    }
+    common::manual_failover_timeout_hang(&[primary, replica, other]);
     let mut d = c(primary);
     d.send_raw(&common::encode(&[b"BLPOP", b"{t}src2", b"0"]));
     wait_blocked(primary, 1);

@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    bulk_text, detect_failures_fast, ports, require_redis_tools, six_node_cluster, test_dir,
-    wait_until, Client, Procs, HANG,
+    bulk_text, detect_failures_fast, manual_failover_timeout_hang, ports, require_redis_tools,
+    six_node_cluster, test_dir, wait_until, Client, Procs,
 };
 use ferrocluster_slot::{key_hash_slot, Slot};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -85,20 +85,6 @@ fn role(port: u16) -> String {
         .find_map(|l| l.strip_prefix("role:"))
         .unwrap_or_default()
         .to_string()
-}
-
-/// Sets `cluster-manual-failover-timeout` (Valkey 8.1; 5 s by default, Redis 7.0's fixed
-/// `CLUSTER_MF_TIMEOUT`) to [`HANG`] on every node of `ports`: a manual failover on a loaded
-/// machine then completes however slowly, and the tests wait for its outcome rather than
-/// race its deadline (what they check is that it promotes and loses nothing).
-fn manual_failover_timeout_hang(ports: &[u16]) {
-    let ms = HANG.as_millis().to_string();
-    for &p in ports {
-        assert_eq!(
-            Client::connect(p).cmd_s(&["CONFIG", "SET", "cluster-manual-failover-timeout", &ms]),
-            "+OK\r\n"
-        );
-    }
 }
 
 /// Runs CLUSTER FAILOVER (no option) on `replica` and waits until it is a primary that every

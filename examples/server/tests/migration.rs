@@ -307,14 +307,7 @@ fn atomic_slot_migration_live_and_cancelled() {
     // The write pause of a migration's handoff is 2 x cluster-manual-failover-timeout (5 s by
     // default): on a loaded machine a handoff outlasting it would fail the export. Every node
     // gets HANG, so the migrations complete however slowly.
-    let ms = HANG.as_millis().to_string();
-    for &p in &ports {
-        assert_eq!(
-            Client::connect(p).cmd_s(&["CONFIG", "SET", "cluster-manual-failover-timeout", &ms]),
-            "+OK\r\n",
-            "{p}"
-        );
-    }
+    common::manual_failover_timeout_hang(&ports);
     // --cluster create gives the first node slots 0-5460 and the second slots 5461-10922.
     run_asm(&ports, ports[0], ports[1], 100, 400, 3000, "success");
     // The slots moved back by a cancelled migration stay with the source.

@@ -415,6 +415,22 @@ pub fn require_redis_py() {
 /// quorum) calls [`detect_failures_fast`] on every live node just before the kill.
 pub const NODE_TIMEOUT_MS: u64 = 60_000;
 
+/// Sets `cluster-manual-failover-timeout` (Valkey 8.1; 5 s by default, Redis 7.0's fixed
+/// `CLUSTER_MF_TIMEOUT`) to [`HANG`] on every node of `ports`: a manual failover on a loaded
+/// machine then completes however slowly, and the tests wait for its outcome rather than
+/// race its deadline. The write pause of an atomic migration's handoff (twice this timeout)
+/// completes however slowly too.
+pub fn manual_failover_timeout_hang(ports: &[u16]) {
+    let ms = HANG.as_millis().to_string();
+    for &p in ports {
+        assert_eq!(
+            Client::connect(p).cmd_s(&["CONFIG", "SET", "cluster-manual-failover-timeout", &ms]),
+            "+OK\r\n",
+            "CONFIG SET cluster-manual-failover-timeout on {p}"
+        );
+    }
+}
+
 /// `cluster-node-timeout` (ms) [`detect_failures_fast`] sets: a killed node is marked PFAIL
 /// after this (each voter's own timeout), then FAIL, and its replica elected.
 pub const DETECT_TIMEOUT_MS: u64 = 5_000;

@@ -140,6 +140,23 @@ pub struct Message {
 }
 
 impl Message {
+    /// Swaps `port` and `pport` in the full header and in every gossip entry. With
+    /// `tls-cluster yes` Valkey (and Redis 7.0) put the TLS client port in `port` and the
+    /// plaintext one in `pport` (`clusterBuildMessageHdr`, `clusterSetGossipEntry`,
+    /// `clusterProcessGossipSection`): a node so configured swaps what it receives to read it
+    /// in the default order (and builds what it sends in Valkey's). The swap is its own
+    /// inverse.
+    pub fn swap_tls_ports(&mut self) {
+        if let Header::Full(h) = &mut self.header {
+            std::mem::swap(&mut h.port, &mut h.pport);
+        }
+        if let Body::Ping(g) | Body::Pong(g) | Body::Meet(g) = &mut self.body {
+            for e in &mut g.entries {
+                std::mem::swap(&mut e.port, &mut e.pport);
+            }
+        }
+    }
+
     /// A message with a full header.
     pub fn full(header: FullHeader, body: Body) -> Message {
         Message {

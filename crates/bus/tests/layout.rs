@@ -312,3 +312,39 @@ fn message_type_names_match_cluster_info_counters() {
     assert!(seen.len() >= 9, "counters found in the captures: {seen:?}");
     assert!(seen.contains("auth-req") && seen.contains("auth-ack") && seen.contains("mfstart"));
 }
+
+/// `tls-cluster yes` (Valkey `clusterBuildMessageHdr` / `clusterSetGossipEntry`): the TLS
+/// port travels in `port` (header offset 10, facts sheet §3; and in each gossip entry), the
+/// plaintext one in `pport`; `swap_tls_ports` turns one order into the other, header and
+/// every gossip entry, and is its own inverse.
+#[test]
+fn swap_tls_ports_swaps_header_and_gossip_entries() {
+    let entry = GossipEntry {
+        name: name(b'g'),
+        port: 7000,
+        pport: 7100,
+        cport: 17100,
+        ..GossipEntry::default()
+    };
+    let body = Body::Ping(Gossip {
+        entries: vec![entry.clone(), entry],
+        extensions: Vec::new(),
+    });
+    let before = Message::full(header(), body);
+    let mut m = before.clone();
+    m.swap_tls_ports();
+    let Header::Full(h) = &m.header else {
+        panic!("full header")
+    };
+    assert_eq!((h.port, h.pport, h.cport), (0x3344, 0x1122, 0x5566));
+    let g = m.body.gossip().unwrap();
+    assert!(g
+        .entries
+        .iter()
+        .all(|e| (e.port, e.pport, e.cport) == (7100, 7000, 17100)));
+    // On the wire: header offset 10 carries the old pport.
+    let bytes = encode(&m);
+    assert_eq!(be16(&bytes, 10), 0x3344);
+    m.swap_tls_ports();
+    assert_eq!(m, before);
+}

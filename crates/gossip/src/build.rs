@@ -73,8 +73,9 @@ pub fn build_header(topo: &Topology, cfg: &GossipConfig, state_byte: u8) -> Full
         Some(p) => (p.slots().clone(), p.config_epoch),
         None => (me.slots().clone(), me.config_epoch),
     };
+    let (port, pport) = wire_ports(cfg, me.port, me.tls_port);
     FullHeader {
-        port: me.port,
+        port,
         current_epoch: topo.current_epoch.get(),
         config_epoch: config_epoch.get(),
         offset: me.repl_offset,
@@ -83,11 +84,21 @@ pub fn build_header(topo: &Topology, cfg: &GossipConfig, state_byte: u8) -> Full
         replicaof: primary.map(|p| NodeName::new(*p.id().as_bytes())),
         myip: ip_field(cfg.announce_ip),
         reserved: [0; 30],
-        pport: me.tls_port,
+        pport,
         cport: me.bus_port,
         flags: me.flags.bits(),
         state: state_byte,
         mflags: [0; 3],
+    }
+}
+
+/// The wire's (`port`, `pport`) for a node's plaintext and TLS ports: swapped with
+/// `tls-cluster yes` ([`GossipConfig::tls_cluster`]).
+fn wire_ports(cfg: &GossipConfig, tcp: u16, tls: u16) -> (u16, u16) {
+    if cfg.tls_cluster {
+        (tls, tcp)
+    } else {
+        (tcp, tls)
     }
 }
 
@@ -106,16 +117,17 @@ pub fn gossip_wanted(known: usize) -> usize {
     (known / 10).max(3).min(fresh)
 }
 
-fn entry_for(n: &Node) -> GossipEntry {
+fn entry_for(n: &Node, cfg: &GossipConfig) -> GossipEntry {
+    let (port, pport) = wire_ports(cfg, n.port, n.tls_port);
     GossipEntry {
         name: NodeName::new(*n.id().as_bytes()),
         ping_sent_secs: n.ping_sent.map_or(0, |t| (t.as_u64() / 1000) as u32),
         pong_received_secs: n.pong_received.map_or(0, |t| (t.as_u64() / 1000) as u32),
         ip: ip_field(n.ip),
-        port: n.port,
+        port,
         cport: n.bus_port,
         flags: n.flags.bits(),
-        pport: n.tls_port,
+        pport,
         reserved: 0,
     }
 }
@@ -206,7 +218,7 @@ pub fn build_ping<R: RngCore + ?Sized>(
             continue;
         }
         picked.push(at);
-        entries.push(entry_for(n));
+        entries.push(entry_for(n, cfg));
     }
     // With a limit of 0 no PFAIL entry is added: skip the walk over the table.
     let mut pfail_added = 0;
@@ -222,7 +234,7 @@ pub fn build_ping<R: RngCore + ?Sized>(
         if n.flags.intersects(NodeFlags::HANDSHAKE | NodeFlags::NOADDR) {
             continue;
         }
-        entries.push(entry_for(n));
+        entries.push(entry_for(n, cfg));
         pfail_added += 1;
     }
     let with_ext = ext_override

@@ -78,6 +78,10 @@ pub struct GossipConfig {
     /// `cluster-announce-ip`: sent in the header `myip`; `None` sends zeros (receivers use the
     /// connection's peer address).
     pub announce_ip: Option<IpAddr>,
+    /// `tls-cluster yes`: on the wire the header's and gossip entries' `port` is the TLS
+    /// port and `pport` the plaintext one (Valkey); the nodes' fields keep their meaning.
+    /// Messages received are turned back with [`ferrocluster_bus::Message::swap_tls_ports`].
+    pub tls_cluster: bool,
 }
 
 impl GossipConfig {

@@ -16,6 +16,7 @@ fn cfg() -> GossipConfig {
         blacklist_ttl_secs: 60,
         ping_interval_ms: None,
         announce_ip: None,
+        tls_cluster: false,
     }
 }
 

@@ -57,6 +57,7 @@
 //!   timers.
 
 use crate::listen::{listen_all, BindAddr};
+use crate::tls::{Stream, TlsReloader};
 use ferrocluster_node::{ClusterNode, LinkEvent, LinkId, Millis, Output};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -124,7 +125,9 @@ impl SendQueue {
     }
 
     /// Writes as much as the socket takes. `Err` = the link is broken.
-    fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+    fn flush(&mut self, stream: &mut Stream) -> std::io::Result<()> {
+        // TLS records a write left in the session go first.
+        stream.flush_pending()?;
         while self.sent < self.buf.len() {
             match stream.write(&self.buf[self.sent..]) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
@@ -151,9 +154,12 @@ impl SendQueue {
 
 #[derive(Debug)]
 struct Link {
-    stream: TcpStream,
+    /// Plain TCP, or TLS with `tls-cluster yes` (the handshake runs inside reads and writes).
+    stream: Stream,
     /// Outbound and not connected yet.
     connecting: bool,
+    /// Made by `connect` (not accepted).
+    outbound: bool,
     out: SendQueue,
 }
 
@@ -187,7 +193,7 @@ pub enum BusInput {
 /// An accepted bus connection that has no link ID yet.
 #[derive(Debug)]
 pub struct Accepted {
-    stream: TcpStream,
+    stream: Stream,
     /// The peer's IP.
     pub peer: IpAddr,
     /// The local IP the connection arrived on (`None` if the system did not say).
@@ -212,6 +218,8 @@ pub struct BusDriver {
     /// Links whose send-buffer figures changed since the last `feed`.
     figures_changed: Vec<LinkId>,
     scratch: Box<[u8]>,
+    /// `tls-cluster yes`: every link, accepted or made, is TLS with these configurations.
+    tls: Option<TlsReloader>,
 }
 
 impl std::os::fd::AsRawFd for BusDriver {
@@ -266,7 +274,17 @@ impl BusDriver {
             limit_exceeded: 0,
             figures_changed: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+            tls: None,
         })
+    }
+
+    /// `tls-cluster yes`: from now on every accepted and every outgoing link runs TLS with
+    /// `tls`'s configurations in force when it is made (mutual authentication: a peer
+    /// without a certificate of the CA fails the handshake, is logged with Valkey's words
+    /// and closed; no byte of it reaches the node). A plain TCP peer on the TLS bus port
+    /// gets nothing readable: the driver answers it with a TLS alert at most.
+    pub fn set_tls(&mut self, tls: TlsReloader) {
+        self.tls = Some(tls);
     }
 
     /// The addresses the listeners are bound to.
@@ -367,7 +385,7 @@ impl BusDriver {
         }
         for (i, l) in self.listeners.iter_mut().enumerate() {
             if l.retry || ready_listeners.contains(&i) {
-                accept_from(l, &mut self.inputs);
+                accept_from(l, &mut self.inputs, self.tls.as_ref());
             }
         }
         for id in std::mem::take(&mut self.read_again) {
@@ -387,7 +405,7 @@ impl BusDriver {
             return;
         };
         if link.connecting {
-            match link.stream.take_error() {
+            match link.stream.tcp().take_error() {
                 Ok(None) => {}
                 Ok(Some(_)) | Err(_) => {
                     self.drop_link(id);
@@ -396,7 +414,7 @@ impl BusDriver {
                     return;
                 }
             }
-            match link.stream.peer_addr() {
+            match link.stream.tcp().peer_addr() {
                 Ok(_) => {
                     link.connecting = false;
                     self.inputs.push_back(Input::Link(LinkEvent::Connected(id)));
@@ -445,11 +463,34 @@ impl BusDriver {
                 Ok(n) => got.extend_from_slice(&self.scratch[..n]),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
+                Err(e) => {
+                    if e.kind() == ErrorKind::InvalidData && link.stream.is_tls() {
+                        // A failed handshake (a certificate of another CA, none, not TLS)
+                        // or a bad record: Valkey's `clusterConnAcceptHandler` words.
+                        let peer = link
+                            .stream
+                            .tcp()
+                            .peer_addr()
+                            .map(|a| a.to_string())
+                            .unwrap_or_default();
+                        if link.outbound {
+                            // Valkey `clusterLinkConnectHandler`'s words.
+                            tracing::info!(%id, "Connection with node at {peer} failed: {e}");
+                        } else {
+                            tracing::info!(
+                                %id,
+                                "Error accepting cluster node connection: {e} (peer {peer})"
+                            );
+                        }
+                    }
                     closed = true;
                     break;
                 }
             }
+        }
+        if link.stream.wants_write() {
+            // A handshake message or alert the socket did not take: WRITABLE sends it.
+            let _ = link.stream.flush_pending();
         }
         if !got.is_empty() {
             self.inputs.push_back(Input::Bytes {
@@ -558,7 +599,7 @@ impl BusDriver {
 
     /// Registers `stream` as `link` (replacing a socket the node reused the ID of, which
     /// would be a node bug). `false`: it could not be registered and is dropped.
-    fn add_link(&mut self, link: LinkId, mut stream: TcpStream, connecting: bool) -> bool {
+    fn add_link(&mut self, link: LinkId, mut stream: Stream, connecting: bool) -> bool {
         self.drop_link(link);
         let interest = Interest::READABLE | Interest::WRITABLE;
         if self
@@ -575,6 +616,7 @@ impl BusDriver {
             Link {
                 stream,
                 connecting,
+                outbound: connecting,
                 out,
             },
         );
@@ -613,6 +655,18 @@ impl BusDriver {
             }
         };
         let _ = stream.set_nodelay(true);
+        let stream = match &self.tls {
+            Some(t) => match t.current().connect(stream, addr.ip()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::info!(%link, "Connection with node at {addr} failed: {e}");
+                    self.inputs
+                        .push_back(Input::Link(LinkEvent::ConnectFailed(link)));
+                    return;
+                }
+            },
+            None => Stream::Plain(stream),
+        };
         if !self.add_link(link, stream, true) {
             self.inputs
                 .push_back(Input::Link(LinkEvent::ConnectFailed(link)));
@@ -643,7 +697,7 @@ impl BusDriver {
 }
 
 /// Accepts from `l` until it would block, an error, or [`ACCEPTS_PER_TURN`].
-fn accept_from(l: &mut Listener, inputs: &mut VecDeque<Input>) {
+fn accept_from(l: &mut Listener, inputs: &mut VecDeque<Input>, tls: Option<&TlsReloader>) {
     l.retry = false;
     for _ in 0..ACCEPTS_PER_TURN {
         match l.sock.accept() {
@@ -658,6 +712,16 @@ fn accept_from(l: &mut Listener, inputs: &mut VecDeque<Input>) {
                 }
                 let _ = stream.set_nodelay(true);
                 let local = stream.local_addr().ok().map(|a| a.ip());
+                let stream = match tls {
+                    Some(t) => match t.current().accept(stream) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            tracing::info!("Error accepting cluster node connection: {e}");
+                            continue;
+                        }
+                    },
+                    None => Stream::Plain(stream),
+                };
                 inputs.push_back(Input::Accepted(Accepted {
                     stream,
                     peer: peer.ip(),

@@ -14,7 +14,8 @@
 //!   on every turn, outputs acted on in order, `Persist` written and acknowledged) over a
 //!   node the host keeps behind its own lock ([`drive::Host`]);
 //! * [`listen`]: the `bind` list and Valkey's listening sockets, for the client port too;
-//! * [`clock`]: the one clock read.
+//! * [`clock`]: the one clock read;
+//! * [`tls`]: TLS with rustls for every port (the `tls-*` directives, reload, a stream type).
 //!
 //! # Host obligations
 //! Taken over by the kit (when the piece is used): acting on `Connect` / `Transmit` / `Close`
@@ -34,6 +35,7 @@ pub mod clock;
 pub mod drive;
 pub mod listen;
 pub mod nodesconf;
+pub mod tls;
 
 pub use bus::{Accepted, BusDriver, BusInput, SendBuffer};
 pub use drive::{DriveLoop, Host};

@@ -104,6 +104,11 @@ pub struct ClusterConfig {
     /// <primaryauth>` (the host holds the credentials) before `SYNCSLOTS ESTABLISH`.
     /// Default false (sheet A.7).
     pub primaryauth_set: bool,
+    /// `tls-cluster`: the bus speaks TLS, and the bus header's and gossip entries' `port` is
+    /// then the TLS client port, `pport` the plaintext one (Valkey `clusterBuildMessageHdr`,
+    /// `clusterSetGossipEntry`; Redis 7.0 the same). Default false: `port` is the plaintext
+    /// port, `pport` the TLS one. Start-up only.
+    pub tls_cluster: bool,
 }
 
 impl Default for ClusterConfig {
@@ -138,6 +143,7 @@ impl Default for ClusterConfig {
             slot_migration_max_failover_repl_bytes: 0,
             repl_timeout_ms: 60_000,
             primaryauth_set: false,
+            tls_cluster: false,
         }
     }
 }
@@ -248,6 +254,7 @@ impl ClusterConfig {
             blacklist_ttl_secs: self.blacklist_ttl_secs,
             ping_interval_ms: (self.ping_interval_ms != 0).then_some(self.ping_interval_ms),
             announce_ip: self.announce_ip,
+            tls_cluster: self.tls_cluster,
         }
     }
 

@@ -343,7 +343,11 @@ impl ClusterNode {
         io.decoder.push(bytes);
         while let Some(io) = self.links.get_mut(&link) {
             match io.decoder.next_message() {
-                Ok(Some(msg)) => {
+                Ok(Some(mut msg)) => {
+                    if self.cfg.gossip.tls_cluster {
+                        // Valkey's wire order with tls-cluster yes (`ClusterConfig::tls_cluster`).
+                        msg.swap_tls_ports();
+                    }
                     MessageStats::count(&mut self.stats.received, msg.message_type());
                     self.process_message(link, &msg, now);
                 }

@@ -786,6 +786,10 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.requirepass = state.acl.requirepass.clone();
     c.acllog_max_len = state.acl.log.max_len();
     c.users = crate::acl::user_lines(state);
+    c.tls = shared.tls_settings.read().clone();
+    c.tls_replication = shared
+        .tls_replication
+        .load(std::sync::atomic::Ordering::Relaxed);
     c
 }
 
@@ -932,6 +936,17 @@ fn config_set(
             ));
         }
     }
+    if next.tls != before.tls {
+        // Valkey `applyTlsCfg`: the new files must load, else nothing changes.
+        if let Some(tls) = &shared.tls {
+            tls.replace(&next.tls)
+                .map_err(|e| failed(name_of(&|o| o.name.starts_with("tls-")), e))?;
+        }
+    }
+    *shared.tls_settings.write() = next.tls.clone();
+    shared
+        .tls_replication
+        .store(next.tls_replication, std::sync::atomic::Ordering::Relaxed);
     let mut deferred = None;
     if let Some(side) = state.cluster.as_mut() {
         if next.cluster != before.cluster {

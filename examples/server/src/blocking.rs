@@ -82,6 +82,8 @@ struct Waiter {
     deadline: Option<u64>,
     /// The connection is IPv6 (the endpoint a MOVED names).
     ipv6: bool,
+    /// The connection came in on `tls-port` (a MOVED names the TLS port).
+    tls: bool,
 }
 
 /// The clients blocked on keys, per key in arrival order.
@@ -152,6 +154,7 @@ pub fn block(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], op: BlockOp, deadline: Optio
             op,
             deadline,
             ipv6: ctx.client.addr.is_some_and(|a| a.is_ipv6()),
+            tls: ctx.client.cluster.as_ref().is_some_and(|c| c.tls()),
         },
     );
     ctx.client.blocked = true;
@@ -375,7 +378,7 @@ pub fn check_cluster(shared: &Shared, state: &mut State) {
             return;
         };
         let slot = ferrocluster_slot::key_hash_slot(key);
-        let cs = ferrocluster_command::ClientState::new(false, w.ipv6);
+        let cs = ferrocluster_command::ClientState::new(w.tls, w.ipv6);
         let ctx = crate::cluster::routing_ctx(side);
         let Some(err) = ferrocluster_command::blocked_redirect(&ctx, &cs, slot) else {
             continue;
@@ -441,6 +444,7 @@ mod tests {
                     },
                     deadline: None,
                     ipv6: false,
+                    tls: false,
                 },
             );
         }

@@ -123,6 +123,15 @@ pub fn build_node(config: &Config, seed: u64) -> Result<ClusterSide, String> {
         // The slot migration source AUTHs to the target as our replica does to its primary
         // (`primaryuser` / `primaryauth`, else requirepass: all nodes of a cluster share it).
         primaryauth_set: config.requirepass.is_some() || config.repl.primary_auth.is_some(),
+        // `tls-cluster yes`: the bus port derives from `tls-port` (Valkey
+        // `defaultClientPort`); the engine announces the port the bus listens on. Without it
+        // the engine derives `port + 10000` itself, and CONFIG GET cluster-port stays 0.
+        cluster_port: if config.tls_cluster {
+            config.bus_port()?
+        } else {
+            config.cluster.cluster_port
+        },
+        tls_cluster: config.tls_cluster,
         ..config.cluster.clone()
     };
     let path = config.nodes_conf_path();
@@ -477,7 +486,15 @@ pub fn client_closed(state: &mut State, client_id: u64) {
 pub fn spawn_bus_thread(shared: &Arc<Shared>) -> Result<(), String> {
     let bus_port = shared.config.bus_port()?;
     // The bus listens on the `bind` addresses too (Valkey `clusterInit`).
-    let bus = BusDriver::bind(&shared.config.bind, bus_port)?;
+    let mut bus = BusDriver::bind(&shared.config.bind, bus_port)?;
+    if shared.config.tls_cluster {
+        // `tls-cluster yes`: every bus link is mutual TLS (Valkey `connTypeOfCluster`).
+        let tls = shared
+            .tls
+            .clone()
+            .ok_or("tls-cluster yes needs the tls-* files")?;
+        bus.set_tls(tls);
+    }
     let conf = {
         let mut st = shared.state.lock();
         let Some(side) = st.cluster.as_mut() else {
@@ -567,9 +584,19 @@ impl Host for ServerHost {
         self.log_slot_change(side);
         if let Some((primary, full_sync)) = self.waiting_primary.get() {
             let topo = side.node.topology();
-            let addr = topo
-                .node(&primary)
-                .and_then(|p| p.ip.map(|ip| (ip, p.port)));
+            let tls = self.tls_replication();
+            let addr = topo.node(&primary).and_then(|p| {
+                p.ip.map(|ip| {
+                    (
+                        ip,
+                        if tls && p.tls_port != 0 {
+                            p.tls_port
+                        } else {
+                            p.port
+                        },
+                    )
+                })
+            });
             if let Some((ip, port)) = addr {
                 self.waiting_primary.set(None);
                 self.replicate_from(st, ip, port, full_sync);
@@ -621,9 +648,16 @@ impl Host for ServerHost {
                 primary,
                 ip,
                 port,
+                tls_port,
                 full_sync,
-                ..
             } => {
+                // `tls-replication yes`: the primary's TLS port (Valkey `replicationSetPrimary`
+                // with the TLS connection type).
+                let port = if self.tls_replication() && tls_port != 0 {
+                    tls_port
+                } else {
+                    port
+                };
                 crate::logline::set_replica(true);
                 match ip {
                     Some(ip) => {
@@ -700,6 +734,13 @@ impl Host for ServerHost {
 }
 
 impl ServerHost {
+    /// `tls-replication` in force.
+    fn tls_replication(&self) -> bool {
+        self.shared
+            .tls_replication
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Replicates from the primary's data port.
     fn replicate_from(&self, st: &mut State, ip: IpAddr, port: u16, full_sync: bool) {
         let primary = crate::repl::PrimaryAddr {

@@ -26,6 +26,21 @@
 //! | `cluster-link-sendbuf-limit` | enforced by the bus driver (`ferrocluster_host::BusDriver`), at run time too: a link whose unsent bytes pass it is freed and counted |
 //! | `cluster-slot-stats-enabled` | no per-slot CPU and network accounting: only `no` (the default) is accepted |
 //!
+//! TLS (`ferrocluster_host::tls`, rustls; Valkey 9.1's names and defaults):
+//!
+//! | option | here |
+//! |---|---|
+//! | `tls-port` | a TLS client port beside `port` (`port 0`: no plain port), start-up only (Valkey also at run time) |
+//! | `tls-cert-file`, `tls-key-file`, `tls-client-cert-file`, `tls-client-key-file`, `tls-ca-cert-file`, `tls-ca-cert-dir` | PEM files, loaded at start when any TLS port or link is on; CONFIG SET reloads them for new connections (a set that does not load is refused, the files in force stay) |
+//! | `tls-auth-clients` | `yes` (required), `optional`, `no`, at run time too |
+//! | `tls-protocols`, `tls-ciphersuites`, `tls-ciphers` | rustls' TLSv1.2 / TLSv1.3 and its suites by OpenSSL name; an unknown name is refused naming it |
+//! | `tls-session-caching`, `tls-session-cache-size`, `tls-session-cache-timeout` | rustls' session cache by size (the timeout is kept but sessions expire by size only) |
+//! | `tls-cluster` | the bus is mutual TLS, its port `tls-port` + 10000; start-up only |
+//! | `tls-replication` | a replica's link to its primary goes to the primary's TLS port over TLS; applies to links made after a change |
+//!
+//! Atomic slot migration links follow `tls-replication` (Valkey `connTypeOfReplication`, the
+//! target's TLS port); MIGRATE links stay plain TCP (not yet TLS).
+//!
 //! Every directive of Debian's Redis 7.0 `/etc/redis/redis.conf` is known (issue 19;
 //! `tests/redis_config.rs` starts ours with that whole file). `protected-mode`, `daemonize`,
 //! `disable-thp`, `stop-writes-on-bgsave-error`, `dynamic-hz` and `client-output-buffer-limit`
@@ -196,6 +211,18 @@ pub struct Config {
     /// `clientAcceptHandler`; `bind` does not matter, as in Redis 7.0 and Valkey 9.1, checked
     /// against both). Default yes; CONFIG SET changes it.
     pub protected_mode: bool,
+    /// The `tls-*` file, protocol, suite and session directives (Valkey 9.1's names and
+    /// defaults; `ferrocluster_host::tls`). The files are read at start when any TLS port or
+    /// link is on, and again on CONFIG SET of any of them (new connections use the new
+    /// files; a set that does not load is refused and the old files stay).
+    pub tls: ferrocluster_host::tls::TlsSettings,
+    /// `tls-cluster`: the cluster bus speaks TLS only, with mutual authentication against
+    /// `tls-ca-cert-file` / `-dir`. Default no. Start-up only here (Valkey changes it at run
+    /// time too).
+    pub tls_cluster: bool,
+    /// `tls-replication`: a replica's link to its primary (and the primary's side of it) use
+    /// TLS. Default no. Applies to links made after a change.
+    pub tls_replication: bool,
     /// `daemonize`: detach at start (`main::daemonize`) and, without `pidfile`, write the
     /// pid to `/var/run/valkey.pid` (Valkey's `CONFIG_DEFAULT_PID_FILE`). Default no.
     pub daemonize: bool,
@@ -486,6 +513,9 @@ impl Default for Config {
             limits: crate::types::Limits::default(),
             repl: ReplOptions::default(),
             protected_mode: true,
+            tls: ferrocluster_host::tls::TlsSettings::default(),
+            tls_cluster: false,
+            tls_replication: false,
             daemonize: false,
             disable_thp: true,
             stop_writes_on_bgsave_error: true,
@@ -582,6 +612,18 @@ pub fn parse_memory(v: &str) -> Result<usize, String> {
 
 fn port(v: &str) -> Result<u16, String> {
     int(v, 0, 65535)
+}
+
+/// A path option's value: empty = not set.
+fn path_or_none(v: &str) -> Option<PathBuf> {
+    (!v.is_empty()).then(|| PathBuf::from(v))
+}
+
+/// A path option as CONFIG GET shows it (empty when not set).
+fn opt_path(v: &Option<PathBuf>) -> String {
+    v.as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 fn non_empty(v: &str) -> Option<String> {
@@ -1076,6 +1118,79 @@ pub static OPTIONS: &[Opt] = &[
     int_opt!("list-compress-depth", None, mutable: true, 0, INT_MAX, limits.list_compress_depth),
     // The directives of Redis 7.0's redis.conf (issue 19). Implemented:
     bool_opt!("protected-mode", None, mutable: true, protected_mode),
+    // TLS (Valkey 9.1 `tls-*`; `ferrocluster_host::tls` says how each is taken).
+    opt!("tls-port", None, mutable: false, get: |c| c.cluster.tls_port.to_string(), set: |c, v| {
+        c.cluster.tls_port = port(v)?;
+        Ok(())
+    }),
+    quoted(
+        opt!("tls-cert-file", None, mutable: true, get: |c| opt_path(&c.tls.cert_file), set: |c, v| {
+            c.tls.cert_file = path_or_none(v);
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-key-file", None, mutable: true, get: |c| opt_path(&c.tls.key_file), set: |c, v| {
+            c.tls.key_file = path_or_none(v);
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-client-cert-file", None, mutable: true, get: |c| opt_path(&c.tls.client_cert_file), set: |c, v| {
+            c.tls.client_cert_file = path_or_none(v);
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-client-key-file", None, mutable: true, get: |c| opt_path(&c.tls.client_key_file), set: |c, v| {
+            c.tls.client_key_file = path_or_none(v);
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-ca-cert-file", None, mutable: true, get: |c| opt_path(&c.tls.ca_cert_file), set: |c, v| {
+            c.tls.ca_cert_file = path_or_none(v);
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-ca-cert-dir", None, mutable: true, get: |c| opt_path(&c.tls.ca_cert_dir), set: |c, v| {
+            c.tls.ca_cert_dir = path_or_none(v);
+            Ok(())
+        }),
+    ),
+    opt!("tls-auth-clients", None, mutable: true, get: |c| c.tls.auth_clients.as_str().into(), set: |c, v| {
+        c.tls.auth_clients = ferrocluster_host::tls::AuthClients::parse(v)?;
+        Ok(())
+    }),
+    quoted(
+        opt!("tls-protocols", None, mutable: true, get: |c| c.tls.protocols.clone(), set: |c, v| {
+            ferrocluster_host::tls::parse_protocols(v)?;
+            c.tls.protocols = v.to_string();
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-ciphersuites", None, mutable: true, get: |c| c.tls.ciphersuites.clone(), set: |c, v| {
+            let probe = ferrocluster_host::tls::TlsSettings { ciphersuites: v.to_string(), ..Default::default() };
+            ferrocluster_host::tls::provider(&probe)?;
+            c.tls.ciphersuites = v.to_string();
+            Ok(())
+        }),
+    ),
+    quoted(
+        opt!("tls-ciphers", None, mutable: true, get: |c| c.tls.ciphers.clone(), set: |c, v| {
+            let probe = ferrocluster_host::tls::TlsSettings { ciphers: v.to_string(), ..Default::default() };
+            ferrocluster_host::tls::provider(&probe)?;
+            c.tls.ciphers = v.to_string();
+            Ok(())
+        }),
+    ),
+    bool_opt!("tls-session-caching", None, mutable: true, tls.session_caching),
+    int_opt!("tls-session-cache-size", None, mutable: true, 0, INT_MAX, tls.session_cache_size),
+    int_opt!("tls-session-cache-timeout", None, mutable: true, 0, INT_MAX, tls.session_cache_timeout),
+    bool_opt!("tls-cluster", None, mutable: false, tls_cluster),
+    bool_opt!("tls-replication", None, mutable: true, tls_replication),
     bool_opt!("daemonize", None, mutable: false, daemonize),
     bool_opt!("disable-thp", None, mutable: false, disable_thp),
     bool_opt!("stop-writes-on-bgsave-error", None, mutable: true, stop_writes_on_bgsave_error),
@@ -1344,17 +1459,28 @@ impl Config {
     }
 
     /// The bus port: `cluster-port`, or port + 10000 (redis-server's `CLUSTER_PORT_INCR`).
+    /// With `tls-cluster yes` the base is `tls-port` (Valkey `defaultClientPort`).
     ///
     /// # Errors
-    /// When port + 10000 does not fit in 16 bits.
+    /// When the base port + 10000 does not fit in 16 bits.
     pub fn bus_port(&self) -> Result<u16, String> {
+        let base = if self.tls_cluster {
+            self.cluster.tls_port
+        } else {
+            self.port
+        };
         match self.cluster.cluster_port {
-            0 => self
-                .port
+            0 => base
                 .checked_add(10000)
-                .ok_or_else(|| format!("port {} + 10000 is not a valid bus port", self.port)),
+                .ok_or_else(|| format!("port {base} + 10000 is not a valid bus port")),
             p => Ok(p),
         }
+    }
+
+    /// Whether anything uses TLS (a TLS client port, the bus or replication): the files are
+    /// then loaded at start.
+    pub fn tls_in_use(&self) -> bool {
+        self.cluster.tls_port != 0 || self.tls_cluster || self.tls_replication
     }
 
     /// Full path of the nodes.conf file.

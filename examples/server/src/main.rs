@@ -222,23 +222,36 @@ fn run_server(mut config: config::Config) -> Result<(), String> {
     metrics::spawn(&shared)?;
     // The data port opens last, so a client that can connect finds the bus up and the
     // node running (clients and tools probe readiness by connecting).
-    let mut listeners = net::listen_all(&shared.config.bind, shared.config.port)?;
+    // `port 0`: no plain TCP client port (Valkey); `tls-port`: TLS beside it.
+    let mut listeners = Vec::new();
+    if shared.config.port != 0 {
+        for l in net::listen_all(&shared.config.bind, shared.config.port)? {
+            listeners.push((l, false));
+        }
+    }
+    let tls_port = shared.config.cluster.tls_port;
+    if tls_port != 0 {
+        for l in net::listen_all(&shared.config.bind, tls_port)? {
+            listeners.push((l, true));
+        }
+    }
     tracing::info!(
         port = shared.config.port,
+        tls_port,
         io_threads = shared.config.io_threads,
         cluster = shared.config.cluster_enabled,
         "ready to accept connections"
     );
     // One accept thread per address; the last one is this thread.
-    let last = listeners.pop().ok_or("no listening socket")?;
-    for (i, l) in listeners.into_iter().enumerate() {
+    let (last, last_tls) = listeners.pop().ok_or("no listening socket")?;
+    for (i, (l, tls)) in listeners.into_iter().enumerate() {
         let (shared, io) = (Arc::clone(&shared), io.clone());
         std::thread::Builder::new()
             .name(format!("accept-{i}"))
-            .spawn(move || net::accept_loop(shared, l, io))
+            .spawn(move || net::accept_loop(shared, l, io, tls))
             .map_err(|e| format!("can't start an accept thread: {e}"))?;
     }
-    net::accept_loop(Arc::clone(&shared), last, io);
+    net::accept_loop(Arc::clone(&shared), last, io, last_tls);
     Ok(())
 }
 

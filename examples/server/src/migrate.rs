@@ -36,7 +36,6 @@ use ferrocluster_kvstore::{KeyExpiry, KvStore};
 use ferrocluster_node::{ConnId, JobKind, JobName, MigrationInput, MigrationRequest, Millis};
 use ferrocluster_slot::Slot;
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -386,7 +385,17 @@ pub fn on_flush(state: &mut State) {
 /// Carries out one [`MigrationRequest`] (on the bus thread, without the state lock held).
 pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
     let now = Millis(unix_ms());
-    if let MigrationRequest::Connect { job, ip, port, .. } = req {
+    if let MigrationRequest::Connect {
+        job,
+        ip,
+        port,
+        tls_port,
+        ..
+    } = req
+    {
+        // Valkey `getNodeDefaultReplicationPort`: the TLS port with `tls-replication yes`.
+        let tls = shared.tls_replication.load(Ordering::Relaxed);
+        let port = if tls && tls_port != 0 { tls_port } else { port };
         let shared = Arc::clone(shared);
         let spawned = std::thread::Builder::new()
             .name("asm-connect".into())
@@ -496,11 +505,9 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
 
 /// Source: opens the export connection, registers it and starts its reader and writer.
 fn connect(shared: Arc<Shared>, job: JobName, addr: SocketAddr) {
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).and_then(|s| {
-        s.set_nodelay(true)?;
-        let r = s.try_clone()?;
-        Ok((r, s))
-    });
+    // Plain or TLS as replication links are (Valkey `connTypeOfReplication`).
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .and_then(|s| crate::repl::wrap_link(&shared, s));
     let (reader, writer) = match stream {
         Ok(pair) => pair,
         Err(e) => {
@@ -570,7 +577,7 @@ fn connect(shared: Arc<Shared>, job: JobName, addr: SocketAddr) {
 /// Writes the link's bytes; `drained` reports the backlog to the node when it reaches 0
 /// and `want_drained` says the node waits for that.
 fn write_loop(
-    mut stream: TcpStream,
+    mut stream: crate::repl::LinkWriter,
     rx: Receiver<LinkMsg>,
     backlog: Arc<AtomicU64>,
     want_drained: Arc<AtomicBool>,
@@ -583,7 +590,7 @@ fn write_loop(
                 if !failed && stream.write_all(&b).is_err() {
                     // The reader sees the shutdown and reports the closed link.
                     failed = true;
-                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    stream.shutdown();
                 }
                 let left = backlog.fetch_sub(b.len() as u64, Ordering::Relaxed) - b.len() as u64;
                 if left == 0 && !failed && want_drained.swap(false, Ordering::Relaxed) {
@@ -593,15 +600,15 @@ fn write_loop(
             LinkMsg::Close => break,
         }
     }
-    let _ = stream.shutdown(std::net::Shutdown::Both);
+    stream.shutdown();
 }
 
 /// Source: what the target writes back (reply lines, SYNCSLOTS messages) goes to the plane;
 /// the end of the connection is `handle_closed` unless we closed it.
-fn read_loop(shared: Arc<Shared>, mut stream: TcpStream, conn: u64) {
+fn read_loop(shared: Arc<Shared>, mut stream: crate::repl::LinkReader, conn: u64) {
     let mut chunk = vec![0u8; 16 * 1024];
     loop {
-        let n = stream.read(&mut chunk).unwrap_or(0);
+        let n = stream.read(&mut chunk);
         let mut st = shared.state.lock();
         let now = Millis(unix_ms());
         let Some(io) = st.migr.exports.get(&conn) else {

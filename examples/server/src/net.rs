@@ -17,6 +17,7 @@ use crate::client::{ClientCtx, Delivery};
 use crate::resp::{parse_request, Limits, Out, Parsed};
 use crate::server::Shared;
 use crossbeam_channel::{Receiver, Sender};
+use ferrocluster_host::tls::Stream;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io::{ErrorKind, Read, Write};
@@ -30,10 +31,9 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// A message to an I/O thread.
 pub enum ToIo {
-    /// A freshly accepted connection.
-    /// An accepted connection and its client ID, given in accept order (Redis `createClient`
-    /// numbers clients as they are accepted).
-    Accepted(std::net::TcpStream, u64),
+    /// An accepted connection, its client ID, given in accept order (Redis `createClient`
+    /// numbers clients as they are accepted), and `true` when it came in on `tls-port` (TLS).
+    Accepted(std::net::TcpStream, u64, bool),
     /// Something to write to one of the thread's connections (pub/sub message, WAIT reply).
     Deliver {
         /// The connection's slot in the thread.
@@ -70,7 +70,8 @@ impl IoHandle {
 }
 
 struct Conn {
-    stream: TcpStream,
+    /// Plain TCP, or TLS on `tls-port` (the handshake runs inside reads and writes).
+    stream: Stream,
     rbuf: Vec<u8>,
     out: Out,
     args: Vec<Range<usize>>,
@@ -331,12 +332,20 @@ impl AcceptErrors {
 }
 
 /// Runs the blocking accept loop on `listener`, handing connections round-robin to `io` and
-/// refusing those past `maxclients` ([`ClientGate`]).
+/// refusing those past `maxclients` ([`ClientGate`]). `tls`: the listener is a `tls-port` one;
+/// its connections run the TLS handshake on their I/O thread. A TLS connection refused here
+/// (protected mode, `maxclients`) is closed without the plain-text reply, which a TLS client
+/// could not read before a handshake.
 ///
 /// At the open files limit `accept` fails with `EMFILE` and the connection would wait in the
 /// backlog, its client hanging: one spare descriptor (`/dev/null`) is kept open and given up
 /// for a moment to accept that client and answer it the `maxclients` refusal.
-pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec<IoHandle>) {
+pub fn accept_loop(
+    shared: Arc<Shared>,
+    listener: std::net::TcpListener,
+    io: Vec<IoHandle>,
+    tls: bool,
+) {
     let mut next = 0usize;
     let mut spare = std::fs::File::open("/dev/null").ok();
     let mut errors = AcceptErrors {
@@ -349,7 +358,9 @@ pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec
                 errors.flush();
                 if protected_denies(&shared, peer) {
                     use std::io::Write as _;
-                    let _ = s.write_all(PROTECTED_DENIED.as_bytes());
+                    if !tls {
+                        let _ = s.write_all(PROTECTED_DENIED.as_bytes());
+                    }
                     shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
@@ -362,7 +373,11 @@ pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec
                 };
                 let pending = gate.pending.load(Ordering::Relaxed);
                 if connected + pending + bus >= gate.maxclients() as usize {
-                    refuse(&shared, s);
+                    if tls {
+                        shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        refuse(&shared, s);
+                    }
                     continue;
                 }
                 let _ = s.set_nodelay(true);
@@ -370,14 +385,18 @@ pub fn accept_loop(shared: Arc<Shared>, listener: std::net::TcpListener, io: Vec
                 // The ID is taken here, in accept order, not when an I/O thread registers the
                 // connection (two threads would number them in either order).
                 let id = shared.next_client_id();
-                io[next % io.len()].send(ToIo::Accepted(s, id));
+                io[next % io.len()].send(ToIo::Accepted(s, id, tls));
                 next = next.wrapping_add(1);
             }
             Err(e) if matches!(e.raw_os_error(), Some(EMFILE) | Some(ENFILE)) => {
                 errors.note(&e);
                 drop(spare.take());
                 if let Ok((s, _)) = listener.accept() {
-                    refuse(&shared, s);
+                    if tls {
+                        shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        refuse(&shared, s);
+                    }
                 }
                 spare = std::fs::File::open("/dev/null").ok();
                 if spare.is_none() {
@@ -506,7 +525,7 @@ impl IoThread {
     fn drain_channel(&mut self) {
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
-                ToIo::Accepted(s, id) => self.add_conn(s, id),
+                ToIo::Accepted(s, id, tls) => self.add_conn(s, id, tls),
                 ToIo::Fanout(f) => self.fanout(&f),
                 ToIo::Deliver {
                     token,
@@ -618,7 +637,7 @@ impl IoThread {
         }
     }
 
-    fn add_conn(&mut self, s: std::net::TcpStream, id: u64) {
+    fn add_conn(&mut self, s: std::net::TcpStream, id: u64, tls: bool) {
         // Counted by the gate until its client is (or is not) created below.
         struct Pending<'a>(&'a ClientGate);
         impl Drop for Pending<'_> {
@@ -634,7 +653,17 @@ impl IoThread {
         keepalive(&s, self.shared.config.tcp_keepalive_s);
         let peer = s.peer_addr().ok();
         let local = s.local_addr().ok();
-        let mut stream = TcpStream::from_std(s);
+        let stream = TcpStream::from_std(s);
+        let mut stream = match (&self.shared.tls, tls) {
+            (Some(t), true) => match t.current().accept(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("Error accepting a client connection: {e}");
+                    return;
+                }
+            },
+            _ => Stream::Plain(stream),
+        };
         let token = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1
@@ -648,7 +677,13 @@ impl IoThread {
             self.free.push(token);
             return;
         }
-        let client = ClientCtx::new(&self.shared, id, self.index, token, peer, local);
+        let mut client = ClientCtx::new(&self.shared, id, self.index, token, peer, local);
+        if tls {
+            if let Some(cs) = client.cluster.as_mut() {
+                // MOVED / ASK / CLUSTER SLOTS etc. give a TLS client the TLS ports.
+                *cs = ferrocluster_command::ClientState::new(true, cs.ipv6());
+            }
+        }
         self.conns[token] = Some(Conn {
             stream,
             rbuf: Vec::with_capacity(READ_CHUNK),
@@ -692,9 +727,20 @@ impl IoThread {
             }
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if c.stream.wants_write() {
+                    // A handshake message the socket did not take yet.
+                    self.to_write.push(token);
+                }
                 return;
             }
-            Err(_) => {
+            Err(e) => {
+                if c.stream.is_tls() && e.kind() == ErrorKind::InvalidData {
+                    // Valkey `clientAcceptHandler`'s words (a failed handshake, a bad record).
+                    tracing::debug!(
+                        "Error accepting a client connection: {e} (addr={})",
+                        c.client.addr.map(|a| a.to_string()).unwrap_or_default()
+                    );
+                }
                 self.close(token);
                 return;
             }
@@ -741,10 +787,11 @@ impl IoThread {
             let Some(Some(c)) = self.conns.get_mut(token) else {
                 continue;
             };
-            let mut closed = false;
+            // TLS records left from the last write (or a handshake message) go first.
+            let mut closed = c.stream.flush_pending().is_err();
             // Replies waiting for a nodes.conf write hold back what follows them.
             let ready = c.client.writable(c.out.buf.len());
-            if ready > 0 {
+            if ready > 0 && !closed {
                 match c.stream.write(&c.out.buf[..ready]) {
                     Ok(n) => {
                         self.shared.stats.net_output_bytes(n);
@@ -757,12 +804,13 @@ impl IoThread {
                     Err(_) => closed = true,
                 }
             }
-            let flushed = c.out.buf.is_empty() && c.client.reply_holes.is_empty();
+            let flushed =
+                c.out.buf.is_empty() && c.client.reply_holes.is_empty() && !c.stream.wants_write();
             if closed || (flushed && c.close_after_flush) {
                 self.close(token);
                 continue;
             }
-            let need = c.client.writable(c.out.buf.len()) > 0;
+            let need = c.client.writable(c.out.buf.len()) > 0 || c.stream.wants_write();
             if need != c.want_write {
                 c.want_write = need;
                 let interest = if need {
@@ -824,7 +872,7 @@ fn keepalive(s: &std::net::TcpStream, secs: u32) {
 fn facts(c: &Conn, unparsed: usize) -> crate::clients::ConnFacts {
     use std::os::fd::AsRawFd;
     crate::clients::ConnFacts {
-        fd: c.stream.as_raw_fd(),
+        fd: c.stream.tcp().as_raw_fd(),
         qbuf: unparsed,
         qbuf_free: c.rbuf.capacity() - c.rbuf.len(),
         rbs: c.rbuf.capacity(),

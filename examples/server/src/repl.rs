@@ -91,7 +91,7 @@ pub struct ReplState {
     /// Replicas whose PSYNC asked for a partial resync (for `sync_partial_err`).
     asked_partial: HashSet<ConnId>,
     /// Write halves of the links to our primary.
-    links: HashMap<UpstreamId, TcpStream>,
+    links: HashMap<UpstreamId, LinkWriter>,
     /// Links to open ([`start_links`]).
     connects: Vec<(UpstreamId, String, u16)>,
     /// The RDB being loaded.
@@ -326,13 +326,13 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
             if let Some(s) = r.links.get_mut(&link) {
                 if let Err(e) = s.write_all(&bytes) {
                     tracing::debug!("replication link: write failed: {e}");
-                    let _ = s.shutdown(Shutdown::Both);
+                    s.shutdown();
                 }
             }
         }
         Output::CloseUpstream { link } => {
             if let Some(s) = r.links.remove(&link) {
-                let _ = s.shutdown(Shutdown::Both);
+                s.shutdown();
             }
         }
         Output::RdbBegin { offset, size, .. } => {
@@ -690,6 +690,113 @@ pub fn start_links(shared: &Arc<Shared>, state: &mut State) {
     }
 }
 
+/// The write half of an outgoing data link (a replica's link to its primary, a slot
+/// migration's export link): plain TCP, or the TLS session with `tls-replication yes`
+/// (Valkey `connTypeOfReplication`, which both use).
+pub enum LinkWriter {
+    /// Plain TCP: a clone of the socket the reader reads.
+    Plain(TcpStream),
+    /// TLS: the session the reader shares.
+    Tls(Arc<ferrocluster_host::tls::BlockingTls>),
+}
+
+impl LinkWriter {
+    /// Writes all of `bytes` (blocking, within the socket's write timeout).
+    ///
+    /// # Errors
+    /// The socket's (or the TLS session's) error.
+    pub fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            LinkWriter::Plain(s) => s.write_all(bytes),
+            LinkWriter::Tls(t) => t.write_all(bytes),
+        }
+    }
+
+    /// Shuts the link down both ways (its reader sees the end).
+    pub fn shutdown(&self) {
+        match self {
+            LinkWriter::Plain(s) => {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            LinkWriter::Tls(t) => t.shutdown(),
+        }
+    }
+}
+
+/// The read half: plain, or the socket a TLS session decrypts.
+pub enum LinkReader {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS: the session, the socket it reads records from, and plaintext decrypted but not
+    /// yet handed out.
+    Tls(Arc<ferrocluster_host::tls::BlockingTls>, TcpStream, Vec<u8>),
+}
+
+impl LinkReader {
+    /// Up to `buf.len()` bytes of the stream; 0 at its end or on an error.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        match self {
+            LinkReader::Plain(s) => s.read(buf).unwrap_or(0),
+            LinkReader::Tls(t, sock, pending) => {
+                if pending.is_empty() {
+                    match t.read(sock, pending) {
+                        Ok(0) => return 0,
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::debug!("replication link (TLS): {e}");
+                            return 0;
+                        }
+                    }
+                }
+                let n = pending.len().min(buf.len());
+                buf[..n].copy_from_slice(&pending[..n]);
+                pending.drain(..n);
+                n
+            }
+        }
+    }
+}
+
+/// Opens a link to the primary: TCP, then with `tls-replication yes` the TLS handshake
+/// (the primary's certificate checked against our CA; ours presented).
+fn open_link(shared: &Shared, host: &str, port: u16) -> std::io::Result<(LinkReader, LinkWriter)> {
+    let s = connect(host, port)?;
+    s.set_write_timeout(Some(Duration::from_secs(5)))?;
+    wrap_link(shared, s)
+}
+
+/// Makes a connected socket a data link: with `tls-replication yes` (and the TLS files
+/// loaded) the TLS handshake runs first (at most 5 s per read of it), the peer's certificate
+/// checked against our CA and ours presented; else plain TCP.
+///
+/// # Errors
+/// The socket's errors or the handshake's (`InvalidData`).
+pub fn wrap_link(shared: &Shared, s: TcpStream) -> std::io::Result<(LinkReader, LinkWriter)> {
+    s.set_nodelay(true)?;
+    let tls = shared
+        .tls_replication
+        .load(std::sync::atomic::Ordering::Relaxed);
+    match (&shared.tls, tls) {
+        (Some(t), true) => {
+            s.set_read_timeout(Some(Duration::from_secs(5)))?;
+            let ip = s.peer_addr()?.ip();
+            let (session, reader) =
+                ferrocluster_host::tls::BlockingTls::connect(&t.current(), s, ip)?;
+            // Handshake done: the stream may be idle for long (the engine pings).
+            reader.set_read_timeout(None)?;
+            let session = Arc::new(session);
+            Ok((
+                LinkReader::Tls(Arc::clone(&session), reader, Vec::new()),
+                LinkWriter::Tls(session),
+            ))
+        }
+        _ => {
+            let w = s.try_clone()?;
+            Ok((LinkReader::Plain(s), LinkWriter::Plain(w)))
+        }
+    }
+}
+
 fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
     let mut last = std::io::Error::other("no address");
     // A (host, port) pair: an IPv6 host (`::1`) cannot be written as `host:port` text.
@@ -703,12 +810,7 @@ fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
 }
 
 fn link_main(shared: &Arc<Shared>, link: UpstreamId, host: &str, port: u16) {
-    let stream = connect(host, port).and_then(|s| {
-        s.set_nodelay(true)?;
-        s.set_write_timeout(Some(Duration::from_secs(5)))?;
-        let w = s.try_clone()?;
-        Ok((s, w))
-    });
+    let stream = open_link(shared, host, port);
     let mut reader = {
         let mut st = shared.state.lock();
         let now = Millis(unix_ms());
@@ -731,7 +833,7 @@ fn link_main(shared: &Arc<Shared>, link: UpstreamId, host: &str, port: u16) {
     };
     let mut buf = vec![0u8; 256 * 1024];
     loop {
-        let n = reader.read(&mut buf).unwrap_or(0);
+        let n = reader.read(&mut buf);
         let mut st = shared.state.lock();
         if !st.repl.links.contains_key(&link) {
             // The engine closed it.

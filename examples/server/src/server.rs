@@ -283,6 +283,13 @@ pub struct Shared {
     /// The default user is on and `nopass`: new connections start authenticated
     /// (`crate::acl::refresh_default` keeps it current).
     pub acl_default_open: std::sync::atomic::AtomicBool,
+    /// The TLS configurations in force (`None`: no TLS port or link is configured);
+    /// CONFIG SET tls-* swaps them for new connections.
+    pub tls: Option<ferrocluster_host::tls::TlsReloader>,
+    /// The `tls-*` directives in force (CONFIG SET changes them; CONFIG GET shows them).
+    pub tls_settings: RwLock<ferrocluster_host::tls::TlsSettings>,
+    /// `tls-replication` in force (CONFIG SET changes it; read when a replica link is made).
+    pub tls_replication: std::sync::atomic::AtomicBool,
     next_client_id: AtomicU64,
 }
 
@@ -325,7 +332,18 @@ impl Shared {
         kv.log_expired(true);
         let mut evict = crate::evict::Eviction::default();
         evict.configure(config.maxmemory, &mut kv, now);
+        // Valkey `tlsConfigure` at start: a file that does not load stops the start.
+        let tls = if config.tls_in_use() {
+            let c = ferrocluster_host::tls::TlsConfigs::load(&config.tls)
+                .map_err(|e| format!("Failed to configure TLS. Check logs for more info. ({e})"))?;
+            Some(ferrocluster_host::tls::TlsReloader::new(c))
+        } else {
+            None
+        };
         Ok(Shared {
+            tls,
+            tls_settings: RwLock::new(config.tls.clone()),
+            tls_replication: std::sync::atomic::AtomicBool::new(config.tls_replication),
             state: Mutex::new(State {
                 kv,
                 evict,

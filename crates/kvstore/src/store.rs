@@ -319,6 +319,17 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         Ok(Some((slot, pos, hash)))
     }
 
+    /// Deletes `key` if it is expired at `now` (Valkey `expireIfNeeded` on a primary), logging
+    /// it for [`KvStore::take_expired`] when [`KvStore::log_expired`] is on. Lets a host that
+    /// announces expiries (keyspace notifications) delete what a read finds expired, as a
+    /// read through `&self` ([`KvStore::get`]) cannot.
+    ///
+    /// # Errors
+    /// [`KvError::DbOutOfRange`].
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: u64) -> Result<(), KvError> {
+        self.locate_mut(db, SlotKey::new(key), now).map(|_| ())
+    }
+
     /// Mutable access to the value of a live `key`. The returned guard re-measures the value's
     /// [`KvValue::heap_size`] when dropped, keeping the slot's memory figure right. An expired
     /// key is deleted and `None` returned.

@@ -785,6 +785,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.output_limits = *shared.output_limits.read();
     c.requirepass = state.acl.requirepass.clone();
     c.acllog_max_len = state.acl.log.max_len();
+    c.notify_keyspace_events = state.notify.flags();
     c.users = crate::acl::user_lines(state);
     c.tls = shared.tls_settings.read().clone();
     c.tls_replication = shared
@@ -969,6 +970,7 @@ fn config_set(
         crate::acl::refresh_default(shared, state);
     }
     state.acl.log.set_max_len(next.acllog_max_len);
+    state.notify.set_flags(next.notify_keyspace_events);
     shared.clients.set_maxclients(next.maxclients);
     crate::types::set_limits(next.limits);
     state

@@ -446,6 +446,22 @@ pub fn run(
     out: &mut Out,
     now: u64,
 ) -> Flow {
+    let flow = run_command(shared, state, client, spec, args, out, now);
+    // Keyspace notifications of the command (and of the keys it found expired or evicted).
+    crate::notify::publish(shared, state);
+    flow
+}
+
+/// [`run`] without the keyspace notifications' publication.
+fn run_command(
+    shared: &Shared,
+    state: &mut State,
+    client: &mut ClientCtx,
+    spec: &Spec,
+    args: &Args<'_>,
+    out: &mut Out,
+    now: u64,
+) -> Flow {
     let resolved;
     let spec = if spec.info.subcommands.is_empty() || spec.name.contains('|') {
         spec
@@ -500,6 +516,7 @@ pub fn run(
         prop: crate::cmd::Propagation::default(),
     };
     ctx.state.tracking.current = Some(ctx.client.id);
+    crate::notify::expire_keys_of(ctx.state, spec, args, db, now);
     let started = std::time::Instant::now();
     let flow = dispatch(&mut ctx);
     let duration_us = started.elapsed().as_micros() as u64;

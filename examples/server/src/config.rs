@@ -133,6 +133,9 @@ pub struct Config {
     pub aclfile: Option<String>,
     /// `acllog-max-len`: ACL LOG entries kept (default 128).
     pub acllog_max_len: usize,
+    /// `notify-keyspace-events`: the keyspace notification classes on, as
+    /// `crate::notify`'s flags. Default none (`""`).
+    pub notify_keyspace_events: u32,
     /// `loglevel`: debug, verbose, notice, warning. Default notice.
     pub loglevel: LogLevel,
     /// `logfile`: log to this file instead of stderr (empty = stderr).
@@ -490,6 +493,7 @@ impl Default for Config {
             users: Vec::new(),
             aclfile: None,
             acllog_max_len: ferrocluster_acl::DEFAULT_LOG_MAX_LEN,
+            notify_keyspace_events: 0,
             loglevel: LogLevel::Notice,
             logfile: None,
             io_threads: (cores / 2).clamp(1, 4),
@@ -1192,6 +1196,14 @@ pub static OPTIONS: &[Opt] = &[
     bool_opt!("tls-cluster", None, mutable: false, tls_cluster),
     bool_opt!("tls-replication", None, mutable: true, tls_replication),
     bool_opt!("daemonize", None, mutable: false, daemonize),
+    // Debian's redis.conf says `supervised no` (issue 37): accepted; the other modes would
+    // need a notification to upstart / systemd this server does not send.
+    opt!("supervised", None, mutable: false, get: |_| "no".into(), set: |_, v| {
+        if !["upstart", "systemd", "auto", "no"].contains(&v.to_ascii_lowercase().as_str()) {
+            return Err("argument(s) must be one of the following: upstart, systemd, auto, no".into());
+        }
+        only_default(v, "no", "ferrocluster-server does not notify a supervisor")
+    }),
     bool_opt!("disable-thp", None, mutable: false, disable_thp),
     bool_opt!("stop-writes-on-bgsave-error", None, mutable: true, stop_writes_on_bgsave_error),
     bool_opt!("dynamic-hz", None, mutable: false, dynamic_hz),
@@ -1281,8 +1293,12 @@ pub static OPTIONS: &[Opt] = &[
         only_default(v, "no", "ferrocluster-server does not change its oom_score_adj")
     }),
     quoted(
-        opt!("notify-keyspace-events", None, mutable: false, get: |_| String::new(), set: |_, v| {
-            only_default(v, "", "ferrocluster-server sends no keyspace notifications")
+        opt!("notify-keyspace-events", None, mutable: true, get: |c| crate::notify::flags_text(c.notify_keyspace_events), set: |c, v| {
+            // Valkey `setConfigNotifyKeyspaceEventsOption`'s text.
+            c.notify_keyspace_events = crate::notify::parse_flags(v).ok_or_else(|| {
+                "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()
+            })?;
+            Ok(())
         }),
     ),
     // Subjects this server does not have (see `Inert`):
@@ -1904,6 +1920,8 @@ mod tests {
     /// server); `client-output-buffer-limit` is shown as Valkey shows it.
     #[test]
     fn redis_conf_directives_refuse_what_is_not_honoured() {
+        // `supervised no` is Debian's (issue 37).
+        assert!(parse_args(&args("--supervised no"), no_file).is_ok());
         let text = "lazyfree-lazy-eviction no\nprotected-mode yes\nlazyfree-lazy-expire yes\n";
         let e = Config::default()
             .apply_file("r.conf", text, &no_file)
@@ -1914,10 +1932,10 @@ mod tests {
             "--tcp-backlog 1024",
             "--always-show-logo yes",
             "--rdbchecksum no",
-            "--notify-keyspace-events KEA",
             "--repl-diskless-load on-empty-db",
             "--oom-score-adj yes",
             "--client-output-buffer-limit normal 1mb 0 0",
+            "--supervised systemd",
         ] {
             let e = parse_args(&args(bad), no_file).unwrap_err();
             assert!(e.reason.contains("only"), "{bad}: {e}");
@@ -1942,6 +1960,10 @@ mod tests {
             (
                 "--proc-title-template {nope}",
                 "template format is invalid or contains unknown variables",
+            ),
+            (
+                "--supervised bogus",
+                "argument(s) must be one of the following: upstart, systemd, auto, no",
             ),
         ] {
             assert_eq!(

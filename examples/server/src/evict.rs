@@ -278,6 +278,14 @@ impl Eviction {
                     if let Ok(Some(_)) = state.kv.remove(db, &key, now) {
                         state.evict.evicted_keys += 1;
                         crate::cmd::txn::touch(state, db, &key);
+                        // Valkey `performEvictions`: the deletion, then `evicted`.
+                        crate::notify::keyspace_event(
+                            state,
+                            db,
+                            crate::notify::EVICTED,
+                            "evicted",
+                            &key,
+                        );
                         evicted.push((db, key));
                     }
                 }

@@ -69,10 +69,12 @@ pub fn restore_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out,
             let at = expire_at_ms.map(|t| t.max(0) as u64);
             let _ = state.kv.insert_with_expiry(db, &key, value, at, now);
             out.ok();
+            crate::blocking::signal(state, db, &key);
+            crate::notify::keyspace_event(state, db, crate::notify::GENERIC, "restore", &key);
         }
         Ok(Restore::Expired { key, replace }) => {
-            if replace {
-                let _ = state.kv.remove(db, &key, now);
+            if replace && matches!(state.kv.remove(db, &key, now), Ok(Some(_))) {
+                crate::notify::keyspace_event(state, db, crate::notify::GENERIC, "del", &key);
             }
             out.ok();
         }
@@ -142,7 +144,9 @@ pub fn migrate_cmd(
     };
     if !moved.is_empty() {
         for k in &moved {
-            let _ = state.kv.remove(db, k, now);
+            if matches!(state.kv.remove(db, k, now), Ok(Some(_))) {
+                crate::notify::keyspace_event(state, db, crate::notify::GENERIC, "del", k);
+            }
         }
         let keys: Vec<&[u8]> = moved.iter().map(Vec::as_slice).collect();
         crate::repl::propagate_dels(state, db, &keys);

@@ -34,6 +34,7 @@ mod metrics;
 mod migrate;
 mod monitor;
 mod net;
+mod notify;
 mod persist;
 mod rates;
 mod readiness;
@@ -317,6 +318,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                         let n = st.kv.expire_cycle(now, 2000);
                         st.expired_keys += n;
                         repl::propagate_expired(&mut st);
+                        notify::publish(&shared, &mut st);
                         if n < 500 || started.elapsed() > std::time::Duration::from_millis(25) {
                             let ms = started.elapsed().as_millis() as u64;
                             st.latency.add_if_needed("expire-cycle", ms, now);

@@ -252,6 +252,10 @@ pub fn propagate_expired(state: &mut State) {
         return;
     }
     for (db, key) in &expired {
+        // Valkey `deleteExpiredKeyAndPropagate`: the DEL, then the `expired` event.
+        state
+            .notify
+            .event(crate::notify::EXPIRED, "expired", key, *db);
         emit(state, *db, key, &[b"DEL", key]);
     }
 }

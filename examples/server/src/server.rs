@@ -71,6 +71,8 @@ pub struct State {
     pub evict: crate::evict::Eviction,
     /// ACL users, ACL LOG and the denial counters (`crate::acl`).
     pub acl: crate::acl::AclState,
+    /// Keyspace notifications: the classes on and the messages to publish (`crate::notify`).
+    pub notify: crate::notify::Notify,
     /// Keys of slots another node owns whose DELs are still to be fed, and the lazyfree
     /// counters (`crate::lazyfree`).
     pub slot_dels: crate::lazyfree::SlotDels,
@@ -369,6 +371,7 @@ impl Shared {
                     config.slowlog_max_len,
                 ),
                 acl,
+                notify: crate::notify::Notify::new(config.notify_keyspace_events),
             }),
             acl_default_open: std::sync::atomic::AtomicBool::new(acl_default_open),
             config,

@@ -199,6 +199,59 @@ fn wrong_type_wait(port: u16) -> Vec<Vec<u8>> {
     vec![a.read_reply()]
 }
 
+/// Waiters are served when their key arrives by RENAME, COPY, SORT ... STORE, RESTORE or
+/// MOVE, not only by a push (issue 37: ours woke them only for pushes and moves; Redis's
+/// `dbAdd` signals the key).
+fn key_arrivals(port: u16) -> Vec<Vec<u8>> {
+    let mut a = c(port);
+    let mut got = Vec::new();
+    // `block` on `a`, then `arrive` on `p`: its reply and the waiter's.
+    let mut serve = |block: &[&[u8]], p: &mut Client, arrive: &[&[u8]]| {
+        a.send_raw(&common::encode(block));
+        wait_blocked(port, 1);
+        p.send_raw(&common::encode(arrive));
+        got.push(p.read_reply());
+        got.push(a.read_reply());
+    };
+    let mut p = c(port);
+    let mut setup = c(port);
+    setup.cmd(&["RPUSH", "src", "r"]);
+    setup.cmd(&["ZADD", "zsrc", "1", "c"]);
+    setup.cmd(&["RPUSH", "unsorted", "3", "1", "2"]);
+    setup.cmd(&["RPUSH", "dumped", "d"]);
+    let dump = setup.cmd(&["DUMP", "dumped"]);
+    let payload = dump[dump.iter().position(|&b| b == b'\n').unwrap() + 1..dump.len() - 2].to_vec();
+    setup.cmd(&["SELECT", "1"]);
+    setup.cmd(&["RPUSH", "k4", "m"]);
+    serve(
+        &[b"BLPOP", b"k1", b"0"],
+        &mut p,
+        &[b"RENAME", b"src", b"k1"],
+    );
+    serve(
+        &[b"BZPOPMIN", b"z", b"0"],
+        &mut p,
+        &[b"COPY", b"zsrc", b"z"],
+    );
+    serve(
+        &[b"BLMPOP", b"0", b"1", b"k2", b"LEFT", b"COUNT", b"3"],
+        &mut p,
+        &[b"SORT", b"unsorted", b"STORE", b"k2"],
+    );
+    serve(
+        &[b"BRPOP", b"k3", b"0"],
+        &mut p,
+        &[b"RESTORE", b"k3", b"0", &payload],
+    );
+    // `setup` is in database 1, where k4 is.
+    serve(
+        &[b"BLPOP", b"k4", b"0"],
+        &mut setup,
+        &[b"MOVE", b"k4", b"0"],
+    );
+    got
+}
+
 #[test]
 fn blocking_pops_match_redis() {
     let [redis, ours] = ports::ports(2)[..] else {
@@ -206,7 +259,7 @@ fn blocking_pops_match_redis() {
     };
     let (_procs, _redis) = start_pair("blocking-pops", redis, ours);
     type Scenario = fn(u16) -> Vec<Vec<u8>>;
-    let all: [(&str, Scenario); 8] = [
+    let all: [(&str, Scenario); 9] = [
         ("fifo", fifo),
         ("timeouts", timeouts),
         ("multi", multi),
@@ -215,6 +268,7 @@ fn blocking_pops_match_redis() {
         ("pipelined", pipelined),
         ("zsets", zsets),
         ("wrong_type_wait", wrong_type_wait),
+        ("key_arrivals", key_arrivals),
     ];
     for (name, run) in all {
         let want = scenario(redis, run);

@@ -5,6 +5,7 @@ use super::{
     create, drop_if_empty, parse_i64, read, reply_len, write, Ctx, WrongType, NOT_INT, SYNTAX,
     WRONGTYPE,
 };
+use crate::notify;
 use crate::table::Cmd;
 use crate::types::hash::Hash;
 use crate::types::table::TOO_BIG;
@@ -57,6 +58,7 @@ fn hset(ctx: &mut Ctx<'_, '_>) {
     }
     drop(h);
     ctx.modified(key);
+    ctx.notify(notify::HASH, "hset", key);
     ctx.prop.dirty += pairs as u64 - 1;
     if ctx.spec.cmd == Cmd::Hset {
         ctx.out.int(created);
@@ -83,6 +85,7 @@ fn hsetnx(ctx: &mut Ctx<'_, '_>) {
         return ctx.out.error(TOO_BIG);
     }
     ctx.modified(key);
+    ctx.notify(notify::HASH, "hset", key);
     ctx.out.int(1);
 }
 
@@ -130,8 +133,12 @@ fn hdel(ctx: &mut Ctx<'_, '_>) {
         }
     }
     if deleted > 0 {
-        drop_if_empty::<Hash>(&mut ctx.state.kv, db, key, now);
+        let gone = drop_if_empty::<Hash>(&mut ctx.state.kv, db, key, now);
         ctx.modified(key);
+        ctx.notify(notify::HASH, "hdel", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
         ctx.prop.dirty += deleted as u64 - 1;
     }
     ctx.out.int(deleted);
@@ -196,6 +203,7 @@ fn hincrby(ctx: &mut Ctx<'_, '_>) {
         return ctx.out.error(TOO_BIG);
     }
     ctx.modified(key);
+    ctx.notify(notify::HASH, "hincrby", key);
     ctx.out.int(new);
 }
 
@@ -235,6 +243,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_, '_>) {
         return ctx.out.error(TOO_BIG);
     }
     ctx.modified(key);
+    ctx.notify(notify::HASH, "hincrbyfloat", key);
     ctx.out.bulk(text.as_bytes());
     // Redis: always `HSET key field value` with the result.
     ctx.effect(&[b"HSET", key, field, text.as_bytes()]);

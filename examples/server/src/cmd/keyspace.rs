@@ -3,6 +3,7 @@
 //! commands, OBJECT, MEMORY USAGE, SORT / SORT_RO, DBSIZE, FLUSHDB / FLUSHALL, SWAPDB.
 
 use super::{int_arg, parse_i64, reply_len, Ctx, NOT_INT, SYNTAX, WRONGTYPE};
+use crate::notify;
 use crate::server::Value;
 use crate::table::Cmd;
 use ferrocluster_kvstore::{KeyExpiry, KvValue, ScanOptions};
@@ -44,6 +45,7 @@ fn del(ctx: &mut Ctx<'_, '_>) {
         let key = ctx.arg(i);
         if let Ok(Some(_)) = ctx.state.kv.remove(ctx.db, key, ctx.now) {
             ctx.modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
             n += 1;
         }
     }
@@ -151,6 +153,11 @@ fn rename(ctx: &mut Ctx<'_, '_>) {
     let _ = ctx.state.kv.insert_with_expiry(db, dst, v, at, now);
     ctx.modified(src);
     ctx.modified(dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
+    // A list or sorted set arriving under a key clients wait on serves them (Valkey `dbAdd`'s
+    // `signalKeyAsReady`).
+    crate::blocking::signal(ctx.state, db, dst);
     if nx {
         ctx.out.int(1);
     } else {
@@ -195,6 +202,8 @@ fn copy(ctx: &mut Ctx<'_, '_>) {
     }
     let _ = ctx.state.kv.insert_with_expiry(dst_db, dst, v, at, now);
     ctx.modified_in(dst_db, dst);
+    ctx.notify_in(dst_db, notify::GENERIC, "copy_to", dst);
+    crate::blocking::signal(ctx.state, dst_db, dst);
     ctx.out.int(1);
 }
 
@@ -223,6 +232,9 @@ fn move_cmd(ctx: &mut Ctx<'_, '_>) {
     }
     ctx.modified_in(db, key);
     ctx.modified_in(dst_db, key);
+    ctx.notify_in(db, notify::GENERIC, "move_from", key);
+    ctx.notify_in(dst_db, notify::GENERIC, "move_to", key);
+    crate::blocking::signal(ctx.state, dst_db, key);
     ctx.out.int(1);
 }
 
@@ -293,6 +305,8 @@ fn expire(ctx: &mut Ctx<'_, '_>) {
         let _ = ctx.state.kv.remove(db, key, now);
         ctx.state.expired_keys += 1;
         ctx.modified(key);
+        // valkey-server 9.1.2 announces a time already past as `expired` (read from it).
+        ctx.notify(notify::EXPIRED, "expired", key);
         ctx.effect(&[b"DEL", key]);
     } else {
         let _ = ctx
@@ -300,6 +314,7 @@ fn expire(ctx: &mut Ctx<'_, '_>) {
             .kv
             .set_expire_at(db, key, u64::try_from(when).unwrap_or(0), now);
         ctx.modified(key);
+        ctx.notify(notify::GENERIC, "expire", key);
         let w = when.to_string();
         let mut argv: Vec<&[u8]> = vec![b"PEXPIREAT", key, w.as_bytes()];
         argv.extend((3..ctx.argc()).map(|i| ctx.arg(i)));
@@ -335,6 +350,7 @@ fn persist(ctx: &mut Ctx<'_, '_>) {
     let had = ctx.state.kv.persist(ctx.db, key, ctx.now).unwrap_or(false);
     if had {
         ctx.modified(key);
+        ctx.notify(notify::GENERIC, "persist", key);
     }
     ctx.out.int(i64::from(had));
 }
@@ -673,8 +689,11 @@ fn sort(ctx: &mut Ctx<'_, '_>) {
         }
         ctx.prop.dirty += len as u64;
         super::txn::touch(ctx.state, db, dest);
+        ctx.notify(notify::LIST, "sortstore", dest);
+        crate::blocking::signal(ctx.state, db, dest);
     } else if let Ok(Some(_)) = ctx.state.kv.remove(db, dest, now) {
         ctx.modified(dest);
+        ctx.notify(notify::GENERIC, "del", dest);
     }
     reply_len(ctx.out, len);
 }

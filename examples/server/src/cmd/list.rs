@@ -8,6 +8,7 @@ use super::{
     WRONGTYPE,
 };
 use crate::blocking::{self, BlockOp};
+use crate::notify;
 use crate::resp::Out;
 use crate::server::State;
 use crate::table::Cmd;
@@ -83,6 +84,7 @@ fn push(ctx: &mut Ctx<'_, '_>, end: End, xx: bool) {
     };
     ctx.out.int(n as i64);
     ctx.modified(key);
+    ctx.notify(notify::LIST, push_event(end), key);
     blocking::signal(ctx.state, ctx.db, key);
 }
 
@@ -108,6 +110,7 @@ fn linsert(ctx: &mut Ctx<'_, '_>) {
         }
     };
     ctx.modified(key);
+    ctx.notify(notify::LIST, "linsert", key);
     ctx.out.int(n as i64);
 }
 
@@ -158,6 +161,7 @@ fn lset(ctx: &mut Ctx<'_, '_>) {
     }
     ctx.out.ok();
     ctx.modified(key);
+    ctx.notify(notify::LIST, "lset", key);
 }
 
 /// Writes elements `start..=end` (resolved) of `l` as an array, reversed when `rev`.
@@ -221,11 +225,16 @@ fn ltrim(ctx: &mut Ctx<'_, '_>) {
             }
         }
     };
-    drop_if_empty::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now);
+    let gone = drop_if_empty::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now);
     if removed > 0 {
         ctx.modified(key);
     } else {
         super::txn::touch(ctx.state, ctx.db, key);
+    }
+    // Valkey `ltrimCommand` announces a trim that removed nothing too.
+    ctx.notify(notify::LIST, "ltrim", key);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
     }
     ctx.out.ok();
 }
@@ -241,9 +250,13 @@ fn lrem(ctx: &mut Ctx<'_, '_>) {
         Ok(None) => return ctx.out.int(0),
         Ok(Some(mut l)) => l.remove_matching(elem, count.unsigned_abs() as usize, count < 0, fill),
     };
-    drop_if_empty::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now);
+    let gone = drop_if_empty::<List>(&mut ctx.state.kv, ctx.db, key, ctx.now);
     if removed > 0 {
         ctx.modified(key);
+        ctx.notify(notify::LIST, "lrem", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.out.int(removed as i64);
 }
@@ -375,7 +388,6 @@ pub fn pop_into(
     out: &mut Out,
     now: u64,
 ) -> Result<usize, WrongType> {
-    let fill = fill(state);
     let n = match write::<List>(&mut state.kv, db, key, now)? {
         None => return Ok(0),
         Some(mut l) => match count {
@@ -394,12 +406,18 @@ pub fn pop_into(
                         out.bulk(&v);
                     }
                 }
-                let _ = fill;
                 n
             }
         },
     };
-    drop_if_empty::<List>(&mut state.kv, db, key, now);
+    let gone = drop_if_empty::<List>(&mut state.kv, db, key, now);
+    if n > 0 {
+        // Valkey `listElementsRemoved`.
+        notify::keyspace_event(state, db, notify::LIST, pop_event(end), key);
+        if gone {
+            notify::keyspace_event(state, db, notify::GENERIC, "del", key);
+        }
+    }
     Ok(n)
 }
 
@@ -479,11 +497,17 @@ pub fn move_into(
         out.null();
         return Ok(false);
     };
-    drop_if_empty::<List>(&mut state.kv, db, src, now);
+    let src_gone = drop_if_empty::<List>(&mut state.kv, db, src, now) && src != dst;
     let mut d = create(&mut state.kv, db, dst, now, List::new)?;
     d.push(to, &v, fill);
     drop(d);
     out.bulk(&v);
+    // Valkey `lmoveHandlePush`, then `listElementsRemoved` for the source.
+    notify::keyspace_event(state, db, notify::LIST, push_event(to), dst);
+    notify::keyspace_event(state, db, notify::LIST, pop_event(from), src);
+    if src_gone {
+        notify::keyspace_event(state, db, notify::GENERIC, "del", src);
+    }
     blocking::signal(state, db, dst);
     Ok(true)
 }
@@ -508,6 +532,22 @@ fn do_move(ctx: &mut Ctx<'_, '_>, from: End, to: End) {
             ctx.modified(src);
             ctx.modified(dst);
         }
+    }
+}
+
+/// The keyspace event of a push at `end`: `lpush` / `rpush`.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpush",
+        End::Right => "rpush",
+    }
+}
+
+/// The keyspace event of a pop at `end`: `lpop` / `rpop`.
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpop",
+        End::Right => "rpop",
     }
 }
 

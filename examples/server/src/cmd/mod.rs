@@ -306,6 +306,21 @@ impl<'b> Ctx<'_, 'b> {
         self.modified_in(self.db, key);
     }
 
+    /// A keyspace notification of `class` named `event` for `key` in the selected database
+    /// (Valkey `notifyKeyspaceEvent`; see `crate::notify`). Called where Valkey calls it, in
+    /// the same order. Keys the command found expired are announced (`expired`) first, as
+    /// Valkey's lookup does before the command's own events.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.db, class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        crate::notify::keyspace_event(self.state, db, class, event, key);
+    }
+
     /// Propagates `argv` as this command's effect (instead of the command itself).
     pub fn effect(&mut self, argv: &[&[u8]]) {
         self.prop

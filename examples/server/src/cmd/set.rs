@@ -6,6 +6,7 @@ use super::{
     create, drop_if_empty, parse_i64, read, reply_len, write, Ctx, WrongType, NOT_INT,
     NOT_POSITIVE, SYNTAX, WRONGTYPE,
 };
+use crate::notify;
 use crate::server::Value;
 use crate::table::Cmd;
 use crate::types::intset::IntSet;
@@ -60,6 +61,7 @@ fn sadd(ctx: &mut Ctx<'_, '_>) {
     drop(s);
     if added > 0 {
         ctx.modified(key);
+        ctx.notify(notify::SET, "sadd", key);
         ctx.prop.dirty += added - 1;
     }
     reply_len(ctx.out, added as usize);
@@ -84,8 +86,12 @@ fn srem(ctx: &mut Ctx<'_, '_>) {
         }
     }
     if removed > 0 {
-        drop_if_empty::<Set>(&mut ctx.state.kv, db, key, now);
+        let gone = drop_if_empty::<Set>(&mut ctx.state.kv, db, key, now);
         ctx.modified(key);
+        ctx.notify(notify::SET, "srem", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
         ctx.prop.dirty += removed - 1;
     }
     reply_len(ctx.out, removed as usize);
@@ -222,9 +228,13 @@ fn spop(ctx: &mut Ctx<'_, '_>) {
         let m = s.pop_random(&mut draw);
         drop(s);
         let Some(m) = m else { return ctx.out.null() };
-        drop_if_empty::<Set>(&mut ctx.state.kv, db, key, now);
+        let gone = drop_if_empty::<Set>(&mut ctx.state.kv, db, key, now);
         ctx.out.bulk(&m);
         ctx.modified(key);
+        ctx.notify(notify::SET, "spop", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
         ctx.effect(&[b"SREM", key, &m]);
         return;
     };
@@ -241,6 +251,8 @@ fn spop(ctx: &mut Ctx<'_, '_>) {
             ctx.out.bulk(m);
         }
         ctx.modified(key);
+        ctx.notify(notify::SET, "spop", key);
+        ctx.notify(notify::GENERIC, "del", key);
         ctx.effect(&[b"DEL", key]);
         return;
     }
@@ -256,6 +268,7 @@ fn spop(ctx: &mut Ctx<'_, '_>) {
         ctx.out.bulk(m);
     }
     ctx.modified(key);
+    ctx.notify(notify::SET, "spop", key);
     for batch in popped.chunks(SREM_BATCH) {
         let mut argv: Vec<&[u8]> = vec![b"SREM", key];
         argv.extend(batch.iter().map(Vec::as_slice));
@@ -287,14 +300,22 @@ fn smove(ctx: &mut Ctx<'_, '_>) {
     if !removed {
         return ctx.out.int(0);
     }
-    drop_if_empty::<Set>(kv, db, src, now);
+    let src_gone = drop_if_empty::<Set>(kv, db, src, now);
     let added = match create(kv, db, dst, now, || Set::create(m, 1, &limits)) {
         Ok(mut d) => d.insert(m, &limits),
         Err(WrongType) => Ok(false),
     };
     ctx.modified(src);
+    // Valkey `smoveCommand`: `srem` (and `del`) on the source, `sadd` on the destination.
+    ctx.notify(notify::SET, "srem", src);
+    if src_gone {
+        ctx.notify(notify::GENERIC, "del", src);
+    }
     match added {
-        Ok(true) => ctx.modified(dst),
+        Ok(true) => {
+            ctx.modified(dst);
+            ctx.notify(notify::SET, "sadd", dst);
+        }
         Ok(false) => {}
         Err(_) => return ctx.out.error(TOO_BIG),
     }
@@ -331,6 +352,7 @@ fn store(ctx: &mut Ctx<'_, '_>, dst: &[u8], members: Vec<Vec<u8>>) {
     if n == 0 {
         if let Ok(Some(_)) = ctx.state.kv.remove(db, dst, now) {
             ctx.modified(dst);
+            ctx.notify(notify::GENERIC, "del", dst);
         } else {
             super::txn::touch(ctx.state, db, dst);
         }
@@ -345,6 +367,7 @@ fn store(ctx: &mut Ctx<'_, '_>, dst: &[u8], members: Vec<Vec<u8>>) {
     }
     let _ = ctx.state.kv.insert(db, dst, Value::Set(Box::new(s)), now);
     ctx.modified(dst);
+    ctx.notify(notify::SET, "sinterstore", dst);
     reply_len(ctx.out, n);
 }
 
@@ -492,6 +515,7 @@ fn sunion_diff(ctx: &mut Ctx<'_, '_>) {
         if dst.is_empty() {
             if let Ok(Some(_)) = ctx.state.kv.remove(db, key, now) {
                 ctx.modified(key);
+                ctx.notify(notify::GENERIC, "del", key);
             } else {
                 ctx.modified(key);
             }
@@ -500,6 +524,8 @@ fn sunion_diff(ctx: &mut Ctx<'_, '_>) {
         let n = dst.len();
         let _ = ctx.state.kv.insert(db, key, Value::Set(Box::new(dst)), now);
         ctx.modified(key);
+        let event = if union { "sunionstore" } else { "sdiffstore" };
+        ctx.notify(notify::SET, event, key);
         return reply_len(ctx.out, n);
     }
     ctx.out.set(dst.len());

@@ -1,6 +1,7 @@
 //! The string commands (Redis 7.0 `t_string.c`): replies, error texts and propagation.
 
 use super::{int_arg, parse_i64, reply_len, Ctx, WrongType, NOT_INT, SYNTAX, WRONGTYPE};
+use crate::notify;
 use crate::server::Value;
 use crate::table::Cmd;
 use ferrocluster_kvstore::{KeyExpiry, KvStore};
@@ -176,6 +177,22 @@ fn set(ctx: &mut Ctx<'_, '_>) {
             return;
         }
     }
+    // Valkey `setGenericCommand`: a time already past stores nothing and deletes the key
+    // found (announced `expired` by valkey-server 9.1.2, propagated as `DEL`); a replica
+    // applies what its primary sent.
+    if let Some((t, ..)) = at {
+        if t <= now && !ctx.state.repl.is_replica() {
+            if matches!(ctx.state.kv.remove(db, key, now), Ok(Some(_))) {
+                ctx.modified(key);
+                ctx.notify(notify::EXPIRED, "expired", key);
+                ctx.effect(&[b"DEL", key]);
+            }
+            if !get {
+                ctx.out.ok();
+            }
+            return;
+        }
+    }
     let deadline_at = match at {
         Some((t, ..)) => Some(t),
         None if keepttl => deadline(&ctx.state.kv, db, key, now),
@@ -186,6 +203,10 @@ fn set(ctx: &mut Ctx<'_, '_>) {
         .kv
         .insert_with_expiry(db, key, ctx.arg(2).into(), deadline_at, now);
     ctx.modified(key);
+    ctx.notify(notify::STRING, "set", key);
+    if at.is_some() {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
     if !get {
         ctx.out.ok();
     }
@@ -204,6 +225,7 @@ fn setnx(ctx: &mut Ctx<'_, '_>) {
     if !exists {
         let _ = ctx.state.kv.insert(ctx.db, key, ctx.arg(2).into(), ctx.now);
         ctx.modified(key);
+        ctx.notify(notify::STRING, "set", key);
     }
     ctx.out.int(i64::from(!exists));
 }
@@ -222,6 +244,8 @@ fn setex(ctx: &mut Ctx<'_, '_>) {
                     .kv
                     .insert_with_expiry(ctx.db, key, ctx.arg(3).into(), Some(at), ctx.now);
             ctx.modified(key);
+            ctx.notify(notify::STRING, "set", key);
+            ctx.notify(notify::GENERIC, "expire", key);
             ctx.out.ok();
             let t = at.to_string();
             ctx.effect(&[b"SET", key, ctx.arg(3), b"PXAT", t.as_bytes()]);
@@ -240,6 +264,7 @@ fn getdel(ctx: &mut Ctx<'_, '_>) {
                 ctx.out.bulk(v.as_string().unwrap_or_default());
             }
             ctx.modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
             ctx.effect(&[b"DEL", key]);
         }
     }
@@ -286,15 +311,19 @@ fn getex(ctx: &mut Ctx<'_, '_>) {
         if abs && t <= now {
             let _ = ctx.state.kv.remove(db, key, now);
             ctx.modified(key);
+            // As EXPIRE with a time already past: `expired` (valkey-server 9.1.2).
+            ctx.notify(notify::EXPIRED, "expired", key);
             ctx.effect(&[b"DEL", key]);
         } else {
             let _ = ctx.state.kv.set_expire_at(db, key, t, now);
             ctx.modified(key);
+            ctx.notify(notify::GENERIC, "expire", key);
             let t = t.to_string();
             ctx.effect(&[b"PEXPIREAT", key, t.as_bytes()]);
         }
     } else if persist && ctx.state.kv.persist(db, key, now).unwrap_or(false) {
         ctx.modified(key);
+        ctx.notify(notify::GENERIC, "persist", key);
         ctx.effect(&[b"PERSIST", key]);
     }
 }
@@ -308,6 +337,7 @@ fn getset(ctx: &mut Ctx<'_, '_>) {
     }
     let _ = ctx.state.kv.insert(ctx.db, key, ctx.arg(2).into(), ctx.now);
     ctx.modified(key);
+    ctx.notify(notify::STRING, "set", key);
     ctx.effect(&[b"SET", key, ctx.arg(2)]);
 }
 
@@ -385,6 +415,7 @@ fn setrange(ctx: &mut Ctx<'_, '_>) {
     let len = s.len();
     replace_string(ctx, key, Value::raw(s));
     ctx.modified(key);
+    ctx.notify(notify::STRING, "setrange", key);
     reply_len(ctx.out, len);
 }
 
@@ -443,6 +474,7 @@ fn mset(ctx: &mut Ctx<'_, '_>) {
             .kv
             .insert(ctx.db, key, ctx.arg(i + 1).into(), ctx.now);
         ctx.modified(key);
+        ctx.notify(notify::STRING, "set", key);
     }
     if nx {
         ctx.out.int(1);
@@ -477,6 +509,7 @@ fn incr(ctx: &mut Ctx<'_, '_>) {
     };
     replace_string(ctx, key, Value::new(new.to_string().as_bytes()));
     ctx.modified(key);
+    ctx.notify(notify::STRING, "incrby", key);
     ctx.out.int(new);
 }
 
@@ -493,6 +526,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_, '_>) {
         Ok(text) => {
             replace_string(ctx, key, Value::new(text.as_bytes()));
             ctx.modified(key);
+            ctx.notify(notify::STRING, "incrbyfloat", key);
             ctx.out.bulk(text.as_bytes());
             // Redis 7.0: `SET key value KEEPTTL` (float formatting can differ between
             // platforms, so the result travels, not the increment).
@@ -533,6 +567,7 @@ fn append(ctx: &mut Ctx<'_, '_>) {
         }
     };
     ctx.modified(key);
+    ctx.notify(notify::STRING, "append", key);
     reply_len(ctx.out, len);
 }
 

@@ -8,6 +8,7 @@ use super::{
     WRONGTYPE,
 };
 use crate::blocking::{self, BlockOp};
+use crate::notify;
 use crate::resp::Out;
 use crate::server::{State, Value};
 use crate::table::Cmd;
@@ -300,6 +301,7 @@ fn zadd(ctx: &mut Ctx<'_, '_>, zincrby: bool) {
     drop_if_empty::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now);
     if added + updated > 0 {
         ctx.modified(key);
+        ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
         blocking::signal(ctx.state, ctx.db, key);
     }
     if nan {
@@ -334,9 +336,13 @@ fn zrem(ctx: &mut Ctx<'_, '_>) {
             n
         }
     };
-    drop_if_empty::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now);
+    let gone = drop_if_empty::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now);
     if n > 0 {
         ctx.modified(key);
+        ctx.notify(notify::ZSET, "zrem", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.out.int(n);
 }
@@ -551,7 +557,7 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
                 true
             });
         }
-        return store_result(ctx, dst, entries);
+        return store_result(ctx, dst, entries, "zrangestore");
     }
     let Some(z) = z else {
         return ctx.out.array(0);
@@ -574,7 +580,8 @@ fn zrange(ctx: &mut Ctx<'_, '_>, mut kind: Kind, mut dir: Dir, key_idx: usize, s
 
 /// Stores `entries` (distinct members) at `dst` replacing what was there, replying the
 /// count; an empty result deletes `dst` (`zrangeResultFinalizeStore`, the `*STORE` ops).
-fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: Vec<(Vec<u8>, f64)>) {
+/// `event` is the keyspace event of a non-empty result (`zrangestore`, `zunionstore`, ...).
+fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: Vec<(Vec<u8>, f64)>, event: &str) {
     let lim = limits(ctx.state);
     let n = entries.len();
     if n == 0 {
@@ -587,12 +594,14 @@ fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: Vec<(Vec<u8>, f64)>)
             .is_some();
         if existed {
             ctx.modified(dst);
+            ctx.notify(notify::GENERIC, "del", dst);
         }
         return ctx.out.int(0);
     }
     let z = ZSet::from_entries(entries, lim);
     let _ = ctx.state.kv.insert(ctx.db, dst, z.wrap(), ctx.now);
     ctx.modified(dst);
+    ctx.notify(notify::ZSET, event, dst);
     blocking::signal(ctx.state, ctx.db, dst);
     ctx.out.int(n as i64);
 }
@@ -626,9 +635,18 @@ fn zremrange(ctx: &mut Ctx<'_, '_>, kind: Kind) {
             z.remove_ranks(s, e)
         }
     };
-    drop_if_empty::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now);
+    let gone = drop_if_empty::<ZSet>(&mut ctx.state.kv, ctx.db, key, ctx.now);
     if n > 0 {
         ctx.modified(key);
+        let event = match kind {
+            Kind::Score => "zremrangebyscore",
+            Kind::Lex => "zremrangebylex",
+            _ => "zremrangebyrank",
+        };
+        ctx.notify(notify::ZSET, event, key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.out.int(n as i64);
 }
@@ -693,6 +711,7 @@ fn pop_n(
     out: &mut Out,
     now: u64,
 ) -> Result<(), WrongType> {
+    let mut any = false;
     if let Some(mut z) = write::<ZSet>(&mut state.kv, db, key, now)? {
         let mut popped = Vec::with_capacity(n);
         z.for_each_rank(0, n, max, |m, s| {
@@ -707,8 +726,17 @@ fn pop_n(
             out.bulk(m);
             reply_double(out, *s);
         }
+        any = !popped.is_empty();
     }
-    drop_if_empty::<ZSet>(&mut state.kv, db, key, now);
+    let gone = drop_if_empty::<ZSet>(&mut state.kv, db, key, now);
+    if any {
+        // Valkey `genericZpopCommand`: one event for the pops, then `del`.
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        notify::keyspace_event(state, db, notify::ZSET, event, key);
+        if gone {
+            notify::keyspace_event(state, db, notify::GENERIC, "del", key);
+        }
+    }
     Ok(())
 }
 
@@ -1059,7 +1087,12 @@ fn setop(ctx: &mut Ctx<'_, '_>, op: Op, store: bool) {
     let result = compute(op, inputs, agg);
     if store {
         let dst = ctx.arg(1);
-        return store_result(ctx, dst, result);
+        let event = match op {
+            Op::Union => "zunionstore",
+            Op::Inter => "zinterstore",
+            Op::Diff => "zdiffstore",
+        };
+        return store_result(ctx, dst, result, event);
     }
     let z = ZSet::from_entries(result, limits(ctx.state));
     let resp3 = ctx.out.resp3();

@@ -116,7 +116,7 @@ pub(crate) struct PrimarySide {
     waits: Vec<Waiter>,
     getack_pending: bool,
     paused: bool,
-    next_ping: Millis,
+    pub(crate) next_ping: Millis,
     /// `server.replicas_eldb`: the database the stream is in (`None`: SELECT before the next
     /// write).
     pub(crate) sel_db: Option<u32>,

@@ -85,6 +85,37 @@ pub struct Replication {
 }
 
 impl Replication {
+    /// The options in force.
+    pub fn config(&self) -> &ReplicationConfig {
+        &self.cfg
+    }
+
+    /// `CONFIG SET repl-ping-replica-period` / `repl-timeout` at run time (both mutable in
+    /// Valkey 9.1): the next ping is due at most `ping_period_ms` from `now`, and every link's
+    /// silence is measured against `timeout_ms` from its next check on.
+    ///
+    /// # Errors
+    /// [`HostError::Config`] for a zero period or timeout (nothing changes).
+    pub fn set_timing(
+        &mut self,
+        ping_period_ms: u64,
+        timeout_ms: u64,
+        now: Millis,
+    ) -> Result<(), HostError> {
+        let next = ReplicationConfig {
+            ping_period_ms,
+            timeout_ms,
+            ..self.cfg.clone()
+        };
+        next.validate()?;
+        self.cfg = next;
+        let due = now.saturating_add_ms(ping_period_ms);
+        if self.primary.next_ping > due {
+            self.primary.next_ping = due;
+        }
+        Ok(())
+    }
+
     /// A node in `role`, with the replication state saved with its data if any. `seed` drives
     /// a ChaCha8 generator for replids and EOF marks. A replica emits its first
     /// [`Output::Connect`] right away.

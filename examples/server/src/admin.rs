@@ -135,6 +135,26 @@ pub fn client(
             return arity_err(out, "id");
         }
         out.int(client.id as i64);
+    } else if eq(sub, "reply") {
+        // Valkey `clientCommand` "reply": ON answers OK; OFF and SKIP answer nothing (their
+        // own reply is the first one not sent).
+        use crate::client::ReplyMode;
+        if args.len() != 3 {
+            return arity_err(out, "reply");
+        }
+        let mode = args.get(2);
+        if eq(mode, "on") {
+            client.reply = ReplyMode::On;
+            out.ok();
+        } else if eq(mode, "off") {
+            client.reply = ReplyMode::Off;
+        } else if eq(mode, "skip") {
+            if client.reply != ReplyMode::Off {
+                client.reply = ReplyMode::SkipNext;
+            }
+        } else {
+            out.error("ERR syntax error");
+        }
     } else if eq(sub, "setname") {
         if args.len() != 3 {
             return arity_err(out, "setname");
@@ -230,6 +250,8 @@ pub fn client(
                 "      Return clients of specified IDs.",
                 "PAUSE <timeout> [WRITE|ALL]",
                 "    Suspend all, or just write, clients for <timeout> milliseconds.",
+                "REPLY (ON|OFF|SKIP)",
+                "    Control the replies sent to the current connection.",
                 "UNPAUSE",
                 "    Stop the current client pause, resuming traffic.",
                 "NO-EVICT (ON|OFF)",
@@ -786,6 +808,9 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.requirepass = state.acl.requirepass.clone();
     c.acllog_max_len = state.acl.log.max_len();
     c.notify_keyspace_events = state.notify.flags();
+    let repl = state.repl.engine.config();
+    c.repl.ping_period_s = repl.ping_period_ms / 1000;
+    c.repl.timeout_s = repl.timeout_ms / 1000;
     c.users = crate::acl::user_lines(state);
     c.tls = shared.tls_settings.read().clone();
     c.tls_replication = shared
@@ -971,6 +996,19 @@ fn config_set(
     }
     state.acl.log.set_max_len(next.acllog_max_len);
     state.notify.set_flags(next.notify_keyspace_events);
+    if (next.repl.ping_period_s, next.repl.timeout_s)
+        != (before.repl.ping_period_s, before.repl.timeout_s)
+    {
+        let (ping_ms, timeout_ms) = (
+            next.repl.ping_period_s.saturating_mul(1000),
+            next.repl.timeout_s.saturating_mul(1000),
+        );
+        state
+            .repl
+            .engine
+            .set_timing(ping_ms, timeout_ms, ferrocluster_dataplane::Millis(now))
+            .map_err(|e| failed(name_of(&|o| o.name.starts_with("repl-")), e.to_string()))?;
+    }
     shared.clients.set_maxclients(next.maxclients);
     crate::types::set_limits(next.limits);
     state

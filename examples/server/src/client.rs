@@ -228,6 +228,38 @@ pub struct ClientCtx {
     pub tracking_redir: Option<i64>,
     /// CLIENT CACHING for the next command (OPTIN / OPTOUT).
     pub caching: Option<bool>,
+    /// CLIENT REPLY: which command replies are sent ([`ReplyMode`]).
+    pub reply: ReplyMode,
+}
+
+/// CLIENT REPLY ON | OFF | SKIP (Redis 7.0 / Valkey 9.1 `CLIENT_REPLY_OFF`,
+/// `CLIENT_REPLY_SKIP_NEXT`, `CLIENT_REPLY_SKIP`). Pushes (pub/sub messages, invalidations)
+/// are sent in every mode, as Valkey's `CLIENT_PUSHING` replies are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    /// Every reply is sent (the default).
+    #[default]
+    On,
+    /// No reply is sent until `CLIENT REPLY ON`.
+    Off,
+    /// `CLIENT REPLY SKIP` ran: the next command's reply is not sent.
+    SkipNext,
+    /// This command's reply is not sent (the one after `SKIP`).
+    Skip,
+}
+
+impl ReplyMode {
+    /// After a command ran in this mode (the command may have changed it): whether its reply
+    /// is dropped, and the mode for the next command (Valkey `resetClient`: SKIP_NEXT becomes
+    /// SKIP, SKIP ends).
+    pub fn after_command(self) -> (bool, ReplyMode) {
+        match self {
+            ReplyMode::On => (false, ReplyMode::On),
+            ReplyMode::Off => (true, ReplyMode::Off),
+            ReplyMode::SkipNext => (true, ReplyMode::Skip),
+            ReplyMode::Skip => (true, ReplyMode::On),
+        }
+    }
 }
 
 impl ClientCtx {
@@ -297,6 +329,7 @@ impl ClientCtx {
             monitor: false,
             tracking_redir: None,
             caching: None,
+            reply: ReplyMode::On,
         }
     }
 

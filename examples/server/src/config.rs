@@ -985,8 +985,8 @@ pub static OPTIONS: &[Opt] = &[
         }),
     ),
     int_opt!("repl-backlog-ttl", None, mutable: false, 0, LLONG_MAX, repl.backlog_ttl_s),
-    int_opt!("repl-timeout", None, mutable: false, 1, INT_MAX, repl.timeout_s),
-    int_opt!("repl-ping-replica-period", Some("repl-ping-slave-period"), mutable: false, 1, INT_MAX, repl.ping_period_s),
+    int_opt!("repl-timeout", None, mutable: true, 1, INT_MAX, repl.timeout_s),
+    int_opt!("repl-ping-replica-period", Some("repl-ping-slave-period"), mutable: true, 1, INT_MAX, repl.ping_period_s),
     bool_opt!("repl-diskless-sync", None, mutable: false, repl.diskless_sync),
     int_opt!("repl-diskless-sync-delay", None, mutable: false, 0, INT_MAX, repl.diskless_sync_delay_s),
     quoted(

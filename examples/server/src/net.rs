@@ -935,6 +935,7 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                         paused = true;
                         break;
                     }
+                    let (reply_at, holes) = (c.out.buf.len(), c.client.reply_holes.len());
                     let flow = crate::commands::execute(
                         shared,
                         state,
@@ -943,6 +944,15 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                         &mut c.out,
                         now,
                     );
+                    // CLIENT REPLY OFF / SKIP: the reply is dropped (not one that waits for
+                    // nodes.conf: its place is kept for the write that fills it).
+                    if c.client.reply != crate::client::ReplyMode::On {
+                        let (drop, next) = c.client.reply.after_command();
+                        if drop && c.client.reply_holes.len() == holes {
+                            c.out.buf.truncate(reply_at);
+                        }
+                        c.client.reply = next;
+                    }
                     if flow == crate::client::Flow::Close {
                         c.close_after_flush = true;
                         pos += consumed;

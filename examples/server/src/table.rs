@@ -465,6 +465,7 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
             "no-evict",
             "no-touch",
             "pause",
+            "reply",
             "setinfo",
             "setname",
             "tracking",

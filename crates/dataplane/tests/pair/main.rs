@@ -336,6 +336,36 @@ fn pings_acks_and_timeouts() {
     assert_eq!(partial_accepted(&net, p), 1);
 }
 
+/// `CONFIG SET repl-ping-replica-period` at run time (`Replication::set_timing`): from a
+/// period of 60 s to 1 s, the primary pings once a second at once, not after the minute it
+/// had scheduled; a zero period is refused and changes nothing.
+#[test]
+fn ping_period_changes_at_run_time() {
+    let mut net = Net::new(11, 50);
+    let mut cfg = Net::cfg(7000);
+    cfg.ping_period_ms = 60_000;
+    let p = net.add(cfg.clone(), Role::Primary, None);
+    cfg.listening_port = 7001;
+    let r = net.add(cfg, replica_of(7000), None);
+    net.settle(10);
+    synced(&net, p, r);
+    let before = net.hosts[p].repl.offset();
+    net.run_for(3_000, 100);
+    assert_eq!(
+        net.hosts[p].repl.offset(),
+        before,
+        "no ping within 3 s of 60"
+    );
+    let now = net.now;
+    assert!(net.hosts[p].repl.set_timing(0, 60_000, now).is_err());
+    assert_eq!(net.hosts[p].repl.config().ping_period_ms, 60_000);
+    net.hosts[p].repl.set_timing(1_000, 60_000, now).unwrap();
+    net.run_for(3_500, 100);
+    let pings = (net.hosts[p].repl.offset() - before) / 14;
+    assert!((3..=4).contains(&pings), "{pings} pings in 3.5 s at 1 s");
+    synced(&net, p, r);
+}
+
 /// The replica side's repl-timeout: no data nor ping from the primary for longer than it, and
 /// the replica drops the link and reconnects (partial resync).
 #[test]

@@ -362,7 +362,7 @@ fn hscan(ctx: &mut Ctx<'_, '_>) {
         Ok(None) => return super::scan_reply(ctx.out, 0, &[]),
         Ok(Some(h)) => h,
     };
-    let a = match super::parse_scan_args(ctx.args, 3, false, true) {
+    let a = match super::parse_scan_args(ctx.args, 3, super::ScanOf::Hash) {
         Ok(a) => a,
         Err(e) => return ctx.out.error(e),
     };
@@ -370,7 +370,7 @@ fn hscan(ctx: &mut Ctx<'_, '_>) {
     let next = h.scan(cursor, a.count, |f, v| {
         if super::matches(a.pattern, f) {
             items.push(f.to_vec());
-            if !a.novalues {
+            if !a.only_keys {
                 items.push(v.to_vec());
             }
         }

@@ -102,7 +102,7 @@ fn scan(ctx: &mut Ctx<'_, '_>) {
         Ok(c) => c,
         Err(e) => return ctx.error(e),
     };
-    let a = match super::parse_scan_args(ctx.args, 2, true, false) {
+    let a = match super::parse_scan_args(ctx.args, 2, super::ScanOf::Keys) {
         Ok(a) => a,
         Err(e) => return ctx.error(e),
     };

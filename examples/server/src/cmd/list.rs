@@ -283,6 +283,11 @@ fn lpos(ctx: &mut Ctx<'_, '_>) {
             let Some(r) = parse_i64(ctx.arg(j)) else {
                 return ctx.out.error(NOT_INT);
             };
+            // Valkey 9.1 reads RANK within ±LONG_MAX (`getRangeLongFromObjectOrReply`);
+            // Redis 7.0 took LONG_MIN as RANK -1.
+            if r == i64::MIN {
+                return ctx.out.error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+            }
             if r == 0 {
                 return ctx.out.error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
             }
@@ -305,13 +310,8 @@ fn lpos(ctx: &mut Ctx<'_, '_>) {
         j += 1;
     }
     let from_tail = rank < 0;
-    // Redis 7.0 negates the rank in a long: RANK -9223372036854775808 stays negative, so
-    // every match from the tail qualifies (as RANK -1).
-    let rank = if rank == i64::MIN {
-        1
-    } else {
-        rank.unsigned_abs()
-    };
+    // Within ±i64::MAX: checked above.
+    let rank = rank.unsigned_abs();
     let l = match read::<List>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => {

@@ -365,8 +365,21 @@ pub struct ScanArgs<'a> {
     pub count: usize,
     /// `TYPE` (SCAN only).
     pub type_name: Option<&'a [u8]>,
-    /// `NOVALUES` (HSCAN, Valkey 8).
-    pub novalues: bool,
+    /// `NOVALUES` (HSCAN, Valkey 8) or `NOSCORES` (ZSCAN, Valkey 8): fields or members only.
+    pub only_keys: bool,
+}
+
+/// What a SCAN-family command walks (which options it takes: Valkey 9.1 `scanGenericCommand`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanOf {
+    /// SCAN: the keyspace (`TYPE`).
+    Keys,
+    /// SSCAN.
+    Set,
+    /// HSCAN (`NOVALUES`).
+    Hash,
+    /// ZSCAN (`NOSCORES`).
+    Zset,
 }
 
 /// Parses a SCAN cursor (Redis `parseScanCursorOrReply`: an unsigned 64-bit integer).
@@ -384,18 +397,18 @@ pub fn parse_cursor(b: &[u8]) -> Result<u64, &'static str> {
 /// Parses the options after a cursor (see [`ScanArgs`]).
 ///
 /// # Errors
-/// `ERR syntax error`, `ERR value is not an integer or out of range`.
+/// `ERR syntax error`, `ERR value is not an integer or out of range`, Valkey 9.1's texts for
+/// `NOVALUES` / `NOSCORES` given to another command than HSCAN / ZSCAN.
 pub fn parse_scan_args<'a>(
     args: &Args<'a>,
     start: usize,
-    allow_type: bool,
-    allow_novalues: bool,
+    of: ScanOf,
 ) -> Result<ScanArgs<'a>, &'static str> {
     let mut s = ScanArgs {
         pattern: None,
         count: 10,
         type_name: None,
-        novalues: false,
+        only_keys: false,
     };
     let mut i = start;
     while i < args.len() {
@@ -411,11 +424,20 @@ pub fn parse_scan_args<'a>(
         } else if a.eq_ignore_ascii_case(b"match") && more >= 1 {
             s.pattern = Some(args.get(i + 1));
             i += 2;
-        } else if allow_type && a.eq_ignore_ascii_case(b"type") && more >= 1 {
+        } else if of == ScanOf::Keys && a.eq_ignore_ascii_case(b"type") && more >= 1 {
             s.type_name = Some(args.get(i + 1));
             i += 2;
-        } else if allow_novalues && a.eq_ignore_ascii_case(b"novalues") {
-            s.novalues = true;
+        } else if a.eq_ignore_ascii_case(b"novalues") {
+            if of != ScanOf::Hash {
+                return Err("ERR NOVALUES option can only be used in HSCAN");
+            }
+            s.only_keys = true;
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"noscores") {
+            if of != ScanOf::Zset {
+                return Err("ERR NOSCORES option can only be used in ZSCAN");
+            }
+            s.only_keys = true;
             i += 1;
         } else {
             return Err(SYNTAX);

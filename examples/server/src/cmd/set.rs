@@ -544,7 +544,7 @@ fn sscan(ctx: &mut Ctx<'_, '_>) {
         Ok(None) => return super::scan_reply(ctx.out, 0, &[]),
         Ok(Some(s)) => s,
     };
-    let a = match super::parse_scan_args(ctx.args, 3, false, false) {
+    let a = match super::parse_scan_args(ctx.args, 3, super::ScanOf::Set) {
         Ok(a) => a,
         Err(e) => return ctx.out.error(e),
     };

@@ -379,14 +379,40 @@ fn zmscore(ctx: &mut Ctx<'_, '_>) {
     }
 }
 
+/// `ZRANK` / `ZREVRANK key member [WITHSCORE]` (Valkey 9.1 `zrankGenericCommand`: with
+/// `WITHSCORE` the reply is `[rank, score]`, or a null array for a missing member).
 fn zrank(ctx: &mut Ctx<'_, '_>, rev: bool) {
-    match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
-        Err(WrongType) => ctx.out.error(WRONGTYPE),
-        Ok(None) => ctx.out.null(),
-        Ok(Some(z)) => match z.rank(ctx.arg(2)) {
-            Some(r) => ctx.out.int(if rev { z.len() - 1 - r } else { r } as i64),
-            None => ctx.out.null(),
-        },
+    if ctx.args.len() > 4 {
+        return ctx.out.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.spec.name
+        ));
+    }
+    let withscore = ctx.args.len() == 4;
+    if withscore && !ctx.arg(3).eq_ignore_ascii_case(b"withscore") {
+        return ctx.out.error(SYNTAX);
+    }
+    let z = match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
+        Err(WrongType) => return ctx.out.error(WRONGTYPE),
+        Ok(z) => z,
+    };
+    let found = z.and_then(|z| {
+        let r = z.rank(ctx.arg(2))?;
+        let score = z.score(ctx.arg(2))?;
+        Some((if rev { z.len() - 1 - r } else { r }, score))
+    });
+    match found {
+        Some((rank, score)) => {
+            if withscore {
+                ctx.out.array(2);
+            }
+            ctx.out.int(rank as i64);
+            if withscore {
+                reply_double(ctx.out, score);
+            }
+        }
+        None if withscore => ctx.out.null_array(),
+        None => ctx.out.null(),
     }
 }
 
@@ -949,14 +975,16 @@ fn zscan(ctx: &mut Ctx<'_, '_>) {
         Ok(c) => c,
         Err(e) => return ctx.out.error(e),
     };
-    let opts = match super::parse_scan_args(ctx.args, 3, false, false) {
-        Ok(o) => o,
-        Err(e) => return ctx.out.error(e),
-    };
+    // The key before the options, as Valkey's `zscanCommand` (a missing key is an empty page
+    // whatever the options).
     let z = match read::<ZSet>(&ctx.state.kv, ctx.db, ctx.arg(1), ctx.now) {
         Err(WrongType) => return ctx.out.error(WRONGTYPE),
         Ok(None) => return super::scan_reply(ctx.out, 0, &[]),
         Ok(Some(z)) => z,
+    };
+    let opts = match super::parse_scan_args(ctx.args, 3, super::ScanOf::Zset) {
+        Ok(o) => o,
+        Err(e) => return ctx.out.error(e),
     };
     // Member, score, ...: ZSCAN scores are strings in both protocols (`scanGenericCommand`:
     // d2string-free `%.17g` bulk).
@@ -965,7 +993,9 @@ fn zscan(ctx: &mut Ctx<'_, '_>) {
         let m = m.to_vec();
         if super::matches(opts.pattern, &m) {
             items.push(m);
-            items.push(fmt_g17(s).into_bytes());
+            if !opts.only_keys {
+                items.push(fmt_g17(s).into_bytes());
+            }
         }
     });
     super::scan_reply(ctx.out, next, &items);

@@ -1030,6 +1030,11 @@ fn reset(ctx: &mut Ctx<'_, '_>) {
     if std::mem::take(&mut ctx.client.monitor) {
         ctx.shared.monitors.remove(ctx.client.id);
     }
+    // Valkey `clearClientConnectionState`: tracking off, replies on.
+    ctx.state.tracking.disable(ctx.client.id);
+    ctx.client.tracking_redir = None;
+    ctx.client.caching = None;
+    ctx.client.reply = crate::client::ReplyMode::On;
     // Valkey `clientSetDefaultAuth`: back to the default user.
     ctx.client.user = b"default".to_vec();
     ctx.client.user_incarnation = ctx.state.acl.incarnation(b"default");

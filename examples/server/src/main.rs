@@ -309,7 +309,8 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 } else {
                     shared.config.hz.max(1)
                 };
-                if now.saturating_sub(last_expire) >= 1000 / u64::from(hz) {
+                if now.saturating_sub(last_expire) >= 1000 / u64::from(hz) && !st.expiry_paused(now)
+                {
                     last_expire = now;
                     // Like Redis's active cycle: repeat while a quarter or more of the examined
                     // keys were expired, at most 25 ms per tick, releasing the lock between steps.

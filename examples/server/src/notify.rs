@@ -199,7 +199,7 @@ pub fn expire_keys_of(
     db: usize,
     now: u64,
 ) {
-    if state.notify.flags & EXPIRED == 0 || state.repl.is_replica() {
+    if state.notify.flags & EXPIRED == 0 || state.repl.is_replica() || state.expiry_paused(now) {
         return;
     }
     let argv: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();

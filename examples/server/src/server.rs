@@ -103,6 +103,13 @@ impl State {
     pub fn writes_paused(&self, now: u64) -> bool {
         self.writes_paused_until.is_some_and(|t| now < t)
     }
+
+    /// Whether keys must not expire now: writes are paused by a manual failover or by CLIENT
+    /// PAUSE (WRITE or ALL), which pause expiry and eviction too (Valkey
+    /// `PAUSE_ACTIONS_CLIENT_WRITE_SET`: the data set does not change under a pause).
+    pub fn expiry_paused(&self, now: u64) -> bool {
+        self.writes_paused(now) || self.client_pause.is_some_and(|p| p.holds(now, true))
+    }
 }
 
 impl Stats {

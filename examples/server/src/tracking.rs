@@ -124,7 +124,8 @@ impl Tracking {
         self.disable(id);
     }
 
-    fn disable(&mut self, id: u64) {
+    /// Client `id` tracks no more (CLIENT TRACKING OFF, RESET, a close).
+    pub fn disable(&mut self, id: u64) {
         if let Some(t) = self.clients.remove(&id) {
             for p in &t.prefixes {
                 if let Some(b) = self.prefixes.get_mut(p) {

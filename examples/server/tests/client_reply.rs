@@ -1,6 +1,7 @@
 //! CLIENT REPLY ON | OFF | SKIP beside valkey-server 9.1: the same pipeline on both, and the
 //! bytes that come back must be the same (OFF and SKIP answer nothing, SKIP drops the next
-//! reply only, ON answers OK and replies resume). Ports from `common::ports`.
+//! reply only, ON answers OK and replies resume; RESET turns replies on and tracking off).
+//! Ports from `common::ports`.
 
 mod common;
 
@@ -52,9 +53,15 @@ fn client_reply_modes_match_valkey() {
         &["GET", "a"],
         &["CLIENT", "REPLY", "BOGUS"],
         &["CLIENT", "REPLY"],
+        // RESET turns replies back on and tracking off (Valkey `clearClientConnectionState`).
+        &["CLIENT", "TRACKING", "ON"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["RESET"],
+        &["CLIENT", "TRACKINGINFO"],
     ];
     let want = pipeline(valkey, cmds);
     assert_eq!(pipeline(ours, cmds), want);
     // The writes made while replies were off took effect.
     assert_eq!(Client::connect(ours).cmd_s(&["GET", "a"]), "$1\r\n3\r\n");
+    assert!(want.contains("+RESET\r\n"), "{want}");
 }

@@ -194,6 +194,39 @@ fn client_pause_holds_writes_or_everything_until_unpause_or_timeout() {
     assert!(unanswered, "the read was answered during an ALL pause");
 }
 
+/// Under CLIENT PAUSE WRITE keys do not expire (Valkey pauses expiry with writes): a key past
+/// its TTL reads as missing but stays in the data set, nothing is counted expired, and it is
+/// deleted once the pause ends. The same steps on valkey-server 9.1 and on ours.
+#[test]
+fn keys_do_not_expire_under_client_pause_write() {
+    let dir = test_dir("operator-pause-expiry");
+    let [ours, valkey] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let mut procs = Procs::default();
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
+    let _valkey = start_real_server("valkey-server", valkey, &dir.join("valkey"), &[]);
+    for port in [ours, valkey] {
+        let mut c = Client::connect(port);
+        assert_eq!(c.cmd_s(&["SET", "k", "v", "PX", "100"]), "+OK\r\n");
+        assert_eq!(c.cmd_s(&["CLIENT", "PAUSE", "600000", "WRITE"]), "+OK\r\n");
+        wait_until(&format!("{port}: k to read as missing"), || {
+            c.cmd_s(&["GET", "k"]) == "$-1\r\n"
+        });
+        let stats = bulk_text(&c.cmd(&["INFO", "stats"]));
+        assert_eq!(info_value(&stats, "expired_keys"), 0, "{port}");
+        assert_eq!(
+            c.cmd_s(&["DBSIZE"]),
+            ":1\r\n",
+            "{port}: k is kept under the pause"
+        );
+        assert_eq!(c.cmd_s(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
+        wait_until(&format!("{port}: k to expire after the pause"), || {
+            c.cmd_s(&["DBSIZE"]) == ":0\r\n"
+        });
+    }
+}
+
 /// A field of an INFO reply (`name:value` line).
 fn info_value(text: &str, name: &str) -> u64 {
     text.lines()

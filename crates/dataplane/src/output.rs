@@ -233,9 +233,22 @@ pub enum Event {
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     q: VecDeque<Output>,
+    /// Bytes handed to the host per replica connection so far (every `ToReplica`), for
+    /// telling the stream's share of what the host has not sent yet from the full copy's.
+    to_replica: std::collections::BTreeMap<ConnId, u64>,
 }
 
 impl Outbox {
+    /// Bytes handed to the host for replica `conn` since it connected.
+    pub(crate) fn replica_bytes(&self, conn: ConnId) -> u64 {
+        self.to_replica.get(&conn).copied().unwrap_or(0)
+    }
+
+    /// Replica `conn` is gone: its byte count goes.
+    pub(crate) fn forget_replica(&mut self, conn: ConnId) {
+        self.to_replica.remove(&conn);
+    }
+
     pub(crate) fn push(&mut self, o: Output) {
         self.q.push_back(o);
     }
@@ -246,6 +259,7 @@ impl Outbox {
         if bytes.is_empty() {
             return;
         }
+        *self.to_replica.entry(conn).or_default() += bytes.len() as u64;
         if let Some(Output::ToReplica { conn: c, bytes: b }) = self.q.back_mut() {
             if *c == conn {
                 b.extend_from_slice(bytes);

@@ -59,23 +59,35 @@ pub(crate) struct ReplicaConn {
     pub(crate) since: Millis,
     /// Bytes the host reports still unsent on the connection.
     pub(crate) host_pending: u64,
+    /// How many bytes had been handed to the host for this connection when the full copy
+    /// ended (`+CONTINUE`: when the partial resync began); `None` while the copy is still on
+    /// its way. What the host holds beyond that mark is the stream.
+    pub(crate) copy_end: Option<u64>,
     pub(crate) soft_since: Option<Millis>,
 }
 
 impl ReplicaConn {
-    fn held(&self) -> u64 {
+    /// Stream bytes held for this replica (Valkey `getClientOutputBufferMemoryUsage` of a
+    /// replica: the replication buffer it still references, never the RDB transfer): what the
+    /// engine keeps while the copy is made and sent, plus the part of the host's unsent bytes
+    /// past the copy. `handed` is `Outbox::replica_bytes` of the connection.
+    fn held(&self, handed: u64) -> u64 {
         let own = match &self.state {
             ReplicaState::WaitSnapshotEnd { pending } | ReplicaState::WaitFirstAck { pending } => {
                 pending.len() as u64
             }
             _ => 0,
         };
-        own + self.host_pending
+        let host = self
+            .copy_end
+            .map_or(0, |end| self.host_pending.min(handed.saturating_sub(end)));
+        own + host
     }
 
-    /// Valkey `checkClientOutputBufferLimits` ([`OutputBufferLimit::reached`]).
-    pub(crate) fn over_limit(&mut self, l: OutputBufferLimit, now: Millis) -> bool {
-        let held = self.held();
+    /// Valkey `checkClientOutputBufferLimits` ([`OutputBufferLimit::reached`]); `handed` as
+    /// in [`ReplicaConn::held`].
+    pub(crate) fn over_limit(&mut self, l: OutputBufferLimit, handed: u64, now: Millis) -> bool {
+        let held = self.held(handed);
         l.reached(held, &mut self.soft_since, now)
     }
 }
@@ -387,6 +399,7 @@ impl Replication {
             pre_psync: psync.is_none(),
             since: now,
             host_pending: 0,
+            copy_end: None,
             soft_since: None,
         };
         if let (Some((id, _)), Some(off)) = (psync, psync_offset) {
@@ -398,6 +411,7 @@ impl Replication {
                 } else {
                     "+CONTINUE\r\n".to_owned()
                 };
+                r.copy_end = Some(self.out.replica_bytes(conn));
                 self.primary.replicas.insert(conn, r);
                 self.out.send_replica(conn, line.as_bytes());
                 self.out.send_replica(conn, &backlog);
@@ -650,6 +664,7 @@ impl Replication {
                 SnapshotTarget::Disk => {
                     r.state = ReplicaState::Online;
                     r.ack_time = now;
+                    r.copy_end = Some(self.out.replica_bytes(c));
                     self.out.send_replica(c, &pending);
                     self.out.event(Event::ReplicaOnline { conn: c });
                 }
@@ -657,6 +672,7 @@ impl Replication {
                     r.state = ReplicaState::WaitFirstAck { pending };
                     r.ack_time = now;
                     self.out.send_replica(c, &s.mark);
+                    r.copy_end = Some(self.out.replica_bytes(c));
                 }
             }
         }
@@ -729,6 +745,7 @@ impl Replication {
         let now = self.clock(now);
         self.primary.hellos.remove(&conn);
         self.primary.waits.retain(|w| w.client != conn);
+        self.out.forget_replica(conn);
         if self.primary.replicas.remove(&conn).is_some() {
             self.after_replica_removed(conn, now);
         }
@@ -746,22 +763,34 @@ impl Replication {
 
     pub(crate) fn close_replica(&mut self, conn: ConnId, reason: CloseReason) {
         if self.primary.replicas.remove(&conn).is_some() {
+            self.out.forget_replica(conn);
             self.out.push(Output::CloseReplica { conn, reason });
             let now = self.now;
             self.after_replica_removed(conn, now);
         }
     }
 
-    /// The host's count of bytes written to replica `conn` but not yet sent (its socket
-    /// buffer), for `client-output-buffer-limit replica`. A host SHOULD report it when it
-    /// changes notably; a replica over the limit is closed.
+    /// `client-output-buffer-limit replica` from now on (CONFIG SET; Valkey
+    /// `checkClientOutputBufferLimits` reads the limits in force at each check): a replica
+    /// already over it is closed at the next cron ([`Replication::handle_timeout`]) or report
+    /// ([`Replication::handle_replica_pending`]).
+    pub fn set_output_buffer_limit(&mut self, limit: OutputBufferLimit) {
+        self.cfg.output_buffer_limit = limit;
+    }
+
+    /// The host's count of bytes handed to it for replica `conn` (its `ToReplica` bytes) but
+    /// not yet sent on the socket, for `client-output-buffer-limit replica`. Only the part
+    /// past the full copy counts, as Valkey counts a replica's replication buffer and not its
+    /// RDB transfer: a slow replica still reading a large copy is not cut. A host SHOULD report
+    /// it when it changes notably (the server: every 10 ms while it changed); a replica over
+    /// the limit is closed (`CloseReplica` with [`CloseReason::OutputBufferLimit`]).
     pub fn handle_replica_pending(&mut self, conn: ConnId, bytes: u64, now: Millis) {
         let now = self.clock(now);
         let limit = self.cfg.output_buffer_limit;
         let over = match self.primary.replicas.get_mut(&conn) {
             Some(r) => {
                 r.host_pending = bytes;
-                r.over_limit(limit, now)
+                r.over_limit(limit, self.out.replica_bytes(conn), now)
             }
             None => false,
         };
@@ -930,7 +959,7 @@ impl Replication {
             );
             if streaming && !r.pre_psync && now.since(r.ack_time) > timeout {
                 drop.push((*c, CloseReason::Timeout));
-            } else if r.over_limit(limit, now) {
+            } else if r.over_limit(limit, self.out.replica_bytes(*c), now) {
                 drop.push((*c, CloseReason::OutputBufferLimit));
             }
         }

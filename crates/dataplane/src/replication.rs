@@ -294,7 +294,7 @@ impl Replication {
                 ReplicaState::WaitSnapshotEnd { pending }
                 | ReplicaState::WaitFirstAck { pending } => {
                     pending.extend_from_slice(bytes);
-                    if r.over_limit(limit, now) {
+                    if r.over_limit(limit, self.out.replica_bytes(*conn), now) {
                         over.push(*conn);
                     }
                 }

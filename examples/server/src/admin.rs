@@ -1009,6 +1009,12 @@ fn config_set(
             .set_timing(ping_ms, timeout_ms, ferrocluster_dataplane::Millis(now))
             .map_err(|e| failed(name_of(&|o| o.name.starts_with("repl-")), e.to_string()))?;
     }
+    if next.output_limits.replica != before.output_limits.replica {
+        state
+            .repl
+            .engine
+            .set_output_buffer_limit(next.output_limits.replica.engine_limit());
+    }
     shared.clients.set_maxclients(next.maxclients);
     crate::types::set_limits(next.limits);
     state

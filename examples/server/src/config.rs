@@ -44,7 +44,7 @@
 //! Every directive of Debian's Redis 7.0 `/etc/redis/redis.conf` is known (issue 19;
 //! `tests/redis_config.rs` starts ours with that whole file). `protected-mode`, `daemonize`,
 //! `disable-thp`, `stop-writes-on-bgsave-error`, `dynamic-hz` and `client-output-buffer-limit`
-//! (its pubsub class) do what they do in Valkey; a directive whose subject this server handles
+//! (its three classes) do what they do in Valkey; a directive whose subject this server handles
 //! one way only (`rdbchecksum`, `lazyfree-*`, `tcp-backlog`, ...) takes only that value, and
 //! one whose subject this server does not have (streams, HyperLogLog, jemalloc, Sentinel's
 //! `replica-priority`) is read, checked and shown ([`Inert`]); each entry says why.
@@ -261,11 +261,26 @@ pub struct ClassLimit {
     pub soft_secs: u64,
 }
 
+impl ClassLimit {
+    /// The replication engine's form of this class (hard and soft in bytes, the soft time in
+    /// ms), for the `replica` class.
+    pub fn engine_limit(&self) -> ferrocluster_dataplane::OutputBufferLimit {
+        ferrocluster_dataplane::OutputBufferLimit {
+            hard_bytes: self.hard,
+            soft_bytes: self.soft,
+            soft_ms: self.soft_secs.saturating_mul(1000),
+        }
+    }
+}
+
 /// `client-output-buffer-limit` for the three classes, Valkey's defaults
-/// (`normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60`). The pubsub class is enforced by
-/// `crate::net` on each message delivered; normal clients have no limit (only `0 0 0` is
-/// accepted); the replica class is read and shown but not enforced: a replica link's buffer here also carries the full copy, which Valkey
-/// sends apart from the output buffer, so a limit would cut every large full sync.
+/// (`normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60`). The pubsub and normal classes are
+/// enforced by `crate::net` on each message delivered and after each command a client runs (a
+/// subscriber is `pubsub`, any other client `normal`: Valkey `getClientType`); the replica
+/// class by the replication engine (`Replication::handle_replica_pending`) on the stream it
+/// keeps for a replica while its copy is made and on the stream bytes the I/O thread has not
+/// sent (reported every 10 ms), never on the full copy itself, as Valkey counts a replica's
+/// replication buffer and not its RDB transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputLimits {
     /// `normal`
@@ -339,15 +354,6 @@ fn parse_output_limits(into: &mut OutputLimits, v: &str) -> Result<(), String> {
             soft,
             soft_secs,
         };
-    }
-    if next.normal
-        != (ClassLimit {
-            hard: 0,
-            soft: 0,
-            soft_secs: 0,
-        })
-    {
-        return Err("ferrocluster-server does not limit normal clients' output; only normal 0 0 0 is accepted".into());
     }
     *into = next;
     Ok(())
@@ -466,6 +472,7 @@ impl Config {
             primary_user: r.primary_user.clone().filter(|_| auth.is_some()),
             primary_auth: auth.map(String::into_bytes),
             replica_version: Some(crate::repl::REPLICA_VERSION.to_owned()),
+            output_buffer_limit: self.output_limits.replica.engine_limit(),
             ..ferrocluster_dataplane::ReplicationConfig::default()
         }
     }
@@ -1934,7 +1941,6 @@ mod tests {
             "--rdbchecksum no",
             "--repl-diskless-load on-empty-db",
             "--oom-score-adj yes",
-            "--client-output-buffer-limit normal 1mb 0 0",
             "--supervised systemd",
         ] {
             let e = parse_args(&args(bad), no_file).unwrap_err();
@@ -1986,6 +1992,26 @@ mod tests {
         assert_eq!(
             (option("client-output-buffer-limit").unwrap().get)(&c),
             "normal 0 0 0 slave 0 0 0 pubsub 1048576 524288 5"
+        );
+        // The normal and replica classes are enforced too (`crate::net`, the engine).
+        let c = server(
+            parse_args(
+                &args("--client-output-buffer-limit normal 1mb 0 0 replica 2mb 1mb 5"),
+                no_file,
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            (option("client-output-buffer-limit").unwrap().get)(&c),
+            "normal 1048576 0 0 slave 2097152 1048576 5 pubsub 33554432 8388608 60"
+        );
+        assert_eq!(
+            c.replication(1).output_buffer_limit,
+            ferrocluster_dataplane::OutputBufferLimit {
+                hard_bytes: 2 << 20,
+                soft_bytes: 1 << 20,
+                soft_ms: 5_000,
+            }
         );
     }
 

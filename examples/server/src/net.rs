@@ -88,6 +88,8 @@ struct Conn {
     want_write: bool,
     /// Since when (unix ms) the output has been over the class's soft limit.
     soft_since: Option<u64>,
+    /// A replica link's unsent bytes as last told to `Shared::replica_unsent`.
+    told_unsent: usize,
 }
 
 /// Creates the I/O threads; returns their handles (index = thread number).
@@ -540,19 +542,9 @@ impl IoThread {
                             }
                             what.write_to(&mut c.out, &mut c.client);
                             let limits = *self.shared.output_limits.read();
-                            if over_output_limit(&limits, c, crate::server::unix_ms()) {
-                                // client-output-buffer-limit: a subscriber this far behind
-                                // is disconnected.
-                                tracing::warn!(
-                                    client = c.client.id,
-                                    "output buffer limit reached, closing the client"
-                                );
-                                c.out.buf.clear();
-                                c.client.reply_holes.clear();
-                                c.close_after_flush = true;
-                            }
+                            close_if_over_output_limit(&limits, c, crate::server::unix_ms());
                             self.to_write.push(token);
-                            if was_blocked && !c.client.blocked {
+                            if was_blocked && !c.client.blocked && !c.close_after_flush {
                                 // Requests pipelined after the WAIT run now, and bytes that
                                 // arrived meanwhile are read next turn.
                                 if execute_buffer(&self.shared, c, self.limits) {
@@ -695,6 +687,7 @@ impl IoThread {
             close_after_flush: false,
             want_write: false,
             soft_since: None,
+            told_unsent: 0,
         });
         // Bytes may already be waiting; edge-triggered readiness would not report them again.
         self.to_read.push(token);
@@ -804,6 +797,14 @@ impl IoThread {
                     Err(_) => closed = true,
                 }
             }
+            if c.client.is_replica_link && c.out.buf.len() != c.told_unsent {
+                // client-output-buffer-limit replica: the engine hears it at its next tick.
+                c.told_unsent = c.out.buf.len();
+                self.shared
+                    .replica_unsent
+                    .lock()
+                    .insert(c.client.id, c.told_unsent as u64);
+            }
             let flushed =
                 c.out.buf.is_empty() && c.client.reply_holes.is_empty() && !c.stream.wants_write();
             if closed || (flushed && c.close_after_flush) {
@@ -832,15 +833,46 @@ impl IoThread {
     }
 }
 
-/// Whether a subscriber's unsent output passed the pubsub class of
-/// `client-output-buffer-limit` (Valkey `checkClientOutputBufferLimits`): at least `hard`
-/// bytes, or at least `soft` bytes for more than `soft_secs` seconds. Other clients are not
-/// limited (`crate::config::OutputLimits` says why). `now` is unix ms.
-fn over_output_limit(limits: &crate::config::OutputLimits, c: &mut Conn, now: u64) -> bool {
-    if c.client.subscriptions() == 0 || c.client.is_replica_link {
+/// `client-output-buffer-limit` (Valkey `closeClientOnOutputBufferLimitReached`, asynchronous
+/// form): a client whose unsent replies passed its class's limit ([`over_output_limit`])
+/// loses them and is closed once this turn's writes are done, with Valkey's log line. Called
+/// on each delivery to the connection and after each command it runs (Valkey checks on each
+/// reply added), so a client that pipelines requests and never reads stops being served at
+/// the command that passes the limit. Returns whether it is now closing; `now` is unix ms.
+fn close_if_over_output_limit(
+    limits: &crate::config::OutputLimits,
+    c: &mut Conn,
+    now: u64,
+) -> bool {
+    if c.close_after_flush || !over_output_limit(limits, c, now) {
         return false;
     }
-    let class = limits.pubsub;
+    c.client.conn = facts(c, c.rbuf.len());
+    let proto = c.out.proto;
+    tracing::warn!(
+        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        c.client.info_line(now, proto)
+    );
+    c.out.buf.clear();
+    c.client.reply_holes.clear();
+    c.close_after_flush = true;
+    true
+}
+
+/// Whether a client's unsent output passed its class of `client-output-buffer-limit` (Valkey
+/// `checkClientOutputBufferLimits`): at least `hard` bytes, or at least `soft` bytes for more
+/// than `soft_secs` seconds. The class is Valkey `getClientType`'s: `pubsub` for a subscriber,
+/// `normal` for any other client (MONITOR included); a replica link is the replication
+/// engine's (`replica` class, `Replication::handle_replica_pending`). `now` is unix ms.
+fn over_output_limit(limits: &crate::config::OutputLimits, c: &mut Conn, now: u64) -> bool {
+    if c.client.is_replica_link {
+        return false;
+    }
+    let class = if c.client.subscriptions() > 0 {
+        limits.pubsub
+    } else {
+        limits.normal
+    };
     let used = c.out.buf.len() as u64;
     if class.hard > 0 && used >= class.hard {
         return true;
@@ -890,6 +922,8 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
     // One clock read per batch (what one read brought, at most READ_CHUNK bytes), taken once
     // the lock is held so a wait for the lock does not age it.
     let mut now = 0;
+    // client-output-buffer-limit, checked after each command ([`close_if_over_output_limit`]).
+    let out_limits = *shared.output_limits.read();
     c.settled = 0;
     loop {
         if c.client.migration_conn && pos < c.rbuf.len() {
@@ -952,6 +986,12 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                             c.out.buf.truncate(reply_at);
                         }
                         c.client.reply = next;
+                    }
+                    if close_if_over_output_limit(&out_limits, c, now) {
+                        // Valkey stops reading a client scheduled to be closed (the rest of
+                        // its pipeline is not run).
+                        pos += consumed;
+                        break;
                     }
                     if flow == crate::client::Flow::Close {
                         c.close_after_flush = true;

@@ -41,8 +41,8 @@ use crate::resp::Out;
 use crate::server::{unix_ms, Shared, State};
 use crate::table::{Cmd, Spec};
 use ferrocluster_dataplane::{
-    CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig, Role, SaveInfo,
-    SnapshotId, SnapshotTarget, UpstreamId,
+    CloseReason, CommandOutcome, ConnId, Event, Millis, Output, Replication, ReplicationConfig,
+    Role, SaveInfo, SnapshotId, SnapshotTarget, UpstreamId,
 };
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -80,12 +80,33 @@ pub struct SyncStats {
     pub partial_err: u64,
 }
 
+/// Where a client connection the engine knows lives, and its peer (for log lines).
+#[derive(Debug, Clone, Copy)]
+struct EngineConn {
+    /// Its I/O thread.
+    io: usize,
+    /// Its slot in that thread.
+    token: usize,
+    /// The peer's address.
+    addr: Option<std::net::SocketAddr>,
+}
+
+impl EngineConn {
+    fn of(client: &ClientCtx) -> EngineConn {
+        EngineConn {
+            io: client.io_thread,
+            token: client.token,
+            addr: client.addr,
+        }
+    }
+}
+
 /// Replication, inside [`State`]: the engine and what its host keeps beside it.
 pub struct ReplState {
     /// The protocol engine (both roles).
     pub engine: Replication,
-    /// Client connections the engine knows (replicas, WAIT clients): id → (I/O thread, slot).
-    conns: HashMap<u64, (usize, usize)>,
+    /// Client connections the engine knows (replicas, WAIT clients) by client id.
+    conns: HashMap<u64, EngineConn>,
     /// Clients blocked in WAIT.
     waiting: HashSet<u64>,
     /// Replicas whose PSYNC asked for a partial resync (for `sync_partial_err`).
@@ -314,14 +335,35 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
     let r = &mut state.repl;
     match o {
         Output::ToReplica { conn, bytes } => {
-            if let Some(&(io, token)) = r.conns.get(&conn.0) {
-                shared.deliver(io, token, conn.0, Delivery::Raw(bytes.into()));
+            if let Some(c) = r.conns.get(&conn.0) {
+                shared.deliver(c.io, c.token, conn.0, Delivery::Raw(bytes.into()));
             }
         }
         Output::CloseReplica { conn, reason } => {
-            tracing::info!(client = conn.0, ?reason, "replica disconnected");
-            if let Some((io, token)) = r.conns.remove(&conn.0) {
-                shared.deliver(io, token, conn.0, Delivery::Close);
+            let addr = r
+                .conns
+                .get(&conn.0)
+                .and_then(|c| c.addr)
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            // Valkey's lines (`closeClientOnOutputBufferLimitReached`, `replicationCron`,
+            // `updateReplicasWaitingBgsave`); Valkey logs nothing per replica in
+            // `disconnectReplicas`.
+            match reason {
+                CloseReason::OutputBufferLimit => tracing::warn!(
+                    "Client id={} addr={addr} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                    conn.0
+                ),
+                CloseReason::Timeout => {
+                    tracing::warn!("Disconnecting timedout replica (streaming sync): {addr}")
+                }
+                CloseReason::SnapshotFailed => {
+                    tracing::warn!("SYNC failed. BGSAVE child returned an error")
+                }
+                _ => tracing::info!(client = conn.0, %addr, ?reason, "replica disconnected"),
+            }
+            if let Some(c) = r.conns.remove(&conn.0) {
+                shared.deliver(c.io, c.token, conn.0, Delivery::Close);
             }
         }
         Output::StartSnapshot { id, target, info } => snapshot(state, id, target, info, now),
@@ -401,10 +443,10 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
         }
         Output::WaitDone { client, reply } => {
             r.waiting.remove(&client.0);
-            if let Some(&(io, token)) = r.conns.get(&client.0) {
+            if let Some(c) = r.conns.get(&client.0) {
                 let mut o = Out::new();
                 write_reply(&reply, &mut o);
-                shared.deliver(io, token, client.0, Delivery::Unblock(o.buf.into()));
+                shared.deliver(c.io, c.token, client.0, Delivery::Unblock(o.buf.into()));
             }
         }
         Output::Event(e) => event(r, e),
@@ -569,7 +611,7 @@ pub fn psync(
     let conn = ConnId(client.id);
     let peer = client.addr.map(|a| a.ip());
     let r = &mut state.repl;
-    r.conns.insert(client.id, (client.io_thread, client.token));
+    r.conns.insert(client.id, EngineConn::of(client));
     if argv.get(1).is_some_and(|id| id.as_slice() != b"?") {
         r.asked_partial.insert(conn);
     }
@@ -609,7 +651,7 @@ pub fn wait(
         }
         Ok(None) => {
             client.blocked = true;
-            r.conns.insert(client.id, (client.io_thread, client.token));
+            r.conns.insert(client.id, EngineConn::of(client));
             r.waiting.insert(client.id);
         }
         Err(e) => write_reply(&e.to_reply(), out),
@@ -617,8 +659,19 @@ pub fn wait(
     flush(shared, state);
 }
 
-/// The engine's timers (WAIT deadlines, the 1 s cron: pings, ACKs, timeouts, reconnects).
+/// The engine's timers (WAIT deadlines, the 1 s cron: pings, ACKs, timeouts, reconnects), and
+/// the replica links' unsent bytes the I/O threads noted since the last tick
+/// (`client-output-buffer-limit replica`, [`Replication::handle_replica_pending`]).
 pub fn tick(shared: &Arc<Shared>, state: &mut State, now: u64) {
+    let unsent = std::mem::take(&mut *shared.replica_unsent.lock());
+    for (id, bytes) in unsent {
+        if state.repl.conns.contains_key(&id) {
+            state
+                .repl
+                .engine
+                .handle_replica_pending(ConnId(id), bytes, Millis(now));
+        }
+    }
     let due = state.repl.engine.poll_timeout().is_some_and(|t| t.0 <= now);
     if due {
         state.repl.engine.handle_timeout(Millis(now));

@@ -271,8 +271,13 @@ pub struct Shared {
     /// `protected-mode` in force (CONFIG SET changes it; `crate::net` reads it on accept).
     pub protected_mode: std::sync::atomic::AtomicBool,
     /// `client-output-buffer-limit` in force (CONFIG SET changes it; `crate::net` reads it on
-    /// each delivery).
+    /// each delivery and after each command, for the normal and pubsub classes).
     pub output_limits: RwLock<crate::config::OutputLimits>,
+    /// Unsent output bytes of replica links that changed since the replication tick last
+    /// took them: client id -> bytes (`crate::net` writes them after each write to a replica
+    /// link; `crate::repl::tick` reports them to the engine every 10 ms for
+    /// `client-output-buffer-limit replica`).
+    pub replica_unsent: Mutex<HashMap<u64, u64>>,
     /// `stop-writes-on-bgsave-error` in force (CONFIG SET changes it).
     pub stop_writes_on_bgsave_error: std::sync::atomic::AtomicBool,
     /// This `Shared` itself, for work a command hands to a thread (BGSAVE); set once at start.
@@ -391,6 +396,7 @@ impl Shared {
             protected_mode: std::sync::atomic::AtomicBool::new(protected_mode),
             stop_writes_on_bgsave_error: std::sync::atomic::AtomicBool::new(stop_writes),
             output_limits: RwLock::new(output_limits),
+            replica_unsent: Mutex::new(HashMap::new()),
             io: OnceLock::new(),
             clients,
             start_ms: now,

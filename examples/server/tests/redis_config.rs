@@ -1,8 +1,9 @@
 //! Directives a Redis user's config carries (issue 19): `include`, `pidfile`, `timeout`,
 //! `tcp-keepalive`, `save`, `dbfilename`, `slowlog-*`, `latency-monitor-threshold`, taken from
 //! a config file and shown by CONFIG GET with Redis's names and values; Debian's whole Redis 7.0
-//! redis.conf (daemonize, pidfile, logfile, cluster mode, AOF); protected mode and
-//! stop-writes-on-bgsave-error against valkey-server 9.1. Ports from `common::ports`.
+//! redis.conf (daemonize, pidfile, logfile, cluster mode, AOF); protected mode,
+//! stop-writes-on-bgsave-error and `client-output-buffer-limit normal` against valkey-server
+//! 9.1, its pubsub class against redis-server 7.0. Ports from `common::ports`.
 
 #![allow(clippy::disallowed_methods)] // a poll sleeps between two looks at CLIENT LIST
 
@@ -479,5 +480,112 @@ fn a_subscriber_past_its_output_limit_is_closed_as_redis_does() {
             subscribers(&mut admin) == "0"
         });
         drop(sub);
+    }
+}
+
+/// `client-output-buffer-limit normal` (Valkey `closeClientOnOutputBufferLimitReached`): a
+/// client that pipelines GETs of a 4 KB value and never reads is kept while the normal class
+/// has no limit (Valkey's default `normal 0 0 0`: its whole pipeline runs), and with
+/// `normal 1mb 0 0` closed once its unsent replies pass the hard limit, the rest of its
+/// pipeline not run (Valkey stops parsing a client it scheduled to close); a client whose
+/// replies stay under the limit, and the others, are served. The same steps on
+/// valkey-server 9.1 and on ours. The value is under Valkey 9.1's
+/// `min-string-size-avoid-copy-reply` (16 KB), so Valkey copies it into the output buffer and
+/// counts it (larger values are kept there by reference, see the pubsub test above). The
+/// pipeline's 40 MB of replies is far more than loopback socket buffers take, so the unsent
+/// part passes 1 MB however the server's reads and writes interleave.
+#[test]
+fn a_client_past_the_normal_output_limit_is_closed_as_valkey_does() {
+    use std::io::Write as _;
+    let dir = test_dir("normal-limit");
+    let [valkey, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let _valkey = common::start_real_server("valkey-server", valkey, &dir.join("valkey"), &[]);
+    let mut procs = common::Procs::default();
+    procs.start(&dir.join("ours"), ours, &["--cluster-enabled", "no"]);
+    let value = "v".repeat(4_000);
+    let gets = 10_000;
+    // `gets` GETs of the value, then `INCR <marker>`: the marker says the whole pipeline ran.
+    let pipeline = |marker: &str| {
+        let mut bytes = common::encode(&[b"GET", b"big"]).repeat(gets);
+        bytes.extend_from_slice(&common::encode(&[b"INCR", marker.as_bytes()]));
+        bytes
+    };
+    let client_id = |c: &mut Client| {
+        let id = c.cmd_s(&["CLIENT", "ID"]);
+        id.trim_start_matches(':').trim_end().to_string()
+    };
+    let listed = |admin: &mut Client, id: &str| {
+        bulk_text(&admin.cmd(&["CLIENT", "LIST", "ID", id])).contains(&format!("id={id} "))
+    };
+    for port in [valkey, ours] {
+        let mut admin = Client::connect(port);
+        assert_eq!(admin.cmd_s(&["SET", "big", &value]), "+OK\r\n");
+        // No limit (the default): the non-reader's whole pipeline runs and it stays.
+        assert_eq!(
+            get(&mut admin, "client-output-buffer-limit"),
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+            "{port}"
+        );
+        let mut kept = Client::connect(port);
+        let kept_id = client_id(&mut kept);
+        kept.send_raw(&pipeline("done-unlimited"));
+        wait_until(&format!("{port}: the unlimited pipeline ran"), || {
+            admin.cmd_s(&["GET", "done-unlimited"]) == "$1\r\n1\r\n"
+        });
+        assert!(
+            listed(&mut admin, &kept_id),
+            "{port}: closed without a limit"
+        );
+        drop(kept);
+        // Hard limit 1 MiB.
+        assert_eq!(
+            admin.cmd_s(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "normal 1mb 0 0"
+            ]),
+            "+OK\r\n",
+            "{port}"
+        );
+        assert_eq!(
+            get(&mut admin, "client-output-buffer-limit"),
+            "normal 1048576 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+            "{port}"
+        );
+        let mut sink = Client::connect(port);
+        let sink_id = client_id(&mut sink);
+        assert!(listed(&mut admin, &sink_id), "{port}");
+        // The server may close it while the pipeline is still being written.
+        let _ = sink.stream.write_all(&pipeline("done-limited"));
+        wait_until(&format!("{port}: the non-reader closed"), || {
+            !listed(&mut admin, &sink_id)
+        });
+        // Closed: the rest of its pipeline never runs.
+        assert_eq!(admin.cmd_s(&["GET", "done-limited"]), "$-1\r\n", "{port}");
+        // A client whose replies stay under the limit (100 GETs, 400 KB) gets them all.
+        let mut reader = Client::connect(port);
+        reader.send_raw(&common::encode(&[b"GET", b"big"]).repeat(100));
+        let expected = format!("$4000\r\n{value}\r\n");
+        for _ in 0..100 {
+            assert_eq!(
+                String::from_utf8(reader.read_reply()).unwrap(),
+                expected,
+                "{port}"
+            );
+        }
+        assert_eq!(admin.cmd_s(&["PING"]), "+PONG\r\n", "{port}");
+        assert_eq!(
+            admin.cmd_s(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "normal 0 0 0"
+            ]),
+            "+OK\r\n",
+            "{port}"
+        );
     }
 }

@@ -490,6 +490,69 @@ fn output_buffer_limit_closes_a_slow_full_sync() {
     ));
 }
 
+/// The replica class counts the stream the host has not sent, never the full copy (Valkey
+/// counts a replica's replication buffer, not its RDB transfer): a replica still reading a
+/// copy larger than the hard limit stays; once the unsent stream past the copy passes the
+/// limit it is closed.
+#[test]
+fn output_buffer_limit_counts_the_hosts_unsent_stream_not_the_copy() {
+    use ferrocluster_dataplane::{Millis, Output, Replication, SnapshotTarget};
+    let now = Millis(1_000_000);
+    let mut cfg = Net::cfg(7000);
+    cfg.diskless_sync = false;
+    cfg.output_buffer_limit.hard_bytes = 1_000;
+    let mut p = Replication::new(cfg, 1, Role::Primary, None, now).unwrap();
+    let c = ConnId(7);
+    for argv in [
+        &["REPLCONF", "listening-port", "7001"][..],
+        &["REPLCONF", "capa", "psync2"],
+        &["PSYNC", "?", "-1"],
+    ] {
+        p.handle_command(c, None, argv, now).unwrap();
+    }
+    let mut handed = 0u64;
+    let mut closed = false;
+    let drain = |p: &mut Replication, handed: &mut u64, closed: &mut bool| {
+        let mut snap = None;
+        while let Some(o) = p.poll_output() {
+            match o {
+                Output::ToReplica { conn, bytes } if conn == c => *handed += bytes.len() as u64,
+                Output::CloseReplica { conn, reason } if conn == c => {
+                    assert_eq!(reason, CloseReason::OutputBufferLimit);
+                    *closed = true;
+                }
+                Output::StartSnapshot { id, target, .. } => {
+                    assert_eq!(target, SnapshotTarget::Disk);
+                    snap = Some(id);
+                }
+                _ => {}
+            }
+        }
+        snap
+    };
+    let id = drain(&mut p, &mut handed, &mut closed).expect("a snapshot for the replica");
+    let rdb = vec![b'x'; 5_000];
+    p.handle_snapshot_ready(id, rdb.len() as u64, now).unwrap();
+    p.handle_snapshot_chunk(id, &rdb, now).unwrap();
+    p.handle_snapshot_end(id, now).unwrap();
+    drain(&mut p, &mut handed, &mut closed);
+    // Nothing sent yet: 5000 copy bytes unsent, over the hard limit, and not counted.
+    p.handle_replica_pending(c, handed, now);
+    drain(&mut p, &mut handed, &mut closed);
+    assert!(!closed, "the copy counted against the limit");
+    let value = "v".repeat(1_500);
+    p.feed(0, &["SET", "k", value.as_str()], now).unwrap();
+    drain(&mut p, &mut handed, &mut closed);
+    // The copy and 1000 stream bytes sent: ~500 stream bytes unsent, under the limit.
+    p.handle_replica_pending(c, handed - 5_000 - 1_000, now);
+    drain(&mut p, &mut handed, &mut closed);
+    assert!(!closed, "closed under the limit");
+    // Nothing sent: the whole stream (~1.5 KB) unsent, over the limit.
+    p.handle_replica_pending(c, handed, now);
+    drain(&mut p, &mut handed, &mut closed);
+    assert!(closed, "a replica over the hard limit was kept");
+}
+
 /// A SELECT of a database the host does not have is ignored; REPLCONF errors use Valkey's
 /// texts.
 #[test]

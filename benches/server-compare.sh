@@ -74,17 +74,9 @@ pids+=($!); disown; ours_pid=$!
   --loglevel warning >"$work/redis/log" 2>&1 &
 pids+=($!); disown; redis_pid=$!
 
-wait_ok() {
-  local port=$1
-  for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-cli -p "$port" cluster addslotsrange 0 16383 >/dev/null
-  for _ in $(seq 1 100); do
-    redis-cli -p "$port" cluster info | grep -q cluster_state:ok && return 0; sleep 0.1
-  done
-  echo "node $port did not reach cluster_state:ok" >&2; exit 1
-}
-wait_ok $OURS
-wait_ok $REDIS
+. scripts/one-node-cluster.sh
+own_every_slot $OURS
+own_every_slot $REDIS
 # Both must be the nodes we started (another process on the port would answer MOVED).
 for port in $OURS $REDIS; do
   [ "$(redis-cli -p "$port" cluster info | awk -F: '/^cluster_known_nodes:/{print $2+0}')" = 1 ] || {

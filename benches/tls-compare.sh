@@ -61,17 +61,9 @@ pids+=($!); disown; ours_pid=$!
   --daemonize no --loglevel warning >"$work/redis/log" 2>&1 &
 pids+=($!); disown; redis_pid=$!
 
-wait_ok() {
-  local port=$1
-  for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-cli -p "$port" cluster addslotsrange 0 16383 >/dev/null
-  for _ in $(seq 1 100); do
-    redis-cli -p "$port" cluster info | grep -q cluster_state:ok && return 0; sleep 0.1
-  done
-  echo "node $port did not reach cluster_state:ok" >&2; exit 1
-}
-wait_ok $OURS
-wait_ok $REDIS
+. scripts/one-node-cluster.sh
+own_every_slot $OURS
+own_every_slot $REDIS
 for p in $OURS_TLS $REDIS_TLS; do
   [ "$(redis-cli -p $p "${CLI_TLS[@]}" ping)" = PONG ] || { echo "TLS port $p does not answer" >&2; exit 1; }
 done

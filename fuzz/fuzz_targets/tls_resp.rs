@@ -64,23 +64,8 @@ impl Write for End {
 fn configs() -> &'static TlsConfigs {
     static C: OnceLock<TlsConfigs> = OnceLock::new();
     C.get_or_init(|| {
-        use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
         let dir = std::env::temp_dir().join(format!("fc-fuzz-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca.self_signed(&ca_key).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let mut p = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-        p.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        let cert = p.signed_by(&key, &ca_cert, &ca_key).unwrap();
-        std::fs::write(dir.join("ca.crt"), ca_cert.pem()).unwrap();
-        std::fs::write(dir.join("n.crt"), cert.pem()).unwrap();
-        std::fs::write(dir.join("n.key"), key.serialize_pem()).unwrap();
+        ferrocluster_testkit::certs::TestCa::new(&dir, "fuzz").node("n");
         let s = TlsSettings {
             cert_file: Some(dir.join("n.crt")),
             key_file: Some(dir.join("n.key")),

@@ -936,27 +936,11 @@ impl BlockingTls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+    use ferrocluster_testkit::certs::TestCa;
 
     /// A CA and a node certificate it signed, written to `dir` as ca.crt, node.crt, node.key.
     fn make_certs(dir: &Path, name: &str) {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name
-            .push(rcgen::DnType::CommonName, format!("{name} CA"));
-        let ca_cert = ca.self_signed(&ca_key).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let mut p = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-        p.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        let cert = p.signed_by(&key, &ca_cert, &ca_key).unwrap();
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("ca.crt"), ca_cert.pem()).unwrap();
-        std::fs::write(dir.join("node.crt"), cert.pem()).unwrap();
-        std::fs::write(dir.join("node.key"), key.serialize_pem()).unwrap();
+        TestCa::new(dir, name).node("node");
     }
 
     fn tmpdir(tag: &str) -> PathBuf {

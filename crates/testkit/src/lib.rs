@@ -11,8 +11,10 @@
 //!   directory.
 //! * [`dir`]: a test's scratch directory, removed when the test passes and kept when it fails.
 //! * [`cluster`]: what cluster tests compare across nodes (the slot map's signature).
+//! * [`certs`]: TLS test certificates (a CA and the node certificates it signs).
 #![allow(clippy::disallowed_methods)] // a test host: it reads the clock and spawns threads
 
+pub mod certs;
 pub mod cluster;
 pub mod dir;
 pub mod ports;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub mod certs;
+pub use ferrocluster_testkit::certs;
 pub mod resp_cases;
 
 /// A capture of `tests/vectors/` (JSON), by file name.

@@ -1,5 +1,5 @@
 //! Test certificates, made at test time with rcgen: a CA and node certificates it signs
-//! (the one helper for every TLS test; Valkey's `utils/gen-test-certs.sh` makes the same
+//! (the one helper for every TLS test: the host kit's, the server's, the `tls_resp` fuzz target; Valkey's `utils/gen-test-certs.sh` makes the same
 //! shape: one CA, a certificate per node usable as server and client).
 
 use rcgen::{

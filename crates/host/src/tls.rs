@@ -881,7 +881,11 @@ impl BlockingTls {
             let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
             let mut rest = &buf[..n];
             while !rest.is_empty() {
-                conn.read_tls(&mut rest)?;
+                if conn.read_tls(&mut rest)? == 0 {
+                    // Nothing more is taken after the peer's close_notify: the rest is
+                    // ignored, the stream ends.
+                    return Ok(out.len() - start);
+                }
                 let state = conn
                     .process_new_packets()
                     .map_err(|e| io::Error::new(ErrorKind::InvalidData, e))?;
@@ -912,16 +916,25 @@ impl BlockingTls {
         }
     }
 
-    /// Encrypts and sends `bytes` (blocking, within the socket's write timeout).
+    /// Encrypts and sends `bytes` (blocking, within the socket's write timeout), in pieces
+    /// of what rustls buffers (64 KiB of unsent records at most), each sent before the next
+    /// is taken: a send of any size goes through.
     ///
     /// # Errors
     /// The socket's errors.
     pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.writer().write_all(bytes)?;
         let mut w = self.sock.lock().unwrap_or_else(|p| p.into_inner());
-        while conn.wants_write() {
-            conn.write_tls(&mut *w)?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = conn.writer().write(rest)?;
+            rest = &rest[n..];
+            if n == 0 && !conn.wants_write() {
+                return Err(ErrorKind::WriteZero.into());
+            }
+            while conn.wants_write() {
+                conn.write_tls(&mut *w)?;
+            }
         }
         Ok(())
     }
@@ -1028,6 +1041,51 @@ mod tests {
             peer[0].as_ref(),
             load_certs(&d.join("node.crt")).unwrap()[0].as_ref()
         );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// `BlockingTls::write_all` of more than rustls buffers (64 KiB) in one call goes through
+    /// whole (a slot snapshot's send; it failed with `WriteZero` once the buffer was full).
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the peer runs in a thread of the test
+    fn blocking_write_all_sends_more_than_rustls_buffers() {
+        let d = tmpdir("blocking");
+        make_certs(&d, "b");
+        let cfg = TlsConfigs::load(&settings(&d)).unwrap();
+        // Port 0, the kernel's pick: the listener stays open until it accepted its connection.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let msg: Vec<u8> = (0..1_000_000u32).map(|i| (i % 249) as u8).collect();
+        let server_cfg = Arc::clone(&cfg.server);
+        let len = msg.len();
+        let server = std::thread::spawn(move || {
+            let (mut sock, _) = l.accept().unwrap();
+            sock.set_read_timeout(Some(ferrocluster_testkit::HANG))
+                .unwrap();
+            let mut conn = rustls::ServerConnection::new(server_cfg).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 16 * 1024];
+            while got.len() < len {
+                conn.complete_io(&mut sock).unwrap();
+                loop {
+                    match conn.reader().read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+            got
+        });
+        let sock = std::net::TcpStream::connect(addr).unwrap();
+        sock.set_write_timeout(Some(ferrocluster_testkit::HANG))
+            .unwrap();
+        sock.set_read_timeout(Some(ferrocluster_testkit::HANG))
+            .unwrap();
+        let (tls, _reader) = BlockingTls::connect(&cfg, sock, addr.ip()).unwrap();
+        tls.write_all(&msg).unwrap();
+        assert_eq!(server.join().unwrap(), msg);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -962,17 +962,20 @@ fn config_set(
             ));
         }
     }
-    if next.tls != before.tls {
-        // Valkey `applyTlsCfg`: the new files must load, else nothing changes.
-        if let Some(tls) = &shared.tls {
-            tls.replace(&next.tls)
-                .map_err(|e| failed(name_of(&|o| o.name.starts_with("tls-")), e))?;
-        }
+    // TLS is checked before anything changes and applied last (Valkey `applyTlsCfg`: the new
+    // files must load, else nothing changes).
+    let tls_name = || name_of(&|o| o.name.starts_with("tls-"));
+    let tls_changed = next.tls != before.tls;
+    if tls_changed && shared.tls.is_some() {
+        ferrocluster_host::tls::TlsConfigs::load(&next.tls).map_err(|e| failed(tls_name(), e))?;
     }
-    *shared.tls_settings.write() = next.tls.clone();
-    shared
-        .tls_replication
-        .store(next.tls_replication, std::sync::atomic::Ordering::Relaxed);
+    if next.tls_replication && !before.tls_replication && shared.tls.is_none() {
+        // A replica link would speak plain TCP to the primary's TLS port.
+        return Err(failed(
+            "tls-replication".into(),
+            "TLS is not configured (start with tls-port or tls-cluster and the tls-* files)".into(),
+        ));
+    }
     let mut deferred = None;
     if let Some(side) = state.cluster.as_mut() {
         if next.cluster != before.cluster {
@@ -1044,5 +1047,15 @@ fn config_set(
         next.stop_writes_on_bgsave_error,
         std::sync::atomic::Ordering::Relaxed,
     );
+    if tls_changed {
+        if let Some(tls) = &shared.tls {
+            // Loaded above; a file changed since then fails here, the rest applied.
+            tls.replace(&next.tls).map_err(|e| failed(tls_name(), e))?;
+        }
+    }
+    *shared.tls_settings.write() = next.tls.clone();
+    shared
+        .tls_replication
+        .store(next.tls_replication, std::sync::atomic::Ordering::Relaxed);
     Ok(deferred)
 }

@@ -174,6 +174,21 @@ pub fn signal(state: &mut State, db: usize, key: &[u8]) {
     }
 }
 
+/// Every key clients wait on in database `db` may have got elements (SWAPDB: Valkey
+/// `scanDatabaseForReadyKeys`).
+pub fn signal_db(state: &mut State, db: usize) {
+    let keys: Vec<Vec<u8>> = state
+        .blocked
+        .queues
+        .keys()
+        .filter(|(d, _)| *d == db)
+        .map(|(_, k)| k.clone())
+        .collect();
+    for k in keys {
+        signal(state, db, &k);
+    }
+}
+
 /// Serves the clients waiting on the keys signalled since the last call (see the module
 /// docs). Called after every command, `EXEC` as a whole.
 pub fn serve(shared: &Shared, state: &mut State, now: u64) {

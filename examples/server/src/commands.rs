@@ -97,6 +97,22 @@ pub fn execute(
     out: &mut Out,
     now: u64,
 ) -> Flow {
+    let flow = execute_routed(shared, state, client, args, out, now);
+    // Keyspace notifications queued outside `run` too: waiters served after a cluster-mode
+    // EXEC, evictions of a command refused on OOM.
+    crate::notify::publish(shared, state);
+    flow
+}
+
+/// [`execute`] without the publication of keyspace notifications.
+fn execute_routed(
+    shared: &Shared,
+    state: &mut State,
+    client: &mut ClientCtx,
+    args: &Args<'_>,
+    out: &mut Out,
+    now: u64,
+) -> Flow {
     let found = table::lookup(args.get(0));
     if state.cluster.is_some() && !found.is_some_and(|s| crate::cluster::bypasses_router(s.cmd)) {
         return execute_cluster(shared, state, client, found, args, out, now);
@@ -522,7 +538,12 @@ fn run_command(
     let duration_us = started.elapsed().as_micros() as u64;
     let prop = std::mem::take(&mut ctx.prop);
     let wrote_error = out_error_at(ctx.out, before);
-    if ctx.state.kv.tracks_access() && crate::evict::touches_keys(spec.name) {
+    // The access words (no touch while writes are paused: a touch deletes a key it finds
+    // expired, and keys do not expire then).
+    if ctx.state.kv.tracks_access()
+        && crate::evict::touches_keys(spec.name)
+        && !ctx.state.expiry_paused(now)
+    {
         let argv: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();
         let keys: Vec<&[u8]> = spec.info.key_positions(&argv).map(|p| argv[p]).collect();
         let st = &mut *ctx.state;
@@ -1034,7 +1055,11 @@ fn reset(ctx: &mut Ctx<'_, '_>) {
     ctx.state.tracking.disable(ctx.client.id);
     ctx.client.tracking_redir = None;
     ctx.client.caching = None;
-    ctx.client.reply = crate::client::ReplyMode::On;
+    // OFF and SKIP-next end; a SKIP in force (the reply of this RESET) stays, as Valkey
+    // clears `reply_off` and `reply_skip_next` only.
+    if ctx.client.reply != crate::client::ReplyMode::Skip {
+        ctx.client.reply = crate::client::ReplyMode::On;
+    }
     // Valkey `clientSetDefaultAuth`: back to the default user.
     ctx.client.user = b"default".to_vec();
     ctx.client.user_incarnation = ctx.state.acl.incarnation(b"default");

@@ -1302,9 +1302,15 @@ pub static OPTIONS: &[Opt] = &[
     quoted(
         opt!("notify-keyspace-events", None, mutable: true, get: |c| crate::notify::flags_text(c.notify_keyspace_events), set: |c, v| {
             // Valkey `setConfigNotifyKeyspaceEventsOption`'s text.
-            c.notify_keyspace_events = crate::notify::parse_flags(v).ok_or_else(|| {
+            let flags = crate::notify::parse_flags(v).ok_or_else(|| {
                 "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()
             })?;
+            // Valkey's `n` (a key created) and `m` (a read missed its key) are not sent here
+            // yet: refused rather than accepted and never sent.
+            if flags & (crate::notify::NEW | crate::notify::KEY_MISS) != 0 {
+                return Err("ferrocluster-server does not send the n (new key) and m (key miss) classes".into());
+            }
+            c.notify_keyspace_events = flags;
             Ok(())
         }),
     ),

@@ -265,7 +265,8 @@ impl Eviction {
     /// fits (or there is no limit); `Err` when it is still over and nothing more can go.
     pub fn perform(state: &mut State, now: u64) -> Result<(), ()> {
         let limit = state.evict.settings.bytes;
-        if limit == 0 || state.repl.is_replica() {
+        // Nothing is evicted while writes are paused (Valkey `isSafeToPerformEvictions`).
+        if limit == 0 || state.repl.is_replica() || state.expiry_paused(now) {
             return Ok(());
         }
         let mut evicted = Vec::new();

@@ -970,6 +970,17 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                         break;
                     }
                     let (reply_at, holes) = (c.out.buf.len(), c.client.reply_holes.len());
+                    let subscribing = c.client.reply != crate::client::ReplyMode::On
+                        && [
+                            "subscribe",
+                            "psubscribe",
+                            "ssubscribe",
+                            "unsubscribe",
+                            "punsubscribe",
+                            "sunsubscribe",
+                        ]
+                        .iter()
+                        .any(|n| args.get(0).eq_ignore_ascii_case(n.as_bytes()));
                     let flow = crate::commands::execute(
                         shared,
                         state,
@@ -982,7 +993,9 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                     // nodes.conf: its place is kept for the write that fills it).
                     if c.client.reply != crate::client::ReplyMode::On {
                         let (drop, next) = c.client.reply.after_command();
-                        if drop && c.client.reply_holes.len() == holes {
+                        // (Un)subscribe confirmations are pushes, sent in every mode (Valkey
+                        // `addReplyPubsubSubscribed` and the like).
+                        if drop && !subscribing && c.client.reply_holes.len() == holes {
                             c.out.buf.truncate(reply_at);
                         }
                         c.client.reply = next;

@@ -199,8 +199,8 @@ fn wrong_type_wait(port: u16) -> Vec<Vec<u8>> {
     vec![a.read_reply()]
 }
 
-/// Waiters are served when their key arrives by RENAME, COPY, SORT ... STORE, RESTORE or
-/// MOVE, not only by a push (issue 37: ours woke them only for pushes and moves; Redis's
+/// Waiters are served when their key arrives by RENAME, COPY, SORT ... STORE, RESTORE, MOVE
+/// or SWAPDB, not only by a push (issue 37: ours woke them only for pushes and moves; Redis's
 /// `dbAdd` signals the key).
 fn key_arrivals(port: u16) -> Vec<Vec<u8>> {
     let mut a = c(port);
@@ -248,6 +248,13 @@ fn key_arrivals(port: u16) -> Vec<Vec<u8>> {
         &[b"BLPOP", b"k4", b"0"],
         &mut setup,
         &[b"MOVE", b"k4", b"0"],
+    );
+    // SWAPDB brings database 1's k5 into database 0 (Redis `scanDatabaseForReadyKeys`).
+    setup.cmd(&["RPUSH", "k5", "s"]);
+    serve(
+        &[b"BLPOP", b"k5", b"0"],
+        &mut setup,
+        &[b"SWAPDB", b"0", b"1"],
     );
     got
 }

@@ -58,6 +58,16 @@ fn client_reply_modes_match_valkey() {
         &["CLIENT", "REPLY", "OFF"],
         &["RESET"],
         &["CLIENT", "TRACKINGINFO"],
+        // (Un)subscribe confirmations are pushes: sent even with replies off.
+        &["CLIENT", "REPLY", "OFF"],
+        &["SUBSCRIBE", "ch"],
+        &["UNSUBSCRIBE", "ch"],
+        &["GET", "a"],
+        &["CLIENT", "REPLY", "ON"],
+        // A SKIP in force outlives RESET: its reply is the one skipped.
+        &["CLIENT", "REPLY", "SKIP"],
+        &["RESET"],
+        &["GET", "a"],
     ];
     let want = pipeline(valkey, cmds);
     assert_eq!(pipeline(ours, cmds), want);

@@ -208,8 +208,11 @@ fn keys_do_not_expire_under_client_pause_write() {
     let _valkey = start_real_server("valkey-server", valkey, &dir.join("valkey"), &[]);
     for port in [ours, valkey] {
         let mut c = Client::connect(port);
-        assert_eq!(c.cmd_s(&["SET", "k", "v", "PX", "100"]), "+OK\r\n");
-        assert_eq!(c.cmd_s(&["CLIENT", "PAUSE", "600000", "WRITE"]), "+OK\r\n");
+        // The key and the pause in one transaction: nothing can expire between them.
+        assert_eq!(c.cmd_s(&["MULTI"]), "+OK\r\n");
+        c.cmd(&["SET", "k", "v", "PX", "100"]);
+        c.cmd(&["CLIENT", "PAUSE", "600000", "WRITE"]);
+        assert_eq!(c.cmd_s(&["EXEC"]), "*2\r\n+OK\r\n+OK\r\n");
         wait_until(&format!("{port}: k to read as missing"), || {
             c.cmd_s(&["GET", "k"]) == "$-1\r\n"
         });

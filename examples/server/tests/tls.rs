@@ -464,6 +464,8 @@ fn a_node_of_another_ca_cannot_join_and_plain_tcp_to_the_tls_bus_port_learns_not
     frame.extend_from_slice(&[0u8; 2252]);
     raw.send_raw(&frame);
     let got = raw.read_until_closed();
+    // Nothing but a TLS alert record (content type 21) may come back before the close.
+    assert!(got.is_empty() || got[0] == 0x15, "{got:?}");
     assert!(!got.windows(4).any(|w| w == b"RCmb"), "{got:?}");
     // x never became a member: to a it is at most a node in handshake under a made-up ID
     // (Valkey keeps a MEET's node in handshake until the handshake timeout), never a
@@ -644,4 +646,22 @@ fn mixed_tls_cluster_with_redis_7_nodes_both_directions() {
         bulk_text(&r2r.cmd(&["GET", &key_a])) == "from-ours"
             && bulk_text(&cr.cmd(&["GET", "foo"])) == "from-redis"
     });
+}
+
+/// `CONFIG SET tls-replication yes` on a server started without TLS is refused (a replica link
+/// would speak plain TCP to its primary's TLS port; Valkey `applyTlsCfg` refuses what cannot
+/// load), and nothing changes.
+#[test]
+fn tls_replication_needs_tls_configured() {
+    let dir = test_dir("tls-replication-off");
+    let port = ports::port();
+    let mut procs = Procs::default();
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
+    let mut c = Client::connect(port);
+    let r = c.cmd_s(&["CONFIG", "SET", "tls-replication", "yes"]);
+    assert!(r.contains("TLS is not configured"), "{r}");
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "tls-replication"]),
+        b"*2\r\n$15\r\ntls-replication\r\n$2\r\nno\r\n"
+    );
 }

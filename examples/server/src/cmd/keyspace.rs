@@ -733,6 +733,8 @@ fn swapdb(ctx: &mut Ctx<'_, '_>) {
     }
     super::txn::touch_swap(ctx.state, a as usize, b as usize, ctx.now);
     let _ = ctx.state.kv.swap_db(a as usize, b as usize);
+    crate::blocking::signal_db(ctx.state, a as usize);
+    crate::blocking::signal_db(ctx.state, b as usize);
     ctx.prop.dirty += 1;
     ctx.out.ok();
 }

@@ -497,7 +497,9 @@ pub fn move_into(
         out.null();
         return Ok(false);
     };
-    let src_gone = drop_if_empty::<List>(&mut state.kv, db, src, now) && src != dst;
+    // The same key: the element goes back into the same list, which is never deleted (its
+    // TTL stays, as Valkey's `lmoveGenericCommand`).
+    let src_gone = src != dst && drop_if_empty::<List>(&mut state.kv, db, src, now);
     let mut d = create(&mut state.kv, db, dst, now, List::new)?;
     d.push(to, &v, fill);
     drop(d);

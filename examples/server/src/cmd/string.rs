@@ -183,6 +183,7 @@ fn set(ctx: &mut Ctx<'_, '_>) {
     if let Some((t, ..)) = at {
         if t <= now && !ctx.state.repl.is_replica() {
             if matches!(ctx.state.kv.remove(db, key, now), Ok(Some(_))) {
+                ctx.state.expired_keys += 1;
                 ctx.modified(key);
                 ctx.notify(notify::EXPIRED, "expired", key);
                 ctx.effect(&[b"DEL", key]);
@@ -310,6 +311,7 @@ fn getex(ctx: &mut Ctx<'_, '_>) {
     if let Some((t, abs)) = at {
         if abs && t <= now {
             let _ = ctx.state.kv.remove(db, key, now);
+            ctx.state.expired_keys += 1;
             ctx.modified(key);
             // As EXPIRE with a time already past: `expired` (valkey-server 9.1.2).
             ctx.notify(notify::EXPIRED, "expired", key);

@@ -843,5 +843,8 @@ pub fn queued_spec(q: &ferrocluster_command::QueuedCommand) -> Option<&'static S
 /// that the command crate's table does not list).
 pub fn bypasses_router(cmd: Cmd) -> bool {
     // FERROCLUSTER is ours (src/readiness.rs): the command crate's Valkey table lacks it.
-    matches!(cmd, Cmd::Replconf | Cmd::Psync | Cmd::Ferrocluster)
+    matches!(
+        cmd,
+        Cmd::Replconf | Cmd::Psync | Cmd::Sync | Cmd::Ferrocluster
+    )
 }

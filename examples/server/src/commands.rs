@@ -845,7 +845,10 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         }
         Cmd::Wait => crate::repl::wait(shared, ctx.state, ctx.client, args, ctx.out, now),
         Cmd::Replconf => crate::repl::replconf(shared, ctx.state, ctx.client, args, ctx.out),
-        Cmd::Psync => crate::repl::psync(shared, ctx.state, ctx.client, args, ctx.out, now),
+        // SYNC: a full sync without `+FULLRESYNC` (the engine's; Valkey `syncCommand`).
+        Cmd::Psync | Cmd::Sync => {
+            crate::repl::psync(shared, ctx.state, ctx.client, args, ctx.out, now)
+        }
         Cmd::Publish | Cmd::Spublish => {
             let shard = cmd == Cmd::Spublish;
             let n = shared.publish_local(shard, args.get(1), args.get(2));

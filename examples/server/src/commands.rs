@@ -97,11 +97,32 @@ pub fn execute(
     out: &mut Out,
     now: u64,
 ) -> Flow {
+    let (at, processed) = (out.buf.len(), state.commands_processed);
     let flow = execute_routed(shared, state, client, args, out, now);
+    // An error before the command ran is a rejection (Valkey `rejectCommand`), counted for
+    // the command (or subcommand) it named.
+    if state.commands_processed == processed && out_error_at(out, at) {
+        if let Some(name) = named_command(args) {
+            state.slowlog.rejected(name);
+        }
+    }
     // Keyspace notifications queued outside `run` too: waiters served after a cluster-mode
     // EXEC, evictions of a command refused on OOM.
     crate::notify::publish(shared, state);
     flow
+}
+
+/// The row `args` names: the command, or for a container its subcommand (`None` for an
+/// unknown command or subcommand, which Valkey counts nowhere).
+fn named_command(args: &Args<'_>) -> Option<&'static str> {
+    let spec = table::lookup(args.get(0))?;
+    if spec.info.subcommands.is_empty() {
+        return Some(spec.name);
+    }
+    if args.len() < 2 {
+        return Some(spec.name);
+    }
+    resolve(args).ok().map(|s| s.name)
 }
 
 /// [`execute`] without the publication of keyspace notifications.

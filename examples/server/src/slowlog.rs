@@ -36,6 +36,9 @@ struct CmdStat {
     calls: u64,
     usec: u64,
     failed: u64,
+    /// Refused before it ran (Valkey `rejected_calls`: arity, NOAUTH, ACL, OOM, MISCONF,
+    /// a cluster redirection, ...).
+    rejected: u64,
 }
 
 /// The slow log (newest first) and the command statistics.
@@ -138,7 +141,12 @@ impl SlowLog {
         self.entries.truncate(self.max_len);
     }
 
-    /// INFO `commandstats` lines, sorted by name.
+    /// Command `name` was refused before it ran (Valkey `rejectCommand`: `rejected_calls`).
+    pub fn rejected(&mut self, name: &'static str) {
+        self.stats.entry(name).or_default().rejected += 1;
+    }
+
+    /// INFO `commandstats` lines, sorted by name (Valkey 9.1's fields and order).
     pub fn commandstats(&self, out: &mut String) {
         use std::fmt::Write;
         let mut names: Vec<_> = self.stats.iter().collect();
@@ -151,8 +159,8 @@ impl SlowLog {
             };
             let _ = write!(
                 out,
-                "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},failed_calls={}\r\n",
-                s.calls, s.usec, s.failed
+                "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                s.calls, s.usec, s.rejected, s.failed
             );
         }
     }
@@ -269,7 +277,7 @@ mod tests {
         log.commandstats(&mut s);
         assert_eq!(
             s,
-            "cmdstat_set:calls=4,usec=1399,usec_per_call=349.75,failed_calls=0\r\n"
+            "cmdstat_set:calls=4,usec=1399,usec_per_call=349.75,rejected_calls=0,failed_calls=0\r\n"
         );
     }
 

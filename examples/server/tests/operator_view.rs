@@ -346,6 +346,53 @@ fn monitor_lines_and_slowlog_entries_are_redis_7s() {
     );
 }
 
+/// INFO commandstats counts commands refused before they ran as `rejected_calls` (wrong
+/// arity, a command not allowed in MULTI), apart from `calls` and `failed_calls`: the same
+/// steps on valkey-server 9.1 and on ours, the lines compared without their times.
+#[test]
+fn rejected_calls_are_counted_as_valkey_counts_them() {
+    let dir = test_dir("operator-rejected");
+    let [ours, valkey] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let mut procs = Procs::default();
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
+    let _valkey = start_real_server("valkey-server", valkey, &dir.join("valkey"), &[]);
+    let lines = |port: u16| -> Vec<String> {
+        let mut c = Client::connect(port);
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        c.cmd(&["SET", "k", "v"]);
+        c.cmd(&["GET"]);
+        c.cmd(&["GET", "a", "b"]);
+        c.cmd(&["GET", "k"]);
+        c.cmd(&["INCR", "k"]);
+        c.cmd(&["MULTI"]);
+        c.cmd(&["MULTI"]);
+        c.cmd(&["DISCARD"]);
+        let info = bulk_text(&c.cmd(&["INFO", "commandstats"]));
+        let mut lines: Vec<String> = info
+            .lines()
+            .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_config"))
+            .map(|l| {
+                // calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..
+                l.split(',')
+                    .filter(|f| !f.starts_with("usec"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let want = lines(valkey);
+    assert!(
+        want.iter()
+            .any(|l| l == "cmdstat_get:calls=1,rejected_calls=2,failed_calls=0"),
+        "{want:?}"
+    );
+    assert_eq!(lines(ours), want);
+}
+
 fn http_get(port: u16, path: &str) -> String {
     use std::io::Write;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");

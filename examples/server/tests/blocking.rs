@@ -335,6 +335,24 @@ fn cluster(procs: &mut Procs, name: &str, [primary, replica, other]: [u16; 3]) -
             .lines()
             .any(|l| l.starts_with(&oid) && l.contains("master") && !l.contains("handshake"))
     });
+    // Every node knows the other two, handshake done and link up, and `other` knows the
+    // replica as the primary's replica: a failover's vote request from a sender `other` does
+    // not know yet is dropped (Valkey `clusterProcessPacket`), and the election would retry
+    // only after two node timeouts (a stalled machine once left it waiting for its votes).
+    let rid = myid(replica);
+    wait_until("every node to know the other two, connected", || {
+        [primary, replica, other].into_iter().all(|port| {
+            let text = bulk_text(&c(port).cmd(&["CLUSTER", "NODES"]));
+            let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+            lines.len() == 3
+                && lines
+                    .iter()
+                    .all(|l| l.contains(" connected") && !l.contains("handshake"))
+                && lines
+                    .iter()
+                    .any(|l| l.starts_with(&rid) && l.contains("slave") && l.contains(&pid))
+        })
+    });
     (pid, oid)
 }
 

@@ -248,8 +248,8 @@ pub enum Operand {
 }
 
 /// `strtold` as Redis's `string2ld` accepts it: the whole string, no leading space, decimal
-/// or `inf`/`infinity`, not NaN, not out of range. Hexadecimal floats are not accepted
-/// (glibc's are).
+/// or `inf`/`infinity`, not NaN, not out of range; hexadecimal floats as glibc reads them
+/// (`0x1.8p3`: valkey-server 9.1 answers `INCRBYFLOAT k 0x10` with 16).
 pub fn parse(b: &[u8]) -> Option<Operand> {
     if b.is_empty() || b.len() >= MAX_CHARS {
         return None;
@@ -262,6 +262,9 @@ pub fn parse(b: &[u8]) -> Option<Operand> {
     let lower = rest.to_ascii_lowercase();
     if lower == b"inf" || lower == b"infinity" {
         return Some(Operand::Inf(neg));
+    }
+    if let Some(hex) = lower.strip_prefix(b"0x") {
+        return parse_hex(neg, hex);
     }
     let mut digits = Big(Vec::new());
     let (mut seen, mut frac, mut i, mut dot) = (false, 0i64, 0usize, false);
@@ -360,6 +363,81 @@ pub fn parse(b: &[u8]) -> Option<Operand> {
         round(neg, &qb, -s, !r.is_zero())
     };
     v.map(Operand::Finite)
+}
+
+/// glibc `strtold`'s hexadecimal form after `0x`: hex digits with an optional `.` and
+/// fraction, then an optional binary exponent `p[+-]digits` (the whole string; at least one
+/// digit). Exact but for the final rounding.
+fn parse_hex(neg: bool, s: &[u8]) -> Option<Operand> {
+    let mut digits = Big(Vec::new());
+    let (mut seen, mut frac, mut i, mut dot) = (false, 0i64, 0usize, false);
+    while i < s.len() {
+        match s[i] {
+            c if c.is_ascii_hexdigit() => {
+                let v = (c as char).to_digit(16)?;
+                digits.mul_small(16);
+                digits.add_small(v);
+                seen = true;
+                if dot {
+                    frac += 1;
+                }
+            }
+            b'.' if !dot => dot = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if !seen {
+        return None;
+    }
+    let mut e2 = 0i64;
+    if i < s.len() && s[i] == b'p' {
+        i += 1;
+        let eneg = match s.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        while i < s.len() && s[i].is_ascii_digit() {
+            e2 = (e2 * 10 + i64::from(s[i] - b'0')).min(1_000_000);
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        if eneg {
+            e2 = -e2;
+        }
+    }
+    if i != s.len() {
+        return None;
+    }
+    digits.trim();
+    if digits.is_zero() {
+        return Some(Operand::Zero(neg));
+    }
+    round(neg, &digits, e2 - 4 * frac, false).map(Operand::Finite)
+}
+
+/// `v` as the nearest `f64` (for a BLPOP-style timeout: Valkey reads it as a `long double`,
+/// then only compares and rounds it): infinities kept, values beyond `f64` infinite.
+pub fn to_f64(v: Operand) -> f64 {
+    let sign = |neg: bool, x: f64| if neg { -x } else { x };
+    match v {
+        Operand::Zero(neg) => sign(neg, 0.0),
+        Operand::Inf(neg) => sign(neg, f64::INFINITY),
+        Operand::Finite(l) => {
+            let e = l.exp.clamp(-2000, 2000) as i32;
+            sign(l.neg, l.mant as f64 * 2f64.powi(e))
+        }
+    }
 }
 
 fn big_of(l: &Ld, shift: u64) -> Big {
@@ -477,6 +555,24 @@ pub fn incr(stored: &[u8], incr: &[u8]) -> Result<String, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `INCRBYFLOAT f <hex>` on a missing key, as valkey-server 9.1.2 answered.
+    #[test]
+    fn hexadecimal_floats_as_valkey_reads_them() {
+        for (v, want) in [
+            ("0x10", "16"),
+            ("0x1.8p3", "12"),
+            ("0x.8", "0.5"),
+            ("-0x10p-4", "-1"),
+            ("0X1P+2", "4"),
+            ("0x1p-1074", "0"),
+        ] {
+            assert_eq!(incr(b"0", v.as_bytes()).unwrap(), want, "{v}");
+        }
+        for bad in ["0x", "0x1p", "0xg", "0x1.p", "0x1q"] {
+            assert!(incr(b"0", bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn matches_redis_7_0() {

@@ -607,7 +607,10 @@ pub fn pop_first(
 /// # Errors
 /// Redis's texts.
 pub fn timeout_arg(b: &[u8], now: u64) -> Result<Option<u64>, &'static str> {
-    let t = super::zset::parse_double(b).ok_or("ERR timeout is not a float or out of range")?;
+    // Valkey `getTimeoutFromObjectOrReply`: a `long double` (glibc's hexadecimal form too).
+    let t = super::ldouble::parse(b)
+        .map(super::ldouble::to_f64)
+        .ok_or("ERR timeout is not a float or out of range")?;
     let ms = (t * 1000.0).ceil();
     if ms < 0.0 {
         return Err("ERR timeout is negative");
@@ -789,6 +792,13 @@ mod tests {
         assert_eq!(
             timeout_arg(b"abc", 1000),
             Err("ERR timeout is not a float or out of range")
+        );
+        // Read as a `long double`, hexadecimal too (valkey-server 9.1.2: `BLPOP k
+        // 0x7FFFFFFFFFFFFF` is `ERR timeout is out of range`).
+        assert_eq!(timeout_arg(b"0x10", 0), Ok(Some(16_000)));
+        assert_eq!(
+            timeout_arg(b"0x7FFFFFFFFFFFFF", 0),
+            Err("ERR timeout is out of range")
         );
     }
 }

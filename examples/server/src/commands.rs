@@ -911,7 +911,7 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         }
         Cmd::Migrate => {
             let before = ctx.out.buf.len();
-            crate::legacy::migrate_cmd(ctx.state, ctx.client, args, ctx.out, now);
+            crate::legacy::migrate_cmd(shared, ctx.state, ctx.client, args, ctx.out, now);
             legacy_write(ctx, before);
         }
         Cmd::Ferrocluster => crate::readiness::command(ctx.state, args, ctx.out, now),

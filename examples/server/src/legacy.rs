@@ -15,8 +15,9 @@
 //! on the way (the crate's host obligation).
 
 use crate::client::{Args, ClientCtx};
+use crate::repl::{LinkReader, LinkWriter};
 use crate::resp::Out;
-use crate::server::{State, Value};
+use crate::server::{Shared, State, Value};
 use ferrocluster_dataplane::legacy::{
     restore, MigrateArgs, MigrateClient, MigrateConfig, MigrateLink, MigrateOutput, Restore,
 };
@@ -24,7 +25,7 @@ use ferrocluster_dataplane::{ConnId, Millis, Reply};
 use ferrocluster_kvstore::KeyExpiry;
 use ferrocluster_rdb::dump;
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -32,7 +33,8 @@ use std::time::Duration;
 #[derive(Default)]
 pub struct MigrateCache {
     client: Option<MigrateClient>,
-    links: HashMap<MigrateLink, TcpStream>,
+    /// Plain TCP, or TLS with `tls-cluster yes` (Valkey `connTypeOfCluster`).
+    links: HashMap<MigrateLink, (LinkReader, LinkWriter)>,
 }
 
 /// `DUMP key`: the RDB payload of the value (no TTL, like redis-server's), or nil.
@@ -82,13 +84,20 @@ pub fn restore_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out,
     }
 }
 
-fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Option<TcpStream> {
+/// A MIGRATE link to `host`:`port`: TCP within `timeout`, then with `tls-cluster yes` the TLS
+/// handshake (the target's certificate checked against our CA, ours presented).
+fn connect(
+    shared: &Shared,
+    host: &[u8],
+    port: &[u8],
+    timeout: Duration,
+) -> Option<(LinkReader, LinkWriter)> {
     let host = std::str::from_utf8(host).ok()?;
     let port: u16 = std::str::from_utf8(port).ok()?.parse().ok()?;
     let addr = (host, port).to_socket_addrs().ok()?.next()?;
     let s = TcpStream::connect_timeout(&addr, timeout).ok()?;
-    let _ = s.set_nodelay(true);
-    Some(s)
+    s.set_write_timeout(Some(timeout)).ok()?;
+    crate::repl::wrap_link_with(shared, s, shared.config.tls_cluster).ok()
 }
 
 /// `MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password |
@@ -97,6 +106,7 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Option<TcpStream> {
 /// per step, as redis-server blocks its event loop. Moved keys are deleted here and sent to
 /// replicas as DELs.
 pub fn migrate_cmd(
+    shared: &Shared,
     state: &mut State,
     client: &ClientCtx,
     args: &Args<'_>,
@@ -140,7 +150,7 @@ pub fn migrate_cmd(
     let (reply, moved) = match started {
         Ok(Some(reply)) => (reply, Vec::new()),
         Err(e) => (e.to_reply(), Vec::new()),
-        Ok(None) => drive(mc, &mut cache.links, me, timeout),
+        Ok(None) => drive(shared, mc, &mut cache.links, me, timeout),
     };
     if !moved.is_empty() {
         for k in &moved {
@@ -156,8 +166,9 @@ pub fn migrate_cmd(
 
 /// Runs the MIGRATE of `me` to its end over blocking sockets: its reply and the keys moved.
 fn drive(
+    shared: &Shared,
     mc: &mut MigrateClient,
-    links: &mut HashMap<MigrateLink, TcpStream>,
+    links: &mut HashMap<MigrateLink, (LinkReader, LinkWriter)>,
     me: ConnId,
     timeout: Duration,
 ) -> (Reply, Vec<Vec<u8>>) {
@@ -170,7 +181,7 @@ fn drive(
             match o {
                 MigrateOutput::Connect {
                     link, host, port, ..
-                } => match connect(&host, &port, timeout) {
+                } => match connect(shared, &host, &port, timeout) {
                     Some(s) => {
                         links.insert(link, s);
                         mc.handle_connected(link, now());
@@ -178,10 +189,9 @@ fn drive(
                     None => mc.handle_connect_failed(link, now()),
                 },
                 MigrateOutput::Send { link, bytes } => {
-                    let ok = links.get_mut(&link).is_some_and(|s| {
-                        let _ = s.set_write_timeout(Some(timeout));
-                        s.write_all(&bytes).is_ok()
-                    });
+                    let ok = links
+                        .get_mut(&link)
+                        .is_some_and(|(_, w)| w.write_all(&bytes).is_ok());
                     if ok {
                         waiting = Some(link);
                     } else {
@@ -209,7 +219,7 @@ fn drive(
                 Vec::new(),
             );
         };
-        let Some(s) = links.get_mut(&link) else {
+        let Some((s, _)) = links.get_mut(&link) else {
             mc.handle_closed(link, now());
             continue;
         };
@@ -218,7 +228,7 @@ fn drive(
             .map(|t| Duration::from_millis(t.since(now()).max(1)))
             .unwrap_or(timeout);
         let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
-        match s.read(&mut buf) {
+        match s.read_io(&mut buf) {
             Ok(0) => {
                 links.remove(&link);
                 mc.handle_closed(link, now());

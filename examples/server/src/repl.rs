@@ -792,24 +792,39 @@ pub enum LinkReader {
 impl LinkReader {
     /// Up to `buf.len()` bytes of the stream; 0 at its end or on an error.
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        self.read_io(buf).unwrap_or_else(|e| {
+            tracing::debug!("data link: {e}");
+            0
+        })
+    }
+
+    /// Up to `buf.len()` bytes of the stream, `Ok(0)` at its end; the socket's errors
+    /// (`WouldBlock` / `TimedOut` past its read timeout) as they are.
+    ///
+    /// # Errors
+    /// The socket's or the TLS session's.
+    pub fn read_io(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
-            LinkReader::Plain(s) => s.read(buf).unwrap_or(0),
+            LinkReader::Plain(s) => s.read(buf),
             LinkReader::Tls(t, sock, pending) => {
-                if pending.is_empty() {
-                    match t.read(sock, pending) {
-                        Ok(0) => return 0,
-                        Ok(_) => {}
-                        Err(e) => {
-                            tracing::debug!("replication link (TLS): {e}");
-                            return 0;
-                        }
-                    }
+                if pending.is_empty() && t.read(sock, pending)? == 0 {
+                    return Ok(0);
                 }
                 let n = pending.len().min(buf.len());
                 buf[..n].copy_from_slice(&pending[..n]);
                 pending.drain(..n);
-                n
+                Ok(n)
             }
+        }
+    }
+
+    /// The read timeout of the socket it reads (`None`: wait for ever).
+    ///
+    /// # Errors
+    /// The socket's.
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            LinkReader::Plain(s) | LinkReader::Tls(_, s, _) => s.set_read_timeout(t),
         }
     }
 }
@@ -829,10 +844,23 @@ fn open_link(shared: &Shared, host: &str, port: u16) -> std::io::Result<(LinkRea
 /// # Errors
 /// The socket's errors or the handshake's (`InvalidData`).
 pub fn wrap_link(shared: &Shared, s: TcpStream) -> std::io::Result<(LinkReader, LinkWriter)> {
-    s.set_nodelay(true)?;
     let tls = shared
         .tls_replication
         .load(std::sync::atomic::Ordering::Relaxed);
+    wrap_link_with(shared, s, tls)
+}
+
+/// [`wrap_link`] with TLS when `tls` (and the TLS files loaded): MIGRATE's links follow
+/// `tls-cluster` (Valkey `connTypeOfCluster`), replication's `tls-replication`.
+///
+/// # Errors
+/// As [`wrap_link`].
+pub fn wrap_link_with(
+    shared: &Shared,
+    s: TcpStream,
+    tls: bool,
+) -> std::io::Result<(LinkReader, LinkWriter)> {
+    s.set_nodelay(true)?;
     match (&shared.tls, tls) {
         (Some(t), true) => {
             s.set_read_timeout(Some(Duration::from_secs(5)))?;

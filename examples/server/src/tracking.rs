@@ -377,21 +377,21 @@ pub fn tracking_cmd(shared: &Shared, t: &mut Tracking, id: u64, args: &Args<'_>,
 /// # Errors
 /// Redis's texts: not tracking in OPTIN / OPTOUT mode, or the wrong one of YES / NO.
 pub fn caching_cmd(t: &Tracking, id: u64, args: &Args<'_>) -> Result<bool, &'static str> {
-    let yes = match args.opt(2) {
-        Some(v) if eq(v, "yes") => true,
-        Some(v) if eq(v, "no") => false,
-        _ => return Err("ERR syntax error"),
-    };
-    let Some(tr) = t.clients.get(&id).filter(|tr| tr.optin || tr.optout) else {
+    // Tracking first, then the argument and its mode (Valkey `clientCommand` "caching").
+    let Some(tr) = t.clients.get(&id) else {
         return Err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
     };
-    if yes && !tr.optin {
-        return Err("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.");
+    match args.opt(2) {
+        Some(v) if eq(v, "yes") && tr.optin => Ok(true),
+        Some(v) if eq(v, "yes") => {
+            Err("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+        }
+        Some(v) if eq(v, "no") && tr.optout => Ok(false),
+        Some(v) if eq(v, "no") => {
+            Err("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+        }
+        _ => Err("ERR syntax error"),
     }
-    if !yes && !tr.optout {
-        return Err("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.");
-    }
-    Ok(yes)
 }
 
 /// `CLIENT GETREDIR`: -1 when not tracking, 0 without redirect, else the redirect id.

@@ -665,3 +665,50 @@ fn tls_replication_needs_tls_configured() {
         b"*2\r\n$15\r\ntls-replication\r\n$2\r\nno\r\n"
     );
 }
+
+/// With `tls-cluster yes`, MIGRATE talks TLS to the target (Valkey `connTypeOfCluster`), so
+/// `redis-cli --cluster reshard` works on a TLS cluster: a key moves to another TLS node's TLS
+/// port; a MIGRATE to a plain port fails with Valkey's IOERR and the key stays. Two one-node
+/// clusters (each owning every slot, so the target takes the RESTORE).
+#[test]
+fn migrate_talks_tls_with_tls_cluster() {
+    let [a_port, b_port, a_tls, b_tls] = ports::ports(4)[..] else {
+        unreachable!()
+    };
+    let dir = test_dir("tls-migrate");
+    let ca = TestCa::new(&dir.join("ca"), "migrate");
+    let mut procs = Procs::default();
+    start_tls_node(&mut procs, &dir, a_port, a_tls, &ca.node("a"));
+    start_tls_node(&mut procs, &dir, b_port, b_tls, &ca.node("b"));
+    for port in [a_port, b_port] {
+        let mut c = Client::connect(port);
+        assert_eq!(
+            c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+            "+OK\r\n"
+        );
+        wait_until(&format!("{port}: cluster_state:ok"), || {
+            bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+    }
+    let mut a = Client::connect(a_port);
+    let big = "v".repeat(200_000);
+    assert_eq!(a.cmd_s(&["SET", "k", &big]), "+OK\r\n");
+    let hang_ms = HANG.as_millis().to_string();
+    let t = b_tls.to_string();
+    assert_eq!(
+        a.cmd_s(&["MIGRATE", "127.0.0.1", &t, "k", "0", &hang_ms]),
+        "+OK\r\n"
+    );
+    assert_eq!(a.cmd_s(&["EXISTS", "k"]), ":0\r\n");
+    assert_eq!(
+        bulk_text(&Client::connect(b_port).cmd(&["GET", "k"])),
+        big,
+        "the key arrived whole (more than one TLS record)"
+    );
+    // The plain port of b speaks no TLS: the handshake fails, the key stays on a.
+    assert_eq!(a.cmd_s(&["SET", "k2", "v"]), "+OK\r\n");
+    let p = b_port.to_string();
+    let r = a.cmd_s(&["MIGRATE", "127.0.0.1", &p, "k2", "0", "2000"]);
+    assert!(r.starts_with("-IOERR"), "{r}");
+    assert_eq!(a.cmd_s(&["EXISTS", "k2"]), ":1\r\n");
+}

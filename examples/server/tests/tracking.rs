@@ -74,8 +74,13 @@ fn session(port: u16) -> Vec<String> {
     let mut o = Client::connect(port);
     o.cmd(&["HELLO", "3"]);
     log.push(o.cmd_s(&["CLIENT", "CACHING", "yes"]));
+    // Tracking is checked before the argument, the argument before the mode.
+    log.push(o.cmd_s(&["CLIENT", "CACHING", "maybe"]));
+    log.push(n.cmd_s(&["CLIENT", "CACHING", "yes"]));
+    log.push(n.cmd_s(&["CLIENT", "CACHING", "maybe"]));
     log.push(o.cmd_s(&["CLIENT", "TRACKING", "ON", "OPTIN"]));
     log.push(o.cmd_s(&["CLIENT", "CACHING", "no"]));
+    log.push(o.cmd_s(&["CLIENT", "CACHING", "on"]));
     o.cmd(&["GET", "p"]);
     w.cmd(&["SET", "p", "1"]);
     log.push(format!("optin untracked: {}", pending(&mut o)));

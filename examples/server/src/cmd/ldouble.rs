@@ -266,53 +266,11 @@ pub fn parse(b: &[u8]) -> Option<Operand> {
     if let Some(hex) = lower.strip_prefix(b"0x") {
         return parse_hex(neg, hex);
     }
-    let mut digits = Big(Vec::new());
-    let (mut seen, mut frac, mut i, mut dot) = (false, 0i64, 0usize, false);
-    while i < rest.len() {
-        match rest[i] {
-            c @ b'0'..=b'9' => {
-                digits.mul_small(10);
-                digits.add_small(u32::from(c - b'0'));
-                seen = true;
-                if dot {
-                    frac += 1;
-                }
-            }
-            b'.' if !dot => dot = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    if !seen {
-        return None;
-    }
+    let (mut digits, frac, i) = mantissa(rest, 10)?;
     let mut e10 = 0i64;
     if i < rest.len() && (rest[i] == b'e' || rest[i] == b'E') {
-        i += 1;
-        let eneg = match rest.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        while i < rest.len() && rest[i].is_ascii_digit() {
-            e10 = (e10 * 10 + i64::from(rest[i] - b'0')).min(1_000_000);
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        if eneg {
-            e10 = -e10;
-        }
-    }
-    if i != rest.len() {
+        e10 = exponent(&rest[i + 1..])?;
+    } else if i != rest.len() {
         return None;
     }
     digits.trim();
@@ -365,58 +323,55 @@ pub fn parse(b: &[u8]) -> Option<Operand> {
     v.map(Operand::Finite)
 }
 
+/// Digits in `radix` (10 or 16) with at most one `.`: the integer they spell (the point left
+/// out), how many of them came after the point, and where they end; `None` without a digit.
+fn mantissa(s: &[u8], radix: u32) -> Option<(Big, i64, usize)> {
+    let mut digits = Big(Vec::new());
+    let (mut seen, mut frac, mut i, mut dot) = (false, 0i64, 0usize, false);
+    while i < s.len() {
+        if let Some(v) = char::from(s[i]).to_digit(radix) {
+            digits.mul_small(radix);
+            digits.add_small(v);
+            seen = true;
+            if dot {
+                frac += 1;
+            }
+        } else if s[i] == b'.' && !dot {
+            dot = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    seen.then_some((digits, frac, i))
+}
+
+/// The exponent after `e` / `p` to the end of the string: an optional sign and at least one
+/// decimal digit (magnitudes past 10^6 are kept at 10^6, out of range either way).
+fn exponent(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let e = digits
+        .iter()
+        .fold(0i64, |e, &d| (e * 10 + i64::from(d - b'0')).min(1_000_000));
+    Some(if neg { -e } else { e })
+}
+
 /// glibc `strtold`'s hexadecimal form after `0x`: hex digits with an optional `.` and
 /// fraction, then an optional binary exponent `p[+-]digits` (the whole string; at least one
 /// digit). Exact but for the final rounding.
 fn parse_hex(neg: bool, s: &[u8]) -> Option<Operand> {
-    let mut digits = Big(Vec::new());
-    let (mut seen, mut frac, mut i, mut dot) = (false, 0i64, 0usize, false);
-    while i < s.len() {
-        match s[i] {
-            c if c.is_ascii_hexdigit() => {
-                let v = (c as char).to_digit(16)?;
-                digits.mul_small(16);
-                digits.add_small(v);
-                seen = true;
-                if dot {
-                    frac += 1;
-                }
-            }
-            b'.' if !dot => dot = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    if !seen {
-        return None;
-    }
+    let (mut digits, frac, i) = mantissa(s, 16)?;
     let mut e2 = 0i64;
     if i < s.len() && s[i] == b'p' {
-        i += 1;
-        let eneg = match s.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        while i < s.len() && s[i].is_ascii_digit() {
-            e2 = (e2 * 10 + i64::from(s[i] - b'0')).min(1_000_000);
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        if eneg {
-            e2 = -e2;
-        }
-    }
-    if i != s.len() {
+        e2 = exponent(&s[i + 1..])?;
+    } else if i != s.len() {
         return None;
     }
     digits.trim();

@@ -40,14 +40,7 @@ cd "$(dirname "$0")/.."
 N=${1:-1000000}
 KEYS=${2:-1000000}
 ROUNDS=${ROUNDS:-3}
-cpus=$(nproc 2>/dev/null || echo 1)
-if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$cpus" -ge 2 ]; then
-  SERVER_CPU=(taskset -c $((cpus - 1)))
-  CLIENT_CPU=(taskset -c 0)
-else
-  SERVER_CPU=()
-  CLIENT_CPU=()
-fi
+. scripts/one-node-cluster.sh
 OURS=${OURS_PORT:-23950}
 REDIS=${REDIS_PORT:-23960}
 work=$(mktemp -d /tmp/ferrocluster-compare.XXXXXX)
@@ -74,7 +67,6 @@ pids+=($!); disown; ours_pid=$!
   --loglevel warning >"$work/redis/log" 2>&1 &
 pids+=($!); disown; redis_pid=$!
 
-. scripts/one-node-cluster.sh
 own_every_slot $OURS
 own_every_slot $REDIS
 # Both must be the nodes we started (another process on the port would answer MOVED).

@@ -19,14 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200000}
-cpus=$(nproc 2>/dev/null || echo 1)
-if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$cpus" -ge 2 ]; then
-  SERVER_CPU=(taskset -c $((cpus - 1)))
-  CLIENT_CPU=(taskset -c 0)
-else
-  SERVER_CPU=()
-  CLIENT_CPU=()
-fi
+. scripts/one-node-cluster.sh
 OURS=23970; OURS_TLS=23971; REDIS=23980; REDIS_TLS=23981
 work=$(mktemp -d /tmp/ferrocluster-tls-compare.XXXXXX)
 pids=()
@@ -61,7 +54,6 @@ pids+=($!); disown; ours_pid=$!
   --daemonize no --loglevel warning >"$work/redis/log" 2>&1 &
 pids+=($!); disown; redis_pid=$!
 
-. scripts/one-node-cluster.sh
 own_every_slot $OURS
 own_every_slot $REDIS
 for p in $OURS_TLS $REDIS_TLS; do

@@ -154,6 +154,13 @@ impl ClientState {
         }
     }
 
+    /// Ends the open transaction without running it (Valkey `discardTransaction`): for an
+    /// EXEC the host refuses as a whole (`-EXECABORT` under `min-replicas-to-write`, say).
+    /// `false` outside MULTI.
+    pub fn discard_transaction(&mut self) -> bool {
+        self.multi.take().is_some()
+    }
+
     /// Handles one command from this client: resolves it in the table of every built-in
     /// command ([`builtin_table`]), routes it ([`route`]), applies the connection commands
     /// and the MULTI rules, and consumes the ASKING flag. `ctx` and `keys` are only read.

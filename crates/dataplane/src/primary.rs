@@ -712,20 +712,47 @@ impl Replication {
         argv: &[A],
         now: Millis,
     ) -> Result<u64, HostError> {
+        self.feed_in(Some(db), argv, now)
+    }
+
+    /// Propagates a command that touches no database: the `MULTI` and `EXEC` around an
+    /// execution unit's writes (Valkey `propagatePendingCommands`, which feeds them with
+    /// `dbid -1`): no `SELECT` goes before it, so the first write inside the block carries
+    /// its own. Returns the offset after it.
+    ///
+    /// # Errors
+    /// [`HostError::NotPrimary`] on a replica. Nothing changed.
+    pub fn feed_without_db<A: AsRef<[u8]>>(
+        &mut self,
+        argv: &[A],
+        now: Millis,
+    ) -> Result<u64, HostError> {
+        self.feed_in(None, argv, now)
+    }
+
+    /// [`Replication::feed`] (`db` given) or [`Replication::feed_without_db`].
+    fn feed_in<A: AsRef<[u8]>>(
+        &mut self,
+        db: Option<u32>,
+        argv: &[A],
+        now: Millis,
+    ) -> Result<u64, HostError> {
         self.clock(now);
         if self.upstream.is_some() {
             return Err(HostError::NotPrimary);
         }
-        if db >= self.cfg.databases {
-            return Err(HostError::BadDatabase(db));
-        }
         let mut bytes = Vec::new();
-        if self.primary.sel_db != Some(db) {
-            encode_command(
-                &mut bytes,
-                &[b"SELECT".as_slice(), db.to_string().as_bytes()],
-            );
-            self.primary.sel_db = Some(db);
+        if let Some(db) = db {
+            if db >= self.cfg.databases {
+                return Err(HostError::BadDatabase(db));
+            }
+            if self.primary.sel_db != Some(db) {
+                encode_command(
+                    &mut bytes,
+                    &[b"SELECT".as_slice(), db.to_string().as_bytes()],
+                );
+                self.primary.sel_db = Some(db);
+            }
         }
         encode_command(&mut bytes, argv);
         self.write_stream(&bytes);

@@ -90,6 +90,14 @@ impl Replication {
         &self.cfg
     }
 
+    /// `CONFIG SET primaryauth` / `primaryuser` at run time (both mutable in Valkey 9.1): the
+    /// credentials of the next handshake with the primary (a link already up keeps its
+    /// session, as Valkey's).
+    pub fn set_primary_auth(&mut self, user: Option<String>, auth: Option<Vec<u8>>) {
+        self.cfg.primary_user = user;
+        self.cfg.primary_auth = auth;
+    }
+
     /// `CONFIG SET repl-ping-replica-period` / `repl-timeout` at run time (both mutable in
     /// Valkey 9.1): the next ping is due at most `ping_period_ms` from `now`, and every link's
     /// silence is measured against `timeout_ms` from its next check on.

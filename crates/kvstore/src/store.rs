@@ -170,6 +170,8 @@ pub struct KvStore<V, S = DefaultHashBuilder> {
     /// Keys deleted because they had expired, while the host asks for them
     /// ([`KvStore::log_expired`]).
     expired_log: Option<Vec<(usize, Bytes)>>,
+    /// Keys created, while the host asks for them ([`KvStore::log_new`]).
+    new_log: Option<Vec<(usize, Bytes)>>,
 }
 
 impl<V: KvValue> KvStore<V> {
@@ -201,6 +203,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             expire_cursor: ExpireCursor::default(),
             access_init: None,
             expired_log: None,
+            new_log: None,
         })
     }
 
@@ -450,6 +453,9 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
                 if let Some(log) = self.expired_log.as_mut() {
                     log.push((db, Bytes::copy_from_slice(key.key())));
                 }
+                if let Some(log) = self.new_log.as_mut().filter(|_| !hidden) {
+                    log.push((db, Bytes::copy_from_slice(key.key())));
+                }
             }
             let before = table.deadline(pos);
             table.set_deadline(pos, expire_at);
@@ -458,6 +464,9 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             d.volatile.set(slot, volatile);
             d.track_deadline(before, after);
             return Ok(if expired { None } else { Some(old) });
+        }
+        if let Some(log) = self.new_log.as_mut().filter(|_| !hidden) {
+            log.push((db, Bytes::copy_from_slice(key.key())));
         }
         let key = CompactKey::new(key.key());
         let bytes = entry_memory(&key, &value);
@@ -652,6 +661,27 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// Starts (or stops) recording the keys this store creates (a key that was absent, or
+    /// expired, gets a value; not in a hidden slot): what Valkey's `dbAdd` announces as the
+    /// `new` keyspace event. Take them with [`KvStore::take_new`].
+    pub fn log_new(&mut self, on: bool) {
+        self.new_log = on.then(Vec::new);
+    }
+
+    /// The keys created since the last call, as (database, key), in creation order; empty
+    /// while not recording.
+    pub fn take_new(&mut self) -> Vec<(usize, Bytes)> {
+        self.new_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Whether any created key waits in the log of [`KvStore::log_new`].
+    pub fn has_new(&self) -> bool {
+        self.new_log.as_ref().is_some_and(|l| !l.is_empty())
     }
 
     /// Whether any expired key waits in the log of [`KvStore::log_expired`].

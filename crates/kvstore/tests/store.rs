@@ -541,6 +541,34 @@ fn keys_differing_in_trailing_zeros_stay_apart() {
     }
 }
 
+/// The `new` keyspace event's source (Valkey `dbAdd`): a key that was absent or expired gets
+/// a value; an overwrite of a live key and a key of a hidden slot are not new.
+#[test]
+fn created_keys_are_logged_for_the_host_to_announce() {
+    let mut s: KvStore<Vec<u8>> = KvStore::new(2).unwrap();
+    s.insert(0, b"before", b"v".to_vec(), 0).unwrap();
+    assert!(s.take_new().is_empty(), "not recording");
+    s.log_new(true);
+    s.insert(0, b"a", b"v".to_vec(), 0).unwrap();
+    s.insert(0, b"a", b"w".to_vec(), 0).unwrap(); // overwrite: not new
+    s.insert_with_expiry(1, b"b", b"v".to_vec(), Some(10), 0)
+        .unwrap();
+    s.insert(1, b"b", b"v".to_vec(), 20).unwrap(); // it had expired: new again
+    let hidden = key_hash_slot(b"h");
+    s.hide_slot(hidden);
+    s.insert(0, b"h", b"v".to_vec(), 0).unwrap();
+    assert!(s.has_new());
+    let key = Bytes::from_static;
+    assert_eq!(
+        s.take_new(),
+        [(0, key(b"a")), (1, key(b"b")), (1, key(b"b"))]
+    );
+    assert!(!s.has_new());
+    s.log_new(false);
+    s.insert(0, b"c", b"v".to_vec(), 0).unwrap();
+    assert!(s.take_new().is_empty());
+}
+
 #[test]
 fn expired_keys_are_logged_for_the_host_to_propagate() {
     let mut s: KvStore<Vec<u8>> = KvStore::new(2).unwrap();

@@ -649,10 +649,11 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     }
     if want("clients") {
         text.push_str(&format!(
-            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\npubsub_clients:{}\r\n\r\n",
             crate::net::cluster_connections(state),
             shared.clients.maxclients(),
             state.repl.waiting_clients() + state.blocked.len() + shared.clients.paused(),
+            state.tracking.counts().0,
             shared.pubsub.read().client_count(),
         ));
     }
@@ -679,7 +680,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n{}\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n{}\r\n",
             state.commands_processed,
             state.rates.info_lines(),
             shared.clients.rejected(),
@@ -692,6 +693,9 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.repl.stats.full,
             state.repl.stats.partial_ok,
             state.repl.stats.partial_err,
+            state.tracking.counts().1,
+            state.tracking.counts().2,
+            state.tracking.counts().3,
             crate::acl::info_lines(state),
         ));
     }
@@ -807,10 +811,13 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.output_limits = *shared.output_limits.read();
     c.requirepass = state.acl.requirepass.clone();
     c.acllog_max_len = state.acl.log.max_len();
+    c.tracking_table_max_keys = state.tracking.max_keys();
     c.notify_keyspace_events = state.notify.flags();
     let repl = state.repl.engine.config();
     c.repl.ping_period_s = repl.ping_period_ms / 1000;
     c.repl.timeout_s = repl.timeout_ms / 1000;
+    (c.repl.primary_user, c.repl.primary_auth) = state.repl.primary_options.clone();
+    (c.repl.min_replicas_to_write, c.repl.min_replicas_max_lag_s) = state.repl.min_replicas;
     c.users = crate::acl::user_lines(state);
     c.tls = shared.tls_settings.read().clone();
     c.tls_replication = shared
@@ -998,7 +1005,20 @@ fn config_set(
         crate::acl::refresh_default(shared, state);
     }
     state.acl.log.set_max_len(next.acllog_max_len);
-    state.notify.set_flags(next.notify_keyspace_events);
+    state.tracking.set_max_keys(next.tracking_table_max_keys);
+    crate::notify::configure(state, next.notify_keyspace_events);
+    if next.primary_credentials() != before.primary_credentials() {
+        let (user, auth) = next.primary_credentials();
+        state.repl.engine.set_primary_auth(user, auth);
+    }
+    state.repl.primary_options = (
+        next.repl.primary_user.clone(),
+        next.repl.primary_auth.clone(),
+    );
+    state.repl.min_replicas = (
+        next.repl.min_replicas_to_write,
+        next.repl.min_replicas_max_lag_s,
+    );
     if (next.repl.ping_period_s, next.repl.timeout_s)
         != (before.repl.ping_period_s, before.repl.timeout_s)
     {
@@ -1025,6 +1045,13 @@ fn config_set(
         .set_limits(next.slowlog_log_slower_than, next.slowlog_max_len);
     state.latency.set_threshold(next.latency_monitor_threshold);
     state.evict.configure(next.maxmemory, &mut state.kv, now);
+    if next.maxmemory.bytes != 0 && next.maxmemory != before.maxmemory {
+        // Valkey `updateMaxmemory`: a new limit below the data set evicts at once (its
+        // eviction time proc), not at the next write. The evicted keys' notifications and
+        // invalidations go out after this command.
+        let _ = crate::evict::Eviction::perform(state, now);
+        state.tracking.send(shared);
+    }
     state.persist.points = next.save.clone();
     if next.aof != before.aof {
         shared.aof.set_options(&next.aof);

@@ -401,12 +401,22 @@ impl Aof {
     /// file's stream is in another one), in the replication stream's encoding
     /// (`ferrocluster_dataplane::resp::encode_command`). Nothing when the AOF is off.
     pub fn append(&self, db: u32, argv: &[&[u8]]) {
+        self.append_in(Some(db), argv);
+    }
+
+    /// Appends a command that touches no database (the `MULTI` / `EXEC` around a transaction's
+    /// writes): no `SELECT` before it.
+    pub fn append_without_db(&self, argv: &[&[u8]]) {
+        self.append_in(None, argv);
+    }
+
+    fn append_in(&self, db: Option<u32>, argv: &[&[u8]]) {
         let mut b = self.buf.lock();
         if !b.on {
             return;
         }
         let start = b.data.len();
-        if b.db != Some(db) {
+        if let Some(db) = db.filter(|db| b.db != Some(*db)) {
             let d = db.to_string();
             ferrocluster_dataplane::resp::encode_command(
                 &mut b.data,

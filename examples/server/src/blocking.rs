@@ -44,7 +44,7 @@ pub enum BlockOp {
         /// `BLMPOP COUNT`.
         count: Option<usize>,
     },
-    /// `BLMOVE` / `BRPOPLPUSH` (`legacy`).
+    /// `BLMOVE` / `BRPOPLPUSH`.
     ListMove {
         /// The source end.
         from: End,
@@ -52,8 +52,9 @@ pub enum BlockOp {
         to: End,
         /// The destination key.
         dst: Vec<u8>,
-        /// `BRPOPLPUSH` (propagated as `RPOPLPUSH`).
-        legacy: bool,
+        /// BLMOVE's `wherefrom` / `whereto` as the client wrote them (propagated so), `None`
+        /// for `BRPOPLPUSH` (propagated as `RPOPLPUSH`).
+        words: Option<[Vec<u8>; 2]>,
     },
     /// `BZPOPMIN`/`BZPOPMAX` (`count: None`, reply `[key, member, score]`) or `BZMPOP`
     /// (reply `[key, [[member, score], ...]]`).
@@ -242,9 +243,9 @@ fn serve_key(shared: &Shared, state: &mut State, db: usize, key: &[u8], now: u64
                 from,
                 to,
                 dst,
-                legacy,
+                words,
             } => crate::cmd::list::move_into(state, db, key, dst, *from, *to, &mut out, now).map(
-                |moved| moved.then(|| crate::cmd::list::move_effect(key, dst, *from, *to, *legacy)),
+                |moved| moved.then(|| crate::cmd::list::move_effect(key, dst, words.as_ref())),
             ),
         };
         match effect {
@@ -429,7 +430,7 @@ mod tests {
             from: End::Right,
             to: End::Left,
             dst: b"d".to_vec(),
-            legacy: true,
+            words: None,
         };
         assert_eq!(timeout_reply(&pop, 2), b"*-1\r\n");
         assert_eq!(timeout_reply(&pop, 3), b"_\r\n");

@@ -264,6 +264,16 @@ fn execute_cluster(
             }
         }
     }
+    // MULTI, EXEC and DISCARD run as commands (INFO commandstats, MONITOR, CLIENT LIST's
+    // `cmd=`), the transaction kept by the command crate's client state ([`cluster_txn`]). A
+    // nested MULTI and a wrong arity stay rejections, answered below.
+    if let Some(s) = spec.filter(|s| matches!(s.cmd, Cmd::Multi | Cmd::Exec | Cmd::Discard)) {
+        let nested = s.cmd == Cmd::Multi && client.cluster.as_ref().is_some_and(|c| c.in_multi());
+        if !nested && args.len() == 1 {
+            client.last_cmd = s.name;
+            return run(shared, state, client, s, args, out, now);
+        }
+    }
     if let Some(spec) = spec {
         match route_plain(state, client, spec, args, out) {
             Some(true) => {
@@ -294,75 +304,9 @@ fn execute_cluster(
                 Flow::Continue
             }
         },
-        crate::cluster::ClusterDispatch::Exec(queue) => {
-            let denyoom = queue.iter().any(|q| {
-                crate::cluster::queued_spec(q).is_some_and(|s| s.has(CommandFlags::DENYOOM))
-            });
-            if over_maxmemory(shared, state, client, denyoom, now) {
-                crate::cmd::txn::unwatch(state, client.id);
-                out.error(EXEC_OOM);
-                return Flow::Continue;
-            }
-            if crate::cmd::txn::exec_aborts(state, client.id, now) {
-                out.null_array();
-                return Flow::Continue;
-            }
-            out.array(queue.len());
-            client.in_exec = true;
-            let databases = state.kv.databases();
-            let mut ranges = Vec::new();
-            let mut flat = Vec::new();
-            for q in &queue {
-                let applied = client
-                    .cluster
-                    .as_mut()
-                    .and_then(|cs| cs.apply_connection_command(q, databases));
-                if let Some(cs) = client.cluster.as_ref() {
-                    client.db = cs.db();
-                }
-                match applied {
-                    Some(Ok(())) => {
-                        out.ok();
-                        continue;
-                    }
-                    Some(Err(e)) => {
-                        out.buf.extend_from_slice(&e.to_resp());
-                        continue;
-                    }
-                    None => {}
-                }
-                flat.clear();
-                ranges.clear();
-                for a in q.argv() {
-                    let start = flat.len();
-                    flat.extend_from_slice(a);
-                    ranges.push(start..flat.len());
-                }
-                let qargs = Args::new(&flat, &ranges);
-                // `run` finds a container's subcommand row itself.
-                match crate::cluster::queued_spec(q) {
-                    Some(spec) => {
-                        let row = if spec.info.subcommands.is_empty() {
-                            Some(spec.info)
-                        } else {
-                            resolve(&qargs).ok().map(|s| s.info)
-                        };
-                        let denied = row.is_some_and(|row| {
-                            crate::acl::exec_denied(state, client, row, &qargs, out, now)
-                        });
-                        if !denied {
-                            run(shared, state, client, spec, &qargs, out, now);
-                        }
-                    }
-                    None => {
-                        if let Err(e) = resolve(&qargs) {
-                            out.buf.extend_from_slice(&e.to_resp());
-                        }
-                    }
-                }
-            }
-            client.in_exec = false;
-            crate::blocking::serve(shared, state, now);
+        // MULTI, EXEC and DISCARD take the branch above (`cluster_txn`).
+        crate::cluster::ClusterDispatch::Exec(_) => {
+            out.error("ERR EXEC without MULTI");
             Flow::Continue
         }
     };
@@ -538,6 +482,31 @@ fn run_command(
             return Flow::Continue;
         }
     }
+    // Valkey `processCommand`: with `min-replicas-to-write` set, a primary refuses a write,
+    // and an EXEC whose queue holds one, without enough good replicas.
+    if state.repl.min_replicas.0 != 0
+        && client.io_thread != usize::MAX
+        && !client.is_replica_link
+        && (spec.is_write() || (spec.cmd == Cmd::Exec && queue_writes(client)))
+        && !state.repl.enough_good_replicas(now)
+    {
+        if spec.cmd == Cmd::Exec {
+            // `execCommandAbort`: the transaction ends, its WATCHes too.
+            client.multi = None;
+            client.multi_error = false;
+            if let Some(cs) = client.cluster.as_mut() {
+                cs.discard_transaction();
+            }
+            crate::cmd::txn::unwatch(state, client.id);
+            out.error(&format!(
+                "EXECABORT Transaction discarded because of: {}",
+                crate::repl::NOREPLICAS_ERR
+            ));
+        } else {
+            out.error(crate::repl::NOREPLICAS_ERR);
+        }
+        return Flow::Continue;
+    }
     state.commands_processed += 1;
     let before = out.buf.len();
     let db = client.db;
@@ -581,6 +550,37 @@ fn run_command(
     flow
 }
 
+/// Whether the client's open transaction queued a command `f` holds for.
+pub fn queued_any(client: &ClientCtx, f: impl Fn(&Spec) -> bool) -> bool {
+    if let Some(q) = client.cluster.as_ref().and_then(|cs| cs.queued()) {
+        return q
+            .iter()
+            .any(|c| crate::cluster::queued_spec(c).is_some_and(&f));
+    }
+    client.multi.as_ref().is_some_and(|q| {
+        q.iter().any(|argv| {
+            argv.first()
+                .and_then(|name| table::lookup(name))
+                .is_some_and(&f)
+        })
+    })
+}
+
+/// Whether the client's open transaction queued a write command.
+fn queue_writes(client: &ClientCtx) -> bool {
+    queued_any(client, Spec::is_write)
+}
+
+/// Whether `spec` may feed the replication stream without being a write (Valkey's
+/// `may_replicate` commands: PUBLISH, SPUBLISH, CLUSTER SETSLOT, and EVAL / EVALSHA / FCALL /
+/// PFCOUNT, which this server does not serve yet): a write pause holds them too.
+pub fn may_replicate(spec: &Spec) -> bool {
+    matches!(
+        spec.name,
+        "publish" | "spublish" | "cluster|setslot" | "eval" | "evalsha" | "fcall" | "pfcount"
+    )
+}
+
 /// The statistics, slow log and MONITOR feed of a command that ran (Redis `call()`).
 fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool) {
     let spec = ctx.spec;
@@ -613,10 +613,19 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
         }
     }
     ctx.state.tracking.current = None;
-    ctx.state.tracking.send(shared);
+    // Inside EXEC the invalidations wait for the EXEC's own record (Valkey sends them once
+    // the execution unit ends: one BCAST message per prefix for the whole transaction).
+    if !ctx.client.in_exec {
+        ctx.state.tracking.limit();
+        ctx.state.tracking.send(shared);
+    }
+    // Passwords and user names never reach the slow log or MONITOR (`crate::redact`).
+    let redacted = crate::redact::redacted(spec.name, ctx.args);
+    let redacted_args = redacted.as_ref().map(|(f, r)| Args::new(f, r));
+    let shown = redacted_args.as_ref().unwrap_or(ctx.args);
     ctx.state.slowlog.record(crate::slowlog::Ran {
         name: spec.name,
-        args: ctx.args,
+        args: shown,
         duration_us,
         failed,
         loggable: !spec.has(CommandFlags::SKIP_COMMANDLOG) && !ctx.client.blocked,
@@ -628,7 +637,7 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
         && !spec.has(CommandFlags::ADMIN)
     {
         if let Some(addr) = ctx.client.addr {
-            crate::monitor::feed(shared, ctx.db, addr, ctx.args);
+            crate::monitor::feed(shared, ctx.db, addr, shown);
         }
     }
 }
@@ -831,6 +840,10 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
                 ctx.out.ok()
             }
         },
+        // Cluster mode keeps transactions in the command crate's client state.
+        Cmd::Multi | Cmd::Exec | Cmd::Discard if ctx.state.cluster.is_some() => {
+            return cluster_txn(ctx)
+        }
         Cmd::Multi => {
             if ctx.client.multi.is_some() {
                 ctx.error("ERR MULTI calls can not be nested");
@@ -878,6 +891,9 @@ fn dispatch(ctx: &mut Ctx<'_, '_>) -> Flow {
         }
         Cmd::Pubsub => pubsub(shared, ctx.spec.name, args, ctx.out),
         Cmd::Slowlog => ctx.state.slowlog.command(args, ctx.out),
+        Cmd::Latency if args.get(1).eq_ignore_ascii_case(b"histogram") => {
+            ctx.state.slowlog.latency_histogram(args, ctx.out)
+        }
         Cmd::Latency => ctx.state.latency.command(args, ctx.out),
         Cmd::Monitor => {
             if ctx.client.io_thread != usize::MAX {
@@ -1134,6 +1150,8 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
     let mut flat = Vec::new();
     // Queued blocking commands answer at once; blocked clients are served after EXEC.
     ctx.client.in_exec = true;
+    // The writes go to replicas and the AOF as one unit (`MULTI` ... `EXEC`).
+    let unit = ctx.state.repl.begin_unit();
     for cmd in &queue {
         flat.clear();
         ranges.clear();
@@ -1158,7 +1176,104 @@ fn exec(ctx: &mut Ctx<'_, '_>) -> Flow {
         }
     }
     ctx.client.in_exec = false;
+    if unit {
+        ctx.state.repl.end_unit(ctx.now);
+    }
     Flow::Continue
+}
+
+/// MULTI, EXEC and DISCARD in cluster mode: the command crate's client state keeps the
+/// transaction and its queue (`crate::cluster::dispatch`); an EXEC's queue runs here
+/// ([`exec_queue`]). EXEC and DISCARD end any WATCH.
+fn cluster_txn(ctx: &mut Ctx<'_, '_>) -> Flow {
+    let ends = matches!(ctx.spec.cmd, Cmd::Exec | Cmd::Discard);
+    match crate::cluster::dispatch(ctx.state, ctx.client, ctx.args, ctx.out) {
+        crate::cluster::ClusterDispatch::Done => {}
+        crate::cluster::ClusterDispatch::Exec(queue) => exec_queue(ctx, queue),
+        // The client state never hands MULTI, EXEC or DISCARD back as a plain command.
+        crate::cluster::ClusterDispatch::Run => ctx.error("ERR transaction state lost"),
+    }
+    if ends {
+        crate::cmd::txn::unwatch(ctx.state, ctx.client.id);
+    }
+    Flow::Continue
+}
+
+/// Runs a cluster-mode EXEC's queue (connection commands such as SELECT on the client
+/// state, the others through [`run`]), its writes propagated as one unit.
+fn exec_queue(ctx: &mut Ctx<'_, '_>, queue: Vec<ferrocluster_command::QueuedCommand>) {
+    let (shared, now) = (ctx.shared, ctx.now);
+    let (state, client, out) = (&mut *ctx.state, &mut *ctx.client, &mut *ctx.out);
+    let denyoom = queue
+        .iter()
+        .any(|q| crate::cluster::queued_spec(q).is_some_and(|s| s.has(CommandFlags::DENYOOM)));
+    if over_maxmemory(shared, state, client, denyoom, now) {
+        out.error(EXEC_OOM);
+        return;
+    }
+    if crate::cmd::txn::exec_aborts(state, client.id, now) {
+        out.null_array();
+        return;
+    }
+    out.array(queue.len());
+    client.in_exec = true;
+    let unit = state.repl.begin_unit();
+    let databases = state.kv.databases();
+    let mut ranges = Vec::new();
+    let mut flat = Vec::new();
+    for q in &queue {
+        let applied = client
+            .cluster
+            .as_mut()
+            .and_then(|cs| cs.apply_connection_command(q, databases));
+        if let Some(cs) = client.cluster.as_ref() {
+            client.db = cs.db();
+        }
+        match applied {
+            Some(Ok(())) => {
+                out.ok();
+                continue;
+            }
+            Some(Err(e)) => {
+                out.buf.extend_from_slice(&e.to_resp());
+                continue;
+            }
+            None => {}
+        }
+        flat.clear();
+        ranges.clear();
+        for a in q.argv() {
+            let start = flat.len();
+            flat.extend_from_slice(a);
+            ranges.push(start..flat.len());
+        }
+        let qargs = Args::new(&flat, &ranges);
+        // `run` finds a container's subcommand row itself.
+        match crate::cluster::queued_spec(q) {
+            Some(spec) => {
+                let row = if spec.info.subcommands.is_empty() {
+                    Some(spec.info)
+                } else {
+                    resolve(&qargs).ok().map(|s| s.info)
+                };
+                let denied = row.is_some_and(|row| {
+                    crate::acl::exec_denied(state, client, row, &qargs, out, now)
+                });
+                if !denied {
+                    run(shared, state, client, spec, &qargs, out, now);
+                }
+            }
+            None => {
+                if let Err(e) = resolve(&qargs) {
+                    out.buf.extend_from_slice(&e.to_resp());
+                }
+            }
+        }
+    }
+    client.in_exec = false;
+    if unit {
+        state.repl.end_unit(now);
+    }
 }
 
 /// `PUBSUB CHANNELS | SHARDCHANNELS [pattern]`, `NUMSUB | SHARDNUMSUB [channel ...]`,

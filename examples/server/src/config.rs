@@ -133,6 +133,9 @@ pub struct Config {
     pub aclfile: Option<String>,
     /// `acllog-max-len`: ACL LOG entries kept (default 128).
     pub acllog_max_len: usize,
+    /// `tracking-table-max-keys`: keys the client-side caching table holds at most (default
+    /// 1000000; 0: no limit). Mutable.
+    pub tracking_table_max_keys: u64,
     /// `notify-keyspace-events`: the keyspace notification classes on, as
     /// `crate::notify`'s flags. Default none (`""`).
     pub notify_keyspace_events: u32,
@@ -206,8 +209,9 @@ pub struct Config {
     /// The collections' encoding thresholds (`hash-max-listpack-entries`, ...; see
     /// `crate::types::Limits`); CONFIG SET changes the ones in force.
     pub limits: crate::types::Limits,
-    /// The replication options (`repl-*`, `primaryauth` / `primaryuser`), start-up only: the
-    /// engine takes them when the server starts ([`Config::replication`]).
+    /// The replication options (`repl-*`, `primaryauth` / `primaryuser`, `min-replicas-*`):
+    /// the engine takes them when the server starts ([`Config::replication`]); those marked
+    /// mutable change at run time (CONFIG SET).
     pub repl: ReplOptions,
     /// `protected-mode`: while on and the default user is on without a password (`nopass`),
     /// a client whose peer address is not loopback gets `-DENIED ...` and is closed (Valkey
@@ -436,6 +440,12 @@ pub struct ReplOptions {
     pub primary_auth: Option<String>,
     /// `primaryuser` (alias `masteruser`): the user our replica authenticates as.
     pub primary_user: Option<String>,
+    /// `min-replicas-to-write` (alias `min-slaves-to-write`): a primary refuses writes with
+    /// `-NOREPLICAS` unless this many replicas are good (0: off, the default). Mutable.
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag` (alias `min-slaves-max-lag`), seconds: a good replica is online
+    /// and acknowledged within this lag (default 10; 0: the check is off). Mutable.
+    pub min_replicas_max_lag_s: u64,
 }
 
 impl Default for ReplOptions {
@@ -449,17 +459,31 @@ impl Default for ReplOptions {
             diskless_sync_delay_s: 5,
             primary_auth: None,
             primary_user: None,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag_s: 10,
         }
     }
 }
 
 impl Config {
+    /// The user and password our replica authenticates to its primary with: `primaryuser` /
+    /// `primaryauth`, else `requirepass` as the default user's (the shard's nodes share it);
+    /// no user without a password.
+    pub fn primary_credentials(&self) -> (Option<String>, Option<Vec<u8>>) {
+        let r = &self.repl;
+        let auth = r.primary_auth.clone().or_else(|| self.requirepass.clone());
+        (
+            r.primary_user.clone().filter(|_| auth.is_some()),
+            auth.map(String::into_bytes),
+        )
+    }
+
     /// The replication engine's configuration for a keyspace of `databases` databases.
     /// Without `primaryauth`, our replica authenticates with `requirepass` (the shard's
     /// nodes share it).
     pub fn replication(&self, databases: u32) -> ferrocluster_dataplane::ReplicationConfig {
         let r = &self.repl;
-        let auth = r.primary_auth.clone().or_else(|| self.requirepass.clone());
+        let (primary_user, primary_auth) = self.primary_credentials();
         ferrocluster_dataplane::ReplicationConfig {
             backlog_size: r.backlog_size,
             backlog_ttl_ms: r.backlog_ttl_s.saturating_mul(1000),
@@ -469,8 +493,8 @@ impl Config {
             diskless_sync_delay_ms: r.diskless_sync_delay_s.saturating_mul(1000),
             databases,
             listening_port: self.port,
-            primary_user: r.primary_user.clone().filter(|_| auth.is_some()),
-            primary_auth: auth.map(String::into_bytes),
+            primary_user,
+            primary_auth,
             replica_version: Some(crate::repl::REPLICA_VERSION.to_owned()),
             output_buffer_limit: self.output_limits.replica.engine_limit(),
             ..ferrocluster_dataplane::ReplicationConfig::default()
@@ -500,6 +524,7 @@ impl Default for Config {
             users: Vec::new(),
             aclfile: None,
             acllog_max_len: ferrocluster_acl::DEFAULT_LOG_MAX_LEN,
+            tracking_table_max_keys: crate::tracking::DEFAULT_MAX_KEYS,
             notify_keyspace_events: 0,
             loglevel: LogLevel::Notice,
             logfile: None,
@@ -944,6 +969,7 @@ pub static OPTIONS: &[Opt] = &[
         }),
     ),
     int_opt!("acllog-max-len", None, mutable: true, 0, LLONG_MAX, acllog_max_len),
+    int_opt!("tracking-table-max-keys", None, mutable: true, 0, LLONG_MAX, tracking_table_max_keys),
     opt!("loglevel", None, mutable: false, get: |c| c.loglevel.name().into(), set: |c, v| {
         c.loglevel = match v.to_ascii_lowercase().as_str() {
             "debug" => LogLevel::Debug,
@@ -994,16 +1020,18 @@ pub static OPTIONS: &[Opt] = &[
     int_opt!("repl-backlog-ttl", None, mutable: false, 0, LLONG_MAX, repl.backlog_ttl_s),
     int_opt!("repl-timeout", None, mutable: true, 1, INT_MAX, repl.timeout_s),
     int_opt!("repl-ping-replica-period", Some("repl-ping-slave-period"), mutable: true, 1, INT_MAX, repl.ping_period_s),
+    int_opt!("min-replicas-to-write", Some("min-slaves-to-write"), mutable: true, 0, INT_MAX, repl.min_replicas_to_write),
+    int_opt!("min-replicas-max-lag", Some("min-slaves-max-lag"), mutable: true, 0, INT_MAX, repl.min_replicas_max_lag_s),
     bool_opt!("repl-diskless-sync", None, mutable: false, repl.diskless_sync),
     int_opt!("repl-diskless-sync-delay", None, mutable: false, 0, INT_MAX, repl.diskless_sync_delay_s),
     quoted(
-        opt!("primaryauth", Some("masterauth"), mutable: false, get: |c| c.repl.primary_auth.clone().unwrap_or_default(), set: |c, v| {
+        opt!("primaryauth", Some("masterauth"), mutable: true, get: |c| c.repl.primary_auth.clone().unwrap_or_default(), set: |c, v| {
             c.repl.primary_auth = non_empty(v);
             Ok(())
         }),
     ),
     quoted(
-        opt!("primaryuser", Some("masteruser"), mutable: false, get: |c| c.repl.primary_user.clone().unwrap_or_default(), set: |c, v| {
+        opt!("primaryuser", Some("masteruser"), mutable: true, get: |c| c.repl.primary_user.clone().unwrap_or_default(), set: |c, v| {
             c.repl.primary_user = non_empty(v);
             Ok(())
         }),
@@ -1158,6 +1186,18 @@ pub static OPTIONS: &[Opt] = &[
             Ok(())
         }),
     ),
+    // Passwords of encrypted private keys: the keys are read as plain PEM (rustls), so only
+    // "" (no password) is taken. CONFIG GET shows "" as Valkey does for an unset one.
+    quoted(
+        opt!("tls-key-file-pass", None, mutable: true, get: |_| String::new(), set: |_, v| {
+            only_default(v, "", "encrypted private keys are not supported (decrypt the key file)")
+        }),
+    ),
+    quoted(
+        opt!("tls-client-key-file-pass", None, mutable: true, get: |_| String::new(), set: |_, v| {
+            only_default(v, "", "encrypted private keys are not supported (decrypt the key file)")
+        }),
+    ),
     quoted(
         opt!("tls-ca-cert-file", None, mutable: true, get: |c| opt_path(&c.tls.ca_cert_file), set: |c, v| {
             c.tls.ca_cert_file = path_or_none(v);
@@ -1305,10 +1345,10 @@ pub static OPTIONS: &[Opt] = &[
             let flags = crate::notify::parse_flags(v).ok_or_else(|| {
                 "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()
             })?;
-            // Valkey's `n` (a key created) and `m` (a read missed its key) are not sent here
-            // yet: refused rather than accepted and never sent.
-            if flags & (crate::notify::NEW | crate::notify::KEY_MISS) != 0 {
-                return Err("ferrocluster-server does not send the n (new key) and m (key miss) classes".into());
+            // Valkey's `m` (a read missed its key) is not sent here yet: refused rather than
+            // accepted and never sent.
+            if flags & crate::notify::KEY_MISS != 0 {
+                return Err("ferrocluster-server does not send the m (key miss) class".into());
             }
             c.notify_keyspace_events = flags;
             Ok(())

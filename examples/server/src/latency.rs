@@ -1,4 +1,4 @@
-//! The latency monitor: `LATENCY LATEST / HISTORY / RESET / HELP` and
+//! The latency monitor: `LATENCY LATEST / HISTORY / RESET / DOCTOR / HELP` and
 //! `latency-monitor-threshold` (Redis 7.0 src/latency.c: `latencyAddSample`,
 //! `latencyCommand`).
 //!
@@ -6,6 +6,13 @@
 //! its `fast` flag, Redis's `call()`), and `expire-cycle` (one active-expiry run of the timer
 //! thread). Each event keeps its last 160 one-second samples (a second's samples keep their
 //! maximum) and its all-time maximum, in ms. The threshold is in ms; 0 turns the monitor off.
+//!
+//! `LATENCY DOCTOR` gives Valkey 9.1's report (`createLatencyReport`): the disabled-monitor
+//! text, one statistics line per event (samples, average, mean deviation, period, worst), or
+//! the no-spike text. Valkey's advice paragraphs (which read the slowlog settings, the fork
+//! rate, the AOF policy and the kernel's transparent huge pages) are left out; with events
+//! the report ends as Valkey's does when it has no advice. `LATENCY HISTOGRAM` is in
+//! `crate::slowlog` (it reads the command statistics).
 
 use crate::client::Args;
 use crate::resp::Out;
@@ -69,7 +76,43 @@ impl Latency {
         }
     }
 
-    /// `LATENCY LATEST | HISTORY event | RESET [event ...] | HELP`.
+    /// The `LATENCY DOCTOR` report at unix second `now_s` (Valkey `createLatencyReport` and
+    /// `analyzeLatencyForEvent`, without the advice paragraphs).
+    fn doctor(&self, now_s: u64) -> String {
+        use std::fmt::Write;
+        if self.events.is_empty() && self.threshold_ms == 0 {
+            return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Valkey instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it.\n".into();
+        }
+        if self.events.is_empty() {
+            return "No latency spike was observed during the lifetime of this Valkey instance, not in the slightest bit.\n".into();
+        }
+        let mut r = String::from("Latency spikes are observed in this Valkey instance.\n\n");
+        for (n, (name, s)) in self.events.iter().enumerate() {
+            let samples = s.samples.len() as u64;
+            let sum: u64 = s.samples.iter().map(|(_, v)| v).sum();
+            let avg = sum.checked_div(samples).unwrap_or(0);
+            let mad = s
+                .samples
+                .iter()
+                .map(|(_, v)| avg.abs_diff(*v))
+                .sum::<u64>()
+                .checked_div(samples)
+                .unwrap_or(0);
+            let oldest = s.samples.iter().map(|(t, _)| *t).min().unwrap_or(now_s);
+            let period = now_s.saturating_sub(oldest).max(1);
+            let _ = writeln!(
+                r,
+                "{}. {name}: {samples} latency spikes (average {avg}ms, mean deviation {mad}ms, period {:.2} sec). Worst all time event {}ms.",
+                n + 1,
+                period as f64 / samples.max(1) as f64,
+                s.max
+            );
+        }
+        r.push_str("\nThere are latency events logged that are not easy to fix. Please get some help from Valkey community, providing this report in your help request.\n");
+        r
+    }
+
+    /// `LATENCY LATEST | HISTORY event | RESET [event ...] | DOCTOR | HELP`.
     pub fn command(&mut self, args: &Args<'_>, out: &mut Out) {
         let sub = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
         match sub.as_str() {
@@ -98,6 +141,12 @@ impl Latency {
                     }
                 }
             }
+            "doctor" if args.len() == 2 => {
+                let now_s = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                out.verbatim(self.doctor(now_s).as_bytes());
+            }
             "reset" => {
                 let n = if args.len() == 2 {
                     let n = self.events.len();
@@ -117,6 +166,8 @@ impl Latency {
                 out,
                 "LATENCY",
                 &[
+                    "DOCTOR",
+                    "    Return a human readable latency analysis report.",
                     "HISTORY <event>",
                     "    Return time-latency samples for the <event> class.",
                     "LATEST",
@@ -124,6 +175,9 @@ impl Latency {
                     "RESET [<event> ...]",
                     "    Reset latency data of one or more <event> classes.",
                     "    (default: reset all data for all event classes)",
+                    "HISTOGRAM [COMMAND ...]",
+                    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+                    "    If no commands are specified then all histograms are replied.",
                 ],
             ),
             _ => out.error(&format!(

@@ -38,6 +38,7 @@ mod notify;
 mod persist;
 mod rates;
 mod readiness;
+mod redact;
 mod repl;
 mod resp;
 mod rewrite;
@@ -320,6 +321,8 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                         st.expired_keys += n;
                         repl::propagate_expired(&mut st);
                         notify::publish(&shared, &mut st);
+                        st.tracking.limit();
+                        st.tracking.send(&shared);
                         if n < 500 || started.elapsed() > std::time::Duration::from_millis(25) {
                             let ms = started.elapsed().as_millis() as u64;
                             st.latency.add_if_needed("expire-cycle", ms, now);

@@ -412,10 +412,11 @@ pub fn act(shared: &Arc<Shared>, req: MigrationRequest) {
         MigrationRequest::SendAuth { conn, .. } => {
             // The replication link's credentials (`primaryuser` / `primaryauth`, else
             // requirepass), as a replica authenticates to its primary.
-            let repl = shared.config.replication(0);
-            let pass = repl.primary_auth.unwrap_or_default();
-            let user = repl.primary_user.as_deref().map(str::as_bytes);
-            if let Err(e) = plane.send_auth(conn, user, &pass, now) {
+            let repl = st.repl.engine.config();
+            let pass = repl.primary_auth.clone().unwrap_or_default();
+            let user = repl.primary_user.clone();
+            let plane = &mut st.migr.plane;
+            if let Err(e) = plane.send_auth(conn, user.as_deref().map(str::as_bytes), &pass, now) {
                 tracing::warn!("slot migration: AUTH not sent: {e}");
             }
         }

@@ -961,7 +961,7 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
                     c.client.conn = facts(c, c.rbuf.len() - pos - consumed);
                     if (state.writes_paused_until.is_some() || state.client_pause.is_some())
                         && !c.client.is_replica_link
-                        && is_paused(state, &args, now)
+                        && is_paused(state, &c.client, &args, now)
                     {
                         // A manual failover paused client writes, or CLIENT PAUSE paused
                         // writes or every command (redis-server pauses the client; replicas
@@ -1045,11 +1045,25 @@ fn execute_buffer(shared: &Shared, c: &mut Conn, limits: Limits) -> bool {
 }
 
 /// Whether this request must wait for the end of a pause (a manual failover's write pause or
-/// CLIENT PAUSE).
-fn is_paused(state: &crate::server::State, args: &crate::client::Args<'_>, now: u64) -> bool {
+/// CLIENT PAUSE): a write pause holds what may feed the replication stream (Valkey
+/// `processCommand`'s `is_may_replicate_command`): a write, a `may_replicate` command, an EXEC
+/// whose queue holds one.
+fn is_paused(
+    state: &crate::server::State,
+    client: &crate::client::ClientCtx,
+    args: &crate::client::Args<'_>,
+    now: u64,
+) -> bool {
     let Some(spec) = crate::table::lookup(args.get(0)) else {
         return false;
     };
-    let write = spec.is_write() || spec.cmd == crate::table::Cmd::Exec;
+    // Refused before the pause check (Valkey `processCommand`: a wrong arity or an unknown
+    // subcommand is answered at once).
+    if crate::commands::resolve(args).is_err() {
+        return false;
+    }
+    let replicates = |s: &crate::table::Spec| s.is_write() || crate::commands::may_replicate(s);
+    let write = replicates(spec)
+        || (spec.cmd == crate::table::Cmd::Exec && crate::commands::queued_any(client, replicates));
     (write && state.writes_paused(now)) || state.client_pause.is_some_and(|p| p.holds(now, write))
 }

@@ -44,7 +44,8 @@ pub const STREAM: u32 = 1 << 10;
 pub const KEY_MISS: u32 = 1 << 11;
 /// `d`: module events (`NOTIFY_MODULE`; accepted, no modules here).
 pub const MODULE: u32 = 1 << 13;
-/// `n`: a key was created (`NOTIFY_NEW`; not in `A`).
+/// `n`: a key was created (`NOTIFY_NEW`; not in `A`): the store logs the keys it creates
+/// while this class is on (`KvStore::log_new`), announced before the next event.
 pub const NEW: u32 = 1 << 14;
 /// `A`: `g$lshzxetd` (`NOTIFY_ALL`).
 pub const ALL: u32 =
@@ -135,8 +136,9 @@ impl Notify {
         self.flags
     }
 
-    /// Sets the flags (CONFIG SET); events already queued are still published.
-    pub fn set_flags(&mut self, flags: u32) {
+    /// Sets the flags (CONFIG SET); events already queued are still published. The store
+    /// MUST log created keys exactly while `n` is on: use [`configure`].
+    fn set_flags(&mut self, flags: u32) {
         self.flags = flags;
     }
 
@@ -173,11 +175,19 @@ impl Notify {
     }
 }
 
+/// Sets `notify-keyspace-events` (at start, CONFIG SET, and again for a data set installed
+/// later): the flags, and the store's log of created keys while `n` is on.
+pub fn configure(state: &mut State, flags: u32) {
+    state.notify.set_flags(flags);
+    state.kv.log_new(flags & NEW != 0);
+}
+
 /// An event of `class` named `event` on `key` of database `db` in `state` (Valkey
 /// `notifyKeyspaceEvent`): keys found expired since the last event are announced first
 /// (`expired`, with their DELs to the replicas: `crate::repl::propagate_expired`), as
-/// Valkey's lookup announces them before the command's own events. One branch when the
-/// class is off.
+/// Valkey's lookup announces them before the command's own events, then the keys created
+/// (`new`, Valkey's `dbAdd`; a command that creates several keys announces them all before
+/// its first own event). One branch when the class is off.
 #[inline]
 pub fn keyspace_event(state: &mut State, db: usize, class: u32, event: &str, key: &[u8]) {
     if state.notify.flags & class == 0 {
@@ -186,7 +196,17 @@ pub fn keyspace_event(state: &mut State, db: usize, class: u32, event: &str, key
     if state.kv.has_expired() {
         crate::repl::propagate_expired(state);
     }
+    announce_new(state);
     state.notify.event(class, event, key, db);
+}
+
+/// The `new` events of the keys created since the last call.
+fn announce_new(state: &mut State) {
+    if state.kv.has_new() {
+        for (db, key) in state.kv.take_new() {
+            state.notify.event(NEW, "new", &key, db);
+        }
+    }
 }
 
 /// Before a command runs with `x` on, on a primary: deletes the command's keys that are
@@ -216,6 +236,7 @@ pub fn publish(shared: &Shared, state: &mut State) {
     if state.notify.flags & EXPIRED != 0 && state.kv.has_expired() {
         crate::repl::propagate_expired(state);
     }
+    announce_new(state);
     if !state.notify.pending() {
         return;
     }

@@ -130,6 +130,23 @@ pub struct ReplState {
     /// The AOF is being loaded at start: its commands enter no stream (Redis propagates
     /// nothing while loading).
     pub loading_aof: bool,
+    /// `primaryuser` and `primaryauth` as configured (CONFIG GET shows them; the engine has
+    /// what they resolve to, `Config::primary_credentials`).
+    pub primary_options: (Option<String>, Option<String>),
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds): see
+    /// [`ReplState::enough_good_replicas`].
+    pub min_replicas: (u64, u64),
+    /// The writes of the execution unit running now (an EXEC, a transaction applied from the
+    /// primary), held until it ends ([`ReplState::end_unit`]); `None` outside a unit.
+    unit: Option<Vec<HeldWrite>>,
+}
+
+/// A write held by an execution unit: to the AOF and the stream, or (`aof == false`) to the
+/// stream only.
+struct HeldWrite {
+    db: usize,
+    argv: Vec<Vec<u8>>,
+    aof: bool,
 }
 
 impl ReplState {
@@ -154,7 +171,36 @@ impl ReplState {
             stats: SyncStats::default(),
             aof: None,
             loading_aof: false,
+            primary_options: (None, None),
+            min_replicas: (0, 10),
+            unit: None,
         })
+    }
+
+    /// The replicas that count for `min-replicas-to-write` (Valkey `refreshGoodReplicasCount`):
+    /// online, and acknowledged within `min-replicas-max-lag` seconds (whole seconds, as
+    /// Valkey's `unixtime` difference).
+    pub fn good_replicas(&self, now: u64) -> usize {
+        let max_lag = self.min_replicas.1;
+        self.engine
+            .replicas()
+            .iter()
+            .filter(|r| {
+                r.state == "online" && now / 1000 - (r.last_ack.0 / 1000).min(now / 1000) <= max_lag
+            })
+            .count()
+    }
+
+    /// Whether a write may run (Valkey `checkGoodReplicasStatus`): a replica always, a primary
+    /// with `min-replicas-to-write` or `min-replicas-max-lag` 0, or one with at least
+    /// `min-replicas-to-write` good replicas ([`ReplState::good_replicas`]). Else the write is
+    /// refused with [`NOREPLICAS_ERR`].
+    pub fn enough_good_replicas(&self, now: u64) -> bool {
+        let (to_write, max_lag) = self.min_replicas;
+        to_write == 0
+            || max_lag == 0
+            || self.is_replica()
+            || self.good_replicas(now) as u64 >= to_write
     }
 
     /// Whether this node replicates from a primary.
@@ -200,7 +246,20 @@ impl ReplState {
     /// The `# Replication` INFO section (the engine's figures, Valkey 9's fields).
     pub fn info_section(&self, now: u64) -> String {
         let mut s = String::from("# Replication\r\n");
-        s.push_str(&self.engine.info(Millis(now)).render());
+        let body = self.engine.info(Millis(now)).render();
+        // Valkey `genValkeyInfoString`: `min_slaves_good_slaves` before `connected_slaves`
+        // while `min-replicas-to-write` and `min-replicas-max-lag` are both set.
+        match body.find("connected_slaves:") {
+            Some(at) if self.min_replicas.0 != 0 && self.min_replicas.1 != 0 => {
+                s.push_str(&body[..at]);
+                s.push_str(&format!(
+                    "min_slaves_good_slaves:{}\r\n",
+                    self.good_replicas(now)
+                ));
+                s.push_str(&body[at..]);
+            }
+            _ => s.push_str(&body),
+        }
         s
     }
 
@@ -212,14 +271,23 @@ impl ReplState {
     /// Appends a command to the AOF (both roles: a replica's is what it applies) and to the
     /// stream as a primary (no-op on a replica: the engine proxies its primary's stream).
     fn feed(&mut self, db: usize, parts: &[&[u8]], now: u64) {
+        if self.hold(db, parts, true) {
+            return;
+        }
         if let Some(a) = &self.aof {
             a.append(db as u32, parts);
         }
-        self.feed_stream(db, parts, now);
+        self.feed_stream_now(db, parts, now);
     }
 
     /// Appends to the stream only (commands for replicas only: `CLUSTER SETSLOT`, `SYNCSLOTS`).
     fn feed_stream(&mut self, db: usize, parts: &[&[u8]], now: u64) {
+        if !self.hold(db, parts, false) {
+            self.feed_stream_now(db, parts, now);
+        }
+    }
+
+    fn feed_stream_now(&mut self, db: usize, parts: &[&[u8]], now: u64) {
         if self.engine.is_replica() || self.loading_aof {
             return;
         }
@@ -227,7 +295,72 @@ impl ReplState {
             tracing::warn!("replication: write not propagated: {e}");
         }
     }
+
+    /// Inside an execution unit, keeps the write for [`ReplState::end_unit`].
+    fn hold(&mut self, db: usize, parts: &[&[u8]], aof: bool) -> bool {
+        let Some(unit) = self.unit.as_mut() else {
+            return false;
+        };
+        let argv = parts.iter().map(|p| p.to_vec()).collect();
+        unit.push(HeldWrite { db, argv, aof });
+        true
+    }
+
+    /// Starts an execution unit (Valkey's: an EXEC, a transaction from the primary): its
+    /// writes are held until [`ReplState::end_unit`]. `false` when one is already open (an
+    /// EXEC inside an applied transaction): the outer unit holds them and ends them.
+    pub fn begin_unit(&mut self) -> bool {
+        if self.unit.is_some() {
+            return false;
+        }
+        self.unit = Some(Vec::new());
+        true
+    }
+
+    /// Ends the execution unit: its writes go to the AOF and the stream, inside `MULTI` ...
+    /// `EXEC` when there are more than one (Valkey `propagatePendingCommands`: a replica, or
+    /// the AOF loader, applies them at once or not at all). The `MULTI` carries no `SELECT`;
+    /// the first write inside carries its own.
+    pub fn end_unit(&mut self, now: u64) {
+        let Some(held) = self.unit.take() else {
+            return;
+        };
+        let wrap = held.len() > 1;
+        if wrap {
+            self.feed_without_db(b"MULTI", now);
+        }
+        for w in &held {
+            let parts: Vec<&[u8]> = w.argv.iter().map(Vec::as_slice).collect();
+            if w.aof {
+                self.feed(w.db, &parts, now);
+            } else {
+                self.feed_stream(w.db, &parts, now);
+            }
+        }
+        if wrap {
+            self.feed_without_db(b"EXEC", now);
+        }
+    }
+
+    fn feed_without_db(&mut self, word: &[u8], now: u64) {
+        if let Some(a) = &self.aof {
+            a.append_without_db(&[word]);
+        }
+        if self.engine.is_replica() || self.loading_aof {
+            return;
+        }
+        if let Err(e) = self.engine.feed_without_db(&[word], Millis(now)) {
+            tracing::warn!(
+                "replication: {} not propagated: {e}",
+                String::from_utf8_lossy(word)
+            );
+        }
+    }
 }
+
+/// Valkey's `shared.noreplicaserr` (without `-` and CRLF): a write refused by
+/// `min-replicas-to-write`.
+pub const NOREPLICAS_ERR: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Appends the effect of a write command to the replication stream (primary only) and offers
 /// it to the slot migration export links of its slot (`crate::migrate::forward`).
@@ -272,13 +405,18 @@ pub fn propagate_expired(state: &mut State) {
     if state.repl.is_replica() {
         return;
     }
+    // Valkey `deleteExpiredKeyAndPropagate` signals the key as modified by no client: every
+    // tracking client of the key is told, NOLOOP or not.
+    let current = state.tracking.current.take();
     for (db, key) in &expired {
+        state.tracking.invalidate(key);
         // Valkey `deleteExpiredKeyAndPropagate`: the DEL, then the `expired` event.
         state
             .notify
             .event(crate::notify::EXPIRED, "expired", key, *db);
         emit(state, *db, key, &[b"DEL", key]);
     }
+    state.tracking.current = current;
 }
 
 /// One key's effect to the replicas and the export links, after the DELs of keys that expired
@@ -437,8 +575,13 @@ fn act(shared: &Shared, state: &mut State, o: Output, now: u64) {
         Output::Apply(_) | Output::ApplyTransaction(_) if r.discard => {}
         Output::Apply(c) => apply(shared, state, c.db, &c.argv),
         Output::ApplyTransaction(cmds) => {
+            // One unit to the AOF, as the primary sent it.
+            let unit = state.repl.begin_unit();
             for c in cmds {
                 apply(shared, state, c.db, &c.argv);
+            }
+            if unit {
+                state.repl.end_unit(now);
             }
         }
         Output::WaitDone { client, reply } => {

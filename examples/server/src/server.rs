@@ -94,6 +94,7 @@ impl State {
     /// Returns the old data set, for the caller to free where it likes.
     pub fn install_kv(&mut self, mut kv: KvStore<Value>, now: u64) -> KvStore<Value> {
         kv.log_expired(true);
+        kv.log_new(self.notify.flags() & crate::notify::NEW != 0);
         let old = std::mem::replace(&mut self.kv, kv);
         self.evict.adopt(&mut self.kv, now);
         old
@@ -341,9 +342,19 @@ impl Shared {
         let mut repl =
             crate::repl::ReplState::new(repl_cfg, rand_core::RngCore::next_u64(&mut seed_rng))?;
         repl.aof = Some(Arc::clone(&aof));
+        repl.primary_options = (
+            config.repl.primary_user.clone(),
+            config.repl.primary_auth.clone(),
+        );
+        repl.min_replicas = (
+            config.repl.min_replicas_to_write,
+            config.repl.min_replicas_max_lag_s,
+        );
         // A primary sends a DEL for every key that expires (crate::repl::propagate_expired);
         // `State::install_kv` keeps it so for a data set loaded later.
         kv.log_expired(true);
+        // `notify-keyspace-events` with `n`: the store logs the keys it creates.
+        kv.log_new(config.notify_keyspace_events & crate::notify::NEW != 0);
         let mut evict = crate::evict::Eviction::default();
         evict.configure(config.maxmemory, &mut kv, now);
         // Valkey `tlsConfigure` at start: a file that does not load stops the start.
@@ -377,7 +388,11 @@ impl Shared {
                 slot_dels: crate::lazyfree::SlotDels::default(),
                 latency: crate::latency::Latency::new(config.latency_monitor_threshold),
                 persist: crate::persist::Persistence::new(now, config.save.clone()),
-                tracking: crate::tracking::Tracking::default(),
+                tracking: {
+                    let mut t = crate::tracking::Tracking::default();
+                    t.set_max_keys(config.tracking_table_max_keys);
+                    t
+                },
                 slowlog: crate::slowlog::SlowLog::new(
                     config.slowlog_log_slower_than,
                     config.slowlog_max_len,

@@ -4,9 +4,14 @@
 //!
 //! Every command run ([`crate::commands::run`]) is timed around its execution only (not its
 //! propagation), as Redis's `call()`. Entries keep at most 32 arguments of at most 128 bytes
-//! each, with Redis's markers for what was cut. `rejected_calls` is left out of
-//! `commandstats`: a command refused before it runs (arity, routing, NOAUTH) is not counted
-//! per command here.
+//! each, with Redis's markers for what was cut. A command refused before it runs (arity,
+//! routing, NOAUTH, ...) counts in `rejected_calls`.
+//!
+//! `LATENCY HISTOGRAM` (Valkey 9.1 `latencyAllCommandsFillCDF`) reads the per-command
+//! latency distribution kept here: Valkey records each call's duration in an HDR histogram
+//! (1 µs to 1 s, 2 significant digits) and reports it in power-of-two buckets from 1024 ns;
+//! here the calls are counted in those buckets directly ([`HIST_BUCKETS`]), so the reply is
+//! the same.
 
 use crate::client::Args;
 use crate::resp::Out;
@@ -39,6 +44,28 @@ struct CmdStat {
     /// Refused before it ran (Valkey `rejected_calls`: arity, NOAUTH, ACL, OOM, MISCONF,
     /// a cluster redirection, ...).
     rejected: u64,
+    /// Calls by duration: bucket `k` counts those over bucket `k - 1`'s bound and at most
+    /// [`bucket_bound_ns`]`(k)`.
+    hist: [u64; HIST_BUCKETS],
+}
+
+/// Buckets of the latency histogram: 1024 ns · 2^k for k in 0..21 reaches Valkey's 1 s
+/// ceiling (`LATENCY_HISTOGRAM_MAX_VALUE`).
+pub const HIST_BUCKETS: usize = 21;
+
+/// The highest duration (ns) bucket `k` holds: the HDR histogram's highest value equivalent
+/// to 1024 · 2^k at 2 significant digits (one sub-bucket is 1/128 of the value there).
+fn bucket_bound_ns(k: usize) -> u64 {
+    let v = 1024u64 << k;
+    v + v / 128 - 1
+}
+
+/// The bucket of a call that took `us` µs (Valkey records at least 1 µs, at most 1 s).
+fn bucket_of(us: u64) -> usize {
+    let ns = us.saturating_mul(1000).clamp(1000, 1_000_000_000);
+    (0..HIST_BUCKETS)
+        .find(|&k| ns <= bucket_bound_ns(k))
+        .unwrap_or(HIST_BUCKETS - 1)
 }
 
 /// The slow log (newest first) and the command statistics.
@@ -103,6 +130,7 @@ impl SlowLog {
         s.calls += 1;
         s.usec += ran.duration_us;
         s.failed += u64::from(ran.failed);
+        s.hist[bucket_of(ran.duration_us)] += 1;
         if !ran.loggable
             || self.slower_than_us < 0
             || self.max_len == 0
@@ -162,6 +190,56 @@ impl SlowLog {
                 "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
                 s.calls, s.usec, s.rejected, s.failed
             );
+        }
+    }
+
+    /// `LATENCY HISTOGRAM [command ...]` (Valkey 9.1 `latencyHistogramCommand`): per command
+    /// that ran since the last `CONFIG RESETSTAT`, `calls` and `histogram_usec` (bucket bound
+    /// in µs → calls at most that long, cumulative, buckets that add calls only), as a map
+    /// (RESP2: a flat array). No name: every command; a container's name: its subcommands;
+    /// unknown names are skipped.
+    pub fn latency_histogram(&self, args: &Args<'_>, out: &mut Out) {
+        let ran = |n: &str| self.stats.get(n).is_some_and(|s| s.calls > 0);
+        let mut names: Vec<&'static str> = Vec::new();
+        if args.len() == 2 {
+            names.extend(self.stats.keys().copied().filter(|n| ran(n)));
+            names.sort_unstable();
+        }
+        // Valkey `latencySpecificCommandsFillCDF`: in the order asked, a command, then the
+        // subcommands of a container.
+        for i in 2..args.len() {
+            let want = String::from_utf8_lossy(args.get(i)).to_ascii_lowercase();
+            let mut subs: Vec<&'static str> = self
+                .stats
+                .keys()
+                .copied()
+                .filter(|n| ran(n))
+                .filter(|n| *n == want || n.split_once('|').is_some_and(|(c, _)| c == want))
+                .collect();
+            subs.sort_unstable();
+            names.extend(subs);
+        }
+        out.map(names.len());
+        for name in names {
+            let s = &self.stats[name];
+            out.bulk(name.as_bytes());
+            out.map(2);
+            out.bulk(b"calls");
+            out.int(s.calls as i64);
+            out.bulk(b"histogram_usec");
+            let mut points = Vec::new();
+            let mut cumulative = 0;
+            for (k, n) in s.hist.iter().enumerate() {
+                if *n > 0 {
+                    cumulative += n;
+                    points.push((bucket_bound_ns(k) / 1000, cumulative));
+                }
+            }
+            out.map(points.len());
+            for (us, c) in points {
+                out.int(us as i64);
+                out.int(c as i64);
+            }
         }
     }
 
@@ -298,6 +376,31 @@ mod tests {
         assert_eq!(e.argv[31], b"... (9 more arguments)".to_vec());
         assert_eq!(&e.argv[1][..128], &long[..128]);
         assert_eq!(&e.argv[1][128..], b"... (2 more bytes)");
+    }
+
+    /// Valkey's bucket bounds (HDR `highest_equivalent_value` / 1000 for 1024 ns · 2^k).
+    #[test]
+    fn histogram_buckets_are_valkeys() {
+        let bounds: Vec<u64> = (0..6).map(|k| bucket_bound_ns(k) / 1000).collect();
+        assert_eq!(bounds, [1, 2, 4, 8, 16, 33]);
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(1), 0);
+        assert_eq!(bucket_of(2), 1);
+        assert_eq!(bucket_of(3), 2);
+        assert_eq!(bucket_of(5_000_000), HIST_BUCKETS - 1);
+        let mut log = SlowLog::new(-1, 10);
+        let (f, r) = args_of(&[b"set", b"k", b"v"]);
+        let a = Args::new(&f, &r);
+        log.record(ran(&a, 1));
+        log.record(ran(&a, 3));
+        log.record(ran(&a, 3));
+        let (f, r) = args_of(&[b"latency", b"histogram"]);
+        let mut out = Out::new();
+        log.latency_histogram(&Args::new(&f, &r), &mut out);
+        assert_eq!(
+            out.buf,
+            b"*2\r\n$3\r\nset\r\n*4\r\n$5\r\ncalls\r\n:3\r\n$14\r\nhistogram_usec\r\n*4\r\n:1\r\n:1\r\n:4\r\n:3\r\n"
+        );
     }
 
     #[test]

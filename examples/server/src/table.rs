@@ -539,7 +539,10 @@ pub const SUBCOMMANDS: &[(&str, &[&str])] = &[
         "object",
         &["encoding", "freq", "help", "idletime", "refcount"],
     ),
-    ("latency", &["help", "history", "latest", "reset"]),
+    (
+        "latency",
+        &["doctor", "help", "histogram", "history", "latest", "reset"],
+    ),
     ("slowlog", &["get", "help", "len", "reset"]),
     (
         "pubsub",

@@ -18,10 +18,19 @@
 //! a client registers prefixes (none: every key); a modified key matching a prefix is kept
 //! for it, and once the command finished each client of the prefix gets one message with the
 //! prefix's keys in order (NOLOOP leaves out those it modified itself). Redis sends them once
-//! per event-loop turn, so a pipeline's keys may come in fewer messages there than here.
+//! per event-loop turn, so a pipeline's keys may come in fewer messages there than here (a
+//! transaction's come in one, as there).
 //!
-//! Left out: the `tracking-table-max-keys` limit, and invalidation of keys removed by expiry
-//! or eviction.
+//! Keys removed by expiry (`crate::repl::propagate_expired`) or eviction invalidate too, as
+//! modified by no client (NOLOOP does not filter them). Inside EXEC the messages wait for the
+//! end of the transaction (`crate::commands`), as Valkey sends them once the execution unit
+//! ended.
+//!
+//! `tracking-table-max-keys` bounds the table of keys (Valkey `trackingLimitUsedSlots`):
+//! after each command and on the timer tick, keys over the limit are invalidated (their
+//! clients told, as for a write by no client) with Valkey's effort rule (100 keys a call,
+//! 100 more each call that ends still over). INFO has `tracking_clients` and
+//! `tracking_total_keys / items / prefixes`.
 
 use crate::client::{Args, Delivery};
 use crate::resp::Out;
@@ -49,7 +58,7 @@ struct Tracker {
 }
 
 /// The tracking table and the tracking clients (under the state lock).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Tracking {
     clients: HashMap<u64, Tracker>,
     keys: HashMap<Vec<u8>, HashSet<u64>>,
@@ -58,9 +67,83 @@ pub struct Tracking {
     outbox: Vec<(u64, Option<Vec<Vec<u8>>>)>,
     /// The client running the current command (NOLOOP).
     pub current: Option<u64>,
+    /// `tracking-table-max-keys` (0: no limit).
+    max_keys: u64,
+    /// Calls of [`Tracking::limit`] in a row that ended over the limit (its effort grows).
+    over_limit_calls: u32,
+    /// (key, client) pairs in the table (Valkey `TrackingTableTotalItems`).
+    items: u64,
+}
+
+/// Valkey's default `tracking-table-max-keys`.
+pub const DEFAULT_MAX_KEYS: u64 = 1_000_000;
+
+impl Default for Tracking {
+    fn default() -> Self {
+        Tracking {
+            clients: HashMap::new(),
+            keys: HashMap::new(),
+            prefixes: BTreeMap::new(),
+            outbox: Vec::new(),
+            current: None,
+            max_keys: DEFAULT_MAX_KEYS,
+            over_limit_calls: 0,
+            items: 0,
+        }
+    }
 }
 
 impl Tracking {
+    /// `tracking-table-max-keys` in force.
+    pub fn max_keys(&self) -> u64 {
+        self.max_keys
+    }
+
+    /// CONFIG SET `tracking-table-max-keys` (0: no limit); the table is brought under it by
+    /// the next [`Tracking::limit`].
+    pub fn set_max_keys(&mut self, n: u64) {
+        self.max_keys = n;
+    }
+
+    /// INFO `tracking_clients`, `tracking_total_keys`, `tracking_total_items`,
+    /// `tracking_total_prefixes`.
+    pub fn counts(&self) -> (usize, usize, u64, usize) {
+        (
+            self.clients.len(),
+            self.keys.len(),
+            self.items,
+            self.prefixes.len(),
+        )
+    }
+
+    /// Invalidates keys of the table while it holds more than `tracking-table-max-keys`
+    /// (Valkey `trackingLimitUsedSlots`): at most 100 · (calls in a row over the limit + 1)
+    /// keys a call, each as written by no client. The messages go with the next
+    /// [`Tracking::send`].
+    pub fn limit(&mut self) {
+        if self.max_keys == 0 || self.keys.len() as u64 <= self.max_keys {
+            self.over_limit_calls = 0;
+            return;
+        }
+        let effort = 100 * (self.over_limit_calls as usize + 1);
+        let current = self.current.take();
+        let victims: Vec<Vec<u8>> = self
+            .keys
+            .keys()
+            .take(effort.min(self.keys.len() - self.max_keys as usize))
+            .cloned()
+            .collect();
+        for k in victims {
+            self.invalidate_tracked(&k);
+        }
+        self.current = current;
+        if self.keys.len() as u64 <= self.max_keys {
+            self.over_limit_calls = 0;
+        } else {
+            self.over_limit_calls += 1;
+        }
+    }
+
     /// Whether `id` tracks.
     pub fn tracks(&self, id: u64) -> bool {
         self.clients.contains_key(&id)
@@ -84,7 +167,9 @@ impl Tracking {
             return;
         }
         for k in keys {
-            self.keys.entry(k.to_vec()).or_default().insert(id);
+            if self.keys.entry(k.to_vec()).or_default().insert(id) {
+                self.items += 1;
+            }
         }
     }
 
@@ -95,12 +180,17 @@ impl Tracking {
                 b.keys.insert(key.to_vec(), self.current);
             }
         }
-        if self.keys.is_empty() {
-            return;
+        if !self.keys.is_empty() {
+            self.invalidate_tracked(key);
         }
+    }
+
+    /// The clients that read `key` are told (and forgotten for it).
+    fn invalidate_tracked(&mut self, key: &[u8]) {
         let Some(ids) = self.keys.remove(key) else {
             return;
         };
+        self.items -= ids.len() as u64;
         for id in ids {
             let Some(t) = self.clients.get(&id) else {
                 continue;
@@ -115,6 +205,7 @@ impl Tracking {
     /// Every key was invalidated (a flush, Redis `trackingInvalidateKeysOnFlush`).
     pub fn invalidate_all(&mut self) {
         self.keys.clear();
+        self.items = 0;
         let ids: Vec<u64> = self.clients.keys().copied().collect();
         self.outbox.extend(ids.into_iter().map(|id| (id, None)));
     }
@@ -353,7 +444,8 @@ pub fn tracking_cmd(shared: &Shared, t: &mut Tracking, id: u64, args: &Args<'_>,
         }
     }
     if let Some(old) = t.clients.get(&id) {
-        if (old.optin || old.optout) != (tr.optin || tr.optout) || old.optin != tr.optin {
+        // Valkey `clientCommand`: only a direct switch between OPTIN and OPTOUT is refused.
+        if (tr.optin && old.optout) || (tr.optout && old.optin) {
             out.error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
             return;
         }

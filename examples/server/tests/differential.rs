@@ -32,9 +32,7 @@
 
 mod common;
 
-use common::{
-    bulk_text, encode, frame_len, ports, test_dir, wait_until, Client, Logged, Procs, RealServer,
-};
+use common::{encode, frame_len, ports, test_dir, Client, Logged, Procs, RealServer};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -289,15 +287,7 @@ fn own_every_slot(port: u16, cluster: bool) {
     if !cluster {
         return;
     }
-    let mut c = Client::connect(port);
-    assert_eq!(
-        c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
-        "+OK\r\n",
-        "{port}"
-    );
-    wait_until(&format!("{port}: cluster_state:ok"), || {
-        bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
-    });
+    common::own_every_slot(port);
 }
 
 struct Servers {

@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{bulk_text, ports, start_real_server, test_dir, wait_until, Client, Procs, HANG};
+use common::{
+    bulk_text, ports, start_real_server, test_dir, wait_until, Client, Procs, Resp, HANG,
+};
 use std::io::Read;
 
 /// `key=value` fields of a CLIENT INFO / LIST line.
@@ -441,80 +443,6 @@ fn the_prometheus_endpoint_serves_info_commandstats_bus_and_slot_figures() {
         assert!(page.contains(want), "{want:?} missing in:\n{page}");
     }
     assert!(http_get(metrics, "/other").contains(" 404 "));
-}
-
-/// A RESP2 reply, parsed (what the latency test reads).
-#[derive(Debug, Clone, PartialEq)]
-enum Resp {
-    Int(i64),
-    Bulk(String),
-    Array(Vec<Resp>),
-    /// A simple string or an error line, as sent.
-    Line(String),
-}
-
-impl Resp {
-    fn parse(bytes: &[u8]) -> Resp {
-        let (v, used) = Resp::parse_at(bytes, 0);
-        assert_eq!(used, bytes.len(), "{:?}", String::from_utf8_lossy(bytes));
-        v
-    }
-
-    fn parse_at(b: &[u8], pos: usize) -> (Resp, usize) {
-        let end = pos
-            + b[pos..]
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .unwrap_or_else(|| panic!("no CRLF in {:?}", String::from_utf8_lossy(b)));
-        let head = String::from_utf8_lossy(&b[pos + 1..end]).into_owned();
-        let num = || -> i64 {
-            head.parse()
-                .unwrap_or_else(|_| panic!("bad header {head:?}"))
-        };
-        match b[pos] {
-            b':' => (Resp::Int(num()), end + 2),
-            b'$' => {
-                let n = num() as usize;
-                let body = String::from_utf8_lossy(&b[end + 2..end + 2 + n]).into_owned();
-                (Resp::Bulk(body), end + 2 + n + 2)
-            }
-            b'*' => {
-                let mut p = end + 2;
-                let mut items = Vec::new();
-                for _ in 0..num() {
-                    let (v, next) = Resp::parse_at(b, p);
-                    items.push(v);
-                    p = next;
-                }
-                (Resp::Array(items), p)
-            }
-            _ => (
-                Resp::Line(String::from_utf8_lossy(&b[pos..end]).into_owned()),
-                end + 2,
-            ),
-        }
-    }
-
-    fn array(&self) -> &[Resp] {
-        match self {
-            Resp::Array(v) => v,
-            other => panic!("not an array: {other:?}"),
-        }
-    }
-
-    fn int(&self) -> i64 {
-        match self {
-            Resp::Int(n) => *n,
-            other => panic!("not an integer: {other:?}"),
-        }
-    }
-
-    fn bulk(&self) -> &str {
-        match self {
-            Resp::Bulk(s) => s,
-            other => panic!("not a bulk string: {other:?}"),
-        }
-    }
 }
 
 /// The wall clock, unix ms (the clock the server stamps samples and deadlines with).

@@ -681,14 +681,7 @@ fn migrate_talks_tls_with_tls_cluster() {
     start_tls_node(&mut procs, &dir, a_port, a_tls, &ca.node("a"));
     start_tls_node(&mut procs, &dir, b_port, b_tls, &ca.node("b"));
     for port in [a_port, b_port] {
-        let mut c = Client::connect(port);
-        assert_eq!(
-            c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
-            "+OK\r\n"
-        );
-        wait_until(&format!("{port}: cluster_state:ok"), || {
-            bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
-        });
+        common::own_every_slot(port);
     }
     let mut a = Client::connect(a_port);
     let big = "v".repeat(200_000);

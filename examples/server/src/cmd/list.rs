@@ -553,13 +553,6 @@ fn pop_event(end: End) -> &'static str {
     }
 }
 
-fn end_name(end: End) -> &'static [u8] {
-    match end {
-        End::Left => b"LEFT",
-        End::Right => b"RIGHT",
-    }
-}
-
 /// The first key of `keys` holding a non-empty list: pops up to `count` (BLMPOP / LMPOP form
 /// `[key, [elements]]`) or one (`None`: BLPOP form `[key, element]`) into `out` and returns
 /// the key's index and the effect to propagate. `Ok(None)` when every key is missing.
@@ -708,7 +701,8 @@ fn blmove(ctx: &mut Ctx<'_, '_>) {
         Ok(d) => d,
         Err(e) => return ctx.out.error(e),
     };
-    block_move(ctx, from, to, deadline, false);
+    let words = [ctx.arg(3).to_vec(), ctx.arg(4).to_vec()];
+    block_move(ctx, from, to, deadline, Some(words));
 }
 
 fn brpoplpush(ctx: &mut Ctx<'_, '_>) {
@@ -716,10 +710,18 @@ fn brpoplpush(ctx: &mut Ctx<'_, '_>) {
         Ok(d) => d,
         Err(e) => return ctx.out.error(e),
     };
-    block_move(ctx, End::Right, End::Left, deadline, true);
+    block_move(ctx, End::Right, End::Left, deadline, None);
 }
 
-fn block_move(ctx: &mut Ctx<'_, '_>, from: End, to: End, deadline: Option<u64>, legacy: bool) {
+/// BLMOVE (`words`: its `wherefrom` / `whereto` as the client wrote them) or BRPOPLPUSH
+/// (`None`).
+fn block_move(
+    ctx: &mut Ctx<'_, '_>,
+    from: End,
+    to: End,
+    deadline: Option<u64>,
+    words: Option<[Vec<u8>; 2]>,
+) {
     let (src, dst) = (ctx.arg(1), ctx.arg(2));
     match read::<List>(&ctx.state.kv, ctx.db, src, ctx.now) {
         Err(WrongType) => ctx.out.error(WRONGTYPE),
@@ -729,7 +731,7 @@ fn block_move(ctx: &mut Ctx<'_, '_>, from: End, to: End, deadline: Option<u64>, 
             Ok(true) => {
                 ctx.modified(src);
                 ctx.modified(dst);
-                let effect = move_effect(src, dst, from, to, legacy);
+                let effect = move_effect(src, dst, words.as_ref());
                 let parts: Vec<&[u8]> = effect.iter().map(Vec::as_slice).collect();
                 ctx.effect(&parts);
             }
@@ -740,7 +742,7 @@ fn block_move(ctx: &mut Ctx<'_, '_>, from: End, to: End, deadline: Option<u64>, 
                     from,
                     to,
                     dst: dst.to_vec(),
-                    legacy,
+                    words,
                 };
                 blocking::block(ctx, &[src], op, deadline);
             } else {
@@ -750,19 +752,19 @@ fn block_move(ctx: &mut Ctx<'_, '_>, from: End, to: End, deadline: Option<u64>, 
     }
 }
 
-/// What a served BLMOVE / BRPOPLPUSH propagates: `LMOVE src dst from to` / `RPOPLPUSH src
-/// dst`.
-pub fn move_effect(src: &[u8], dst: &[u8], from: End, to: End, legacy: bool) -> Vec<Vec<u8>> {
-    if legacy {
-        vec![b"RPOPLPUSH".to_vec(), src.to_vec(), dst.to_vec()]
-    } else {
-        vec![
+/// What a served BLMOVE / BRPOPLPUSH propagates: `LMOVE src dst <from> <to>` with the
+/// client's own words for the ends (Valkey `blmoveCommand` rewrites the argv keeping
+/// `argv[3..5]`), or `RPOPLPUSH src dst` for BRPOPLPUSH (`words` `None`).
+pub fn move_effect(src: &[u8], dst: &[u8], words: Option<&[Vec<u8>; 2]>) -> Vec<Vec<u8>> {
+    match words {
+        None => vec![b"RPOPLPUSH".to_vec(), src.to_vec(), dst.to_vec()],
+        Some([from, to]) => vec![
             b"LMOVE".to_vec(),
             src.to_vec(),
             dst.to_vec(),
-            end_name(from).to_vec(),
-            end_name(to).to_vec(),
-        ]
+            from.clone(),
+            to.clone(),
+        ],
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 pub use ferrocluster_testkit::certs;
 pub mod resp_cases;
+pub mod stream;
 
 /// A capture of `tests/vectors/` (JSON), by file name.
 pub fn vector(name: &str) -> serde_json::Value {
@@ -215,6 +216,20 @@ pub fn valkey_replica_of(primary: u16, port: u16, dir: &Path) -> (RealServer, Cl
         bulk_text(&c.cmd(&["INFO", "replication"])).contains("master_link_status:up")
     });
     (server, c)
+}
+
+/// Makes the node on `port` (ours or a real one, cluster mode) a one-node cluster owning every
+/// slot, and waits for `cluster_state:ok`.
+pub fn own_every_slot(port: u16) {
+    let mut c = Client::connect(port);
+    assert_eq!(
+        c.cmd_s(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n",
+        "{port}: ADDSLOTSRANGE"
+    );
+    wait_until(&format!("{port}: cluster_state:ok"), || {
+        bulk_text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
 }
 
 /// A fresh directory for one test (`$TMPDIR/ferrocluster-server-test-<name>-<pid>`).
@@ -537,4 +552,79 @@ pub fn wait_cluster_ok(ports: &[u16]) {
                 && (repl.contains("role:master") || repl.contains("master_link_status:up"))
         })
     });
+}
+
+/// A RESP2 reply, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resp {
+    Int(i64),
+    Bulk(String),
+    Array(Vec<Resp>),
+    /// A simple string or an error line, as sent.
+    Line(String),
+}
+
+impl Resp {
+    /// Parses one whole reply (panics on anything else).
+    pub fn parse(bytes: &[u8]) -> Resp {
+        let (v, used) = Resp::parse_at(bytes, 0);
+        assert_eq!(used, bytes.len(), "{:?}", String::from_utf8_lossy(bytes));
+        v
+    }
+
+    fn parse_at(b: &[u8], pos: usize) -> (Resp, usize) {
+        let end = pos
+            + b[pos..]
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .unwrap_or_else(|| panic!("no CRLF in {:?}", String::from_utf8_lossy(b)));
+        let head = String::from_utf8_lossy(&b[pos + 1..end]).into_owned();
+        let num = || -> i64 {
+            head.parse()
+                .unwrap_or_else(|_| panic!("bad header {head:?}"))
+        };
+        match b[pos] {
+            b':' => (Resp::Int(num()), end + 2),
+            b'$' => {
+                let n = num() as usize;
+                let body = String::from_utf8_lossy(&b[end + 2..end + 2 + n]).into_owned();
+                (Resp::Bulk(body), end + 2 + n + 2)
+            }
+            b'*' => {
+                let mut p = end + 2;
+                let mut items = Vec::new();
+                for _ in 0..num() {
+                    let (v, next) = Resp::parse_at(b, p);
+                    items.push(v);
+                    p = next;
+                }
+                (Resp::Array(items), p)
+            }
+            _ => (
+                Resp::Line(String::from_utf8_lossy(&b[pos..end]).into_owned()),
+                end + 2,
+            ),
+        }
+    }
+
+    pub fn array(&self) -> &[Resp] {
+        match self {
+            Resp::Array(v) => v,
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+
+    pub fn int(&self) -> i64 {
+        match self {
+            Resp::Int(n) => *n,
+            other => panic!("not an integer: {other:?}"),
+        }
+    }
+
+    pub fn bulk(&self) -> &str {
+        match self {
+            Resp::Bulk(s) => s,
+            other => panic!("not a bulk string: {other:?}"),
+        }
+    }
 }

@@ -90,6 +90,17 @@ impl Replication {
         &self.cfg
     }
 
+    /// `CONFIG SET repl-backlog-size` at run time (Valkey 9.1 `updateReplBacklogSize`,
+    /// `resizeReplicationBacklog`): the backlog keeps at most `bytes` of the newest stream (a
+    /// smaller size drops the oldest history at once; a larger one grows as the stream does).
+    /// `bytes` 0 is taken as 1.
+    pub fn set_backlog_size(&mut self, bytes: u64) {
+        let bytes = bytes.max(1);
+        self.cfg.backlog_size = bytes;
+        self.backlog
+            .set_capacity(usize::try_from(bytes).unwrap_or(usize::MAX));
+    }
+
     /// `CONFIG SET primaryauth` / `primaryuser` at run time (both mutable in Valkey 9.1): the
     /// credentials of the next handshake with the primary (a link already up keeps its
     /// session, as Valkey's).

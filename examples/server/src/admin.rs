@@ -680,7 +680,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
     if want("stats") {
         let pubsub = shared.pubsub.read();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n{}\r\n",
+            "# Stats\r\ntotal_connections_received:{total_conns}\r\ntotal_commands_processed:{}\r\n{}total_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nmigrate_cached_sockets:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n{}\r\n",
             state.commands_processed,
             state.rates.info_lines(),
             shared.clients.rejected(),
@@ -690,6 +690,7 @@ pub fn info(shared: &Shared, state: &State, args: &Args<'_>, out: &mut Out, now:
             state.keyspace_misses,
             pubsub.channel_count(),
             pubsub.pattern_count(),
+            crate::legacy::cached_sockets(state),
             state.repl.stats.full,
             state.repl.stats.partial_ok,
             state.repl.stats.partial_err,
@@ -816,6 +817,7 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     let repl = state.repl.engine.config();
     c.repl.ping_period_s = repl.ping_period_ms / 1000;
     c.repl.timeout_s = repl.timeout_ms / 1000;
+    c.repl.backlog_size = repl.backlog_size;
     (c.repl.primary_user, c.repl.primary_auth) = state.repl.primary_options.clone();
     (c.repl.min_replicas_to_write, c.repl.min_replicas_max_lag_s) = state.repl.min_replicas;
     c.users = crate::acl::user_lines(state);
@@ -1031,6 +1033,9 @@ fn config_set(
             .engine
             .set_timing(ping_ms, timeout_ms, ferrocluster_dataplane::Millis(now))
             .map_err(|e| failed(name_of(&|o| o.name.starts_with("repl-")), e.to_string()))?;
+    }
+    if next.repl.backlog_size != before.repl.backlog_size {
+        state.repl.engine.set_backlog_size(next.repl.backlog_size);
     }
     if next.output_limits.replica != before.output_limits.replica {
         state

@@ -85,6 +85,36 @@ struct Waiter {
     ipv6: bool,
     /// The connection came in on `tls-port` (a MOVED names the TLS port).
     tls: bool,
+    /// The command as the client sent it, its table name, and the client's address and
+    /// name: the slow log's entry when it is answered ([`log_unblocked`]).
+    argv: Vec<Vec<u8>>,
+    name: &'static str,
+    client: (Option<std::net::SocketAddr>, Vec<u8>),
+}
+
+/// The slow log's entry of a blocked command once answered (Valkey `updateStatsOnUnblock`:
+/// logged then, with the time it spent running, not waiting), `us` µs.
+fn log_unblocked(state: &mut State, w: &Waiter, us: u64, now: u64) {
+    let flat: Vec<u8> = w.argv.concat();
+    let mut at = 0;
+    let ranges: Vec<std::ops::Range<usize>> = w
+        .argv
+        .iter()
+        .map(|a| {
+            at += a.len();
+            at - a.len()..at
+        })
+        .collect();
+    let args = crate::client::Args::new(&flat, &ranges);
+    state.slowlog.log_only(crate::slowlog::Ran {
+        name: w.name,
+        args: &args,
+        duration_us: us,
+        failed: false,
+        loggable: true,
+        client: (w.client.0, &w.client.1),
+        now_ms: now,
+    });
 }
 
 /// The clients blocked on keys, per key in arrival order.
@@ -156,6 +186,9 @@ pub fn block(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], op: BlockOp, deadline: Optio
             deadline,
             ipv6: ctx.client.addr.is_some_and(|a| a.is_ipv6()),
             tls: ctx.client.cluster.as_ref().is_some_and(|c| c.tls()),
+            argv: ctx.args.to_owned_vec(),
+            name: ctx.spec.name,
+            client: (ctx.client.addr, ctx.client.name.clone().unwrap_or_default()),
         },
     );
     ctx.client.blocked = true;
@@ -227,6 +260,7 @@ fn serve_key(shared: &Shared, state: &mut State, db: usize, key: &[u8], now: u64
         let Some(w) = state.blocked.remove(id) else {
             return;
         };
+        let started = std::time::Instant::now();
         let mut out = Out {
             buf: Vec::new(),
             proto: w.proto,
@@ -264,6 +298,7 @@ fn serve_key(shared: &Shared, state: &mut State, db: usize, key: &[u8], now: u64
             }
             Err(_) => out.error(crate::cmd::WRONGTYPE),
         }
+        log_unblocked(state, &w, started.elapsed().as_micros() as u64, now);
         shared.deliver(w.io_thread, w.token, id, Delivery::Unblock(out.buf.into()));
     }
 }
@@ -312,6 +347,7 @@ pub fn expire(shared: &Shared, state: &mut State, now: u64) {
     for id in due {
         if let Some(w) = state.blocked.remove(id) {
             let reply = timeout_reply(&w.op, w.proto);
+            log_unblocked(state, &w, 0, now);
             shared.deliver(w.io_thread, w.token, id, Delivery::Unblock(reply.into()));
         }
     }
@@ -461,6 +497,9 @@ mod tests {
                     deadline: None,
                     ipv6: false,
                     tls: false,
+                    argv: vec![b"bzpopmin".to_vec(), b"k".to_vec(), b"0".to_vec()],
+                    name: "bzpopmin",
+                    client: (None, Vec::new()),
                 },
             );
         }

@@ -130,7 +130,9 @@ impl Delivery {
             }
             Delivery::Raw(b) => out.buf.extend_from_slice(b),
             Delivery::Unblock(b) => {
+                // Valkey `updateStatsOnUnblock`: the blocked command counts now.
                 client.blocked = false;
+                client.cmds += 1;
                 out.buf.extend_from_slice(b);
             }
             Delivery::Close => {}
@@ -204,6 +206,14 @@ pub struct ClientCtx {
     pub in_exec: bool,
     /// Name of the last command (CLIENT INFO `cmd=`).
     pub last_cmd: &'static str,
+    /// Bytes read from the connection (CLIENT INFO `tot-net-in`, Valkey 8).
+    pub net_in: u64,
+    /// Bytes written to the connection (`tot-net-out`).
+    pub net_out: u64,
+    /// Commands this client ran (`tot-cmds`, Valkey `commands_processed`): counted once a
+    /// command ran, a blocked one when it is served or times out, each command inside an
+    /// EXEC and the EXEC itself.
+    pub cmds: u64,
     /// This connection is a replica's replication stream (REPLCONF/PSYNC).
     pub is_replica_link: bool,
     /// Cluster mode: the command crate's per-connection state (ASKING, READONLY, MULTI, db).
@@ -319,6 +329,9 @@ impl ClientCtx {
             paused: false,
             in_exec: false,
             last_cmd: "NULL",
+            net_in: 0,
+            net_out: 0,
+            cmds: 0,
             is_replica_link: false,
             cluster: None,
             migration_conn: false,
@@ -437,7 +450,7 @@ impl ClientCtx {
             .unwrap_or(0);
         let tot_mem = self.conn.rbs + self.conn.omem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} multi-mem={} rbs={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} tot-net-in={} tot-net-out={} tot-cmds={}",
             self.id,
             self.addr.map(|a| a.to_string()).unwrap_or_default(),
             self.laddr.map(|a| a.to_string()).unwrap_or_default(),
@@ -464,6 +477,9 @@ impl ClientCtx {
             proto,
             self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
             self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+            self.net_in,
+            self.net_out,
+            self.cmds,
         )
     }
 }
@@ -484,6 +500,7 @@ impl ClientCtx {
 
     /// `n` bytes at the front of the output buffer were written.
     pub fn written(&mut self, n: usize) {
+        self.net_out += n as u64;
         for (at, _) in self.reply_holes.iter_mut() {
             *at -= n.min(*at);
         }

@@ -539,6 +539,9 @@ fn run_command(
         let st = &mut *ctx.state;
         st.evict.touch(&mut st.kv, &mut st.rng, db, &keys, now);
     }
+    if !ctx.client.blocked {
+        ctx.client.cmds += 1;
+    }
     record(shared, &mut ctx, duration_us, wrote_error);
     if spec.is_write() && !wrote_error {
         propagate(state_of(&mut ctx), db, spec, args, prop, now);

@@ -1012,7 +1012,7 @@ pub static OPTIONS: &[Opt] = &[
         }),
     ),
     memory(
-        opt!("repl-backlog-size", None, mutable: false, get: |c| c.repl.backlog_size.to_string(), set: |c, v| {
+        opt!("repl-backlog-size", None, mutable: true, get: |c| c.repl.backlog_size.to_string(), set: |c, v| {
             c.repl.backlog_size = (parse_memory(v)? as u64).max(1);
             Ok(())
         }),

@@ -232,6 +232,41 @@ impl Eviction {
         counter.saturating_sub(periods)
     }
 
+    /// RESTORE's `IDLETIME seconds` / `FREQ counter` on the key it stored (Valkey
+    /// `objectSetLRUOrLFU`): under an LFU policy the counter `freq` (with the current
+    /// decrement time), under an LRU policy an access time `idle_secs` ago (the clock
+    /// wrapping as Valkey's). Nothing under the other policies (the store keeps no access
+    /// words then), nor for an option not given.
+    pub fn restore_access(
+        &self,
+        kv: &mut KvStore<Value>,
+        db: usize,
+        key: &[u8],
+        (idle_secs, freq): (Option<i64>, Option<u8>),
+        now: u64,
+    ) {
+        let policy = self.settings.policy;
+        let word = if policy.is_lfu() {
+            freq.map(|f| (lfu_minutes(now) << 8) | u32::from(f))
+        } else if policy.is_lru() {
+            idle_secs.map(|idle| {
+                let ticks =
+                    (idle.max(0) as u64 * 1000 / LRU_CLOCK_RESOLUTION) % u64::from(LRU_CLOCK_MAX);
+                let clock = u64::from(lru_clock(now));
+                (if clock >= ticks {
+                    clock - ticks
+                } else {
+                    clock + u64::from(LRU_CLOCK_MAX) - ticks
+                }) as u32
+            })
+        } else {
+            None
+        };
+        if let Some(word) = word {
+            let _ = kv.touch_in_slot(db, ferrocluster_slot::SlotKey::new(key), now, |_| word);
+        }
+    }
+
     /// Touches the keys a command named (Redis `lookupKey`'s `updateLFU` / LRU clock).
     pub fn touch(
         &self,
@@ -432,11 +467,14 @@ fn lfu_log_incr(counter: u32, factor: u32, r: f64) -> u32 {
     }
 }
 
-/// The commands Redis looks their keys up for without touching them (`LOOKUP_NOTOUCH`).
+/// The commands Redis looks their keys up for without touching them (`LOOKUP_NOTOUCH`), and
+/// RESTORE, whose key's access word is its `IDLETIME` / `FREQ` or a new key's.
 pub fn touches_keys(name: &str) -> bool {
     !matches!(
         name,
-        "object|encoding"
+        "restore"
+            | "restore-asking"
+            | "object|encoding"
             | "object|freq"
             | "object|idletime"
             | "object|refcount"

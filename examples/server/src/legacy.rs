@@ -37,6 +37,35 @@ pub struct MigrateCache {
     links: HashMap<MigrateLink, (LinkReader, LinkWriter)>,
 }
 
+/// Closes the MIGRATE connections idle for longer than the engine keeps them (Valkey
+/// `migrateCloseTimedoutSockets`, 10 s). Called by the timer; a MIGRATE runs under the state
+/// lock, so no operation is in flight here and the engine asks only for closes.
+pub fn tick(state: &mut State, now: u64) {
+    let cache = &mut state.migr.migrate_cache;
+    let Some(mc) = cache.client.as_mut() else {
+        return;
+    };
+    if mc.poll_timeout().is_none_or(|t| t.0 > now) {
+        return;
+    }
+    mc.handle_timeout(Millis(now));
+    while let Some(o) = mc.poll_output() {
+        if let MigrateOutput::Close { link } = o {
+            cache.links.remove(&link);
+        }
+    }
+}
+
+/// INFO `migrate_cached_sockets`: MIGRATE connections kept for the next MIGRATE.
+pub fn cached_sockets(state: &State) -> usize {
+    state
+        .migr
+        .migrate_cache
+        .client
+        .as_ref()
+        .map_or(0, MigrateClient::cached)
+}
+
 /// `DUMP key`: the RDB payload of the value (no TTL, like redis-server's), or nil.
 pub fn dump_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out, now: u64) {
     match state.kv.get(db, args.get(1), now).ok().flatten() {
@@ -54,9 +83,9 @@ fn write_reply(reply: &Reply, out: &mut Out) {
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]` (and
 /// `RESTORE-ASKING`, which only differs in routing): checked and decoded by
-/// `ferrocluster_dataplane::legacy::restore`. IDLETIME and FREQ are checked and ignored (we
-/// keep no LRU/LFU data). A TTL already past removes the key instead on a primary (Valkey
-/// `checkAlreadyExpired`).
+/// `ferrocluster_dataplane::legacy::restore`. IDLETIME and FREQ set the key's access word
+/// under an LRU / LFU `maxmemory-policy` (`crate::evict::Eviction::restore_access`). A TTL
+/// already past removes the key instead on a primary (Valkey `checkAlreadyExpired`).
 pub fn restore_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out, now: u64) {
     let argv = args.to_owned_vec();
     let exists = |k: &[u8]| matches!(state.kv.exists(db, k, now), Ok(true));
@@ -66,10 +95,15 @@ pub fn restore_cmd(state: &mut State, db: usize, args: &Args<'_>, out: &mut Out,
             key,
             value,
             expire_at_ms,
+            idle_secs,
+            freq,
             ..
         }) => {
             let at = expire_at_ms.map(|t| t.max(0) as u64);
             let _ = state.kv.insert_with_expiry(db, &key, value, at, now);
+            let st = &mut *state;
+            st.evict
+                .restore_access(&mut st.kv, db, &key, (idle_secs, freq), now);
             out.ok();
             crate::blocking::signal(state, db, &key);
             crate::notify::keyspace_event(state, db, crate::notify::GENERIC, "restore", &key);

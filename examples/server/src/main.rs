@@ -296,6 +296,7 @@ fn spawn_timer(shared: Arc<server::Shared>) -> std::io::Result<()> {
                 cluster::check_setslot_waits(&shared, &mut st, now);
                 blocking::expire(&shared, &mut st, now);
                 blocking::check_cluster(&shared, &mut st);
+                legacy::tick(&mut st, now);
                 if now.saturating_sub(last_sample) >= 100 {
                     last_sample = now;
                     let (_, _, net_in, net_out) = shared.stats.snapshot();

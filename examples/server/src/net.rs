@@ -746,6 +746,7 @@ impl IoThread {
             return;
         };
         self.shared.stats.net_input_bytes(n);
+        c.client.net_in += n as u64;
         if !blocked && execute_buffer(&self.shared, c, self.limits) {
             self.paused.push(token);
         }

@@ -131,6 +131,12 @@ impl SlowLog {
         s.usec += ran.duration_us;
         s.failed += u64::from(ran.failed);
         s.hist[bucket_of(ran.duration_us)] += 1;
+        self.log_only(ran);
+    }
+
+    /// Logs a command that took at least the threshold, without counting it in the
+    /// statistics (a blocked command, counted when it blocked, is logged once answered).
+    pub fn log_only(&mut self, ran: Ran<'_>) {
         if !ran.loggable
             || self.slower_than_us < 0
             || self.max_len == 0

@@ -282,3 +282,74 @@ fn an_evicted_key_leaves_a_valkey_replica_of_our_primary() {
         dbsize(&mut replica) == ours
     });
 }
+
+/// RESTORE's `IDLETIME` under `allkeys-lru` and `FREQ` under `allkeys-lfu` (Valkey
+/// `objectSetLRUOrLFU`), then OBJECT IDLETIME / FREQ of the restored keys: `(idle seconds,
+/// whole seconds the steps took, freq, whole minutes the steps spanned)`.
+fn restore_access_script(s: &Server) -> (u64, u64, u64, u64) {
+    #![allow(clippy::disallowed_methods)] // bounds the reading by the wall clock, as TTL cases do
+    let mut c = Client::connect(s.port);
+    assert_eq!(c.cmd_s(&["SET", "src", "bar"]), "+OK\r\n");
+    let dump = c.cmd(&["DUMP", "src"]);
+    let payload = &dump[dump.iter().position(|b| *b == b'\n').unwrap() + 1..dump.len() - 2];
+    let restore = |c: &mut Client, key: &[u8], opt: &[u8], n: &[u8]| {
+        c.send_raw(&common::encode(&[b"RESTORE", key, b"0", payload, opt, n]));
+        assert_eq!(c.read_reply(), b"+OK\r\n");
+    };
+    let int = |r: String| -> u64 { r.trim_start_matches(':').trim().parse().unwrap() };
+    let started = std::time::SystemTime::now();
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
+        "+OK\r\n"
+    );
+    restore(&mut c, b"lru", b"IDLETIME", b"1000");
+    let idle = int(c.cmd_s(&["OBJECT", "IDLETIME", "lru"]));
+    let secs = started.elapsed().unwrap().as_secs() + 1;
+    let minute =
+        |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 60;
+    let m0 = minute(std::time::SystemTime::now());
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]),
+        "+OK\r\n"
+    );
+    restore(&mut c, b"lfu", b"FREQ", b"100");
+    let freq = int(c.cmd_s(&["OBJECT", "FREQ", "lfu"]));
+    let minutes = minute(std::time::SystemTime::now()) - m0;
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    (idle, secs, freq, minutes)
+}
+
+#[test]
+fn restore_sets_idle_time_and_frequency_as_redis_does() {
+    let dir = test_dir("maxmemory-restore-access");
+    let [redis, ours] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let mut procs = Procs::default();
+    let _r = start(false, redis, &mut procs, &dir);
+    start(true, ours, &mut procs, &dir);
+    for s in [
+        Server {
+            ours: false,
+            port: redis,
+        },
+        Server {
+            ours: true,
+            port: ours,
+        },
+    ] {
+        let (idle, secs, freq, minutes) = restore_access_script(&s);
+        // The idle time given, plus at most the seconds the steps took.
+        assert!(
+            (1000..=1000 + secs).contains(&idle),
+            "{}: idle {idle}",
+            s.port
+        );
+        // The counter given, less one per minute boundary crossed (lfu-decay-time 1).
+        assert!(
+            (100 - minutes.min(100)..=100).contains(&freq),
+            "{}: freq {freq}",
+            s.port
+        );
+    }
+}

@@ -752,3 +752,37 @@ fn client_ids_follow_the_accept_order_as_redis_7() {
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "port {port}: {ids:?}");
     }
 }
+
+/// INFO `migrate_cached_sockets`: MIGRATE keeps its connection to a target for the next
+/// MIGRATE, and closes it once idle for 10 s (Valkey `MIGRATE_SOCKET_CACHE_TTL`,
+/// `migrateCloseTimedoutSockets`), here to a valkey-server 9.1 target.
+#[test]
+fn migrate_cached_sockets_are_counted_and_released_when_idle() {
+    let dir = test_dir("operator-migrate-cache");
+    let [ours, target] = ports::ports(2)[..] else {
+        unreachable!()
+    };
+    let mut procs = Procs::default();
+    procs.start(&dir, ours, &["--cluster-enabled", "no"]);
+    let _valkey = start_real_server("valkey-server", target, &dir.join("valkey"), &[]);
+    let mut c = Client::connect(ours);
+    let cached = |c: &mut Client| {
+        bulk_text(&c.cmd(&["INFO", "stats"]))
+            .lines()
+            .find_map(|l| l.strip_prefix("migrate_cached_sockets:"))
+            .map(|v| v.trim().to_string())
+            .expect("migrate_cached_sockets in INFO stats")
+    };
+    assert_eq!(cached(&mut c), "0");
+    assert_eq!(c.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
+    let t = target.to_string();
+    assert_eq!(
+        c.cmd_s(&["MIGRATE", "127.0.0.1", &t, "k", "0", "5000"]),
+        "+OK\r\n"
+    );
+    assert_eq!(cached(&mut c), "1");
+    wait_until("the idle MIGRATE connection closed", || {
+        cached(&mut c) == "0"
+    });
+    assert_eq!(Client::connect(target).cmd_s(&["GET", "k"]), "$1\r\nv\r\n");
+}

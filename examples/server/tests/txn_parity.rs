@@ -533,3 +533,78 @@ fn tracking_modes_switch_as_on_valkey() {
     let want = same_as_valkey("txn-optin", optin_after_on);
     assert_eq!(want[1], "+OK\r\n");
 }
+
+/// BLPOP entries in SLOWLOG (threshold 0) while a BLPOP is blocked, then once it is served.
+fn blocked_in_slowlog(port: u16) -> (usize, usize) {
+    let mut c = Client::connect(port);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    let mut b = Client::connect(port);
+    b.send_raw(&encode(&[b"BLPOP", b"mylist", b"0"]));
+    wait_blocked(port, 1);
+    let count = |c: &mut Client| {
+        Resp::parse(&c.cmd(&["SLOWLOG", "GET", "-1"]))
+            .array()
+            .iter()
+            .filter(|e| e.array()[3].array()[0].bulk() == "BLPOP")
+            .count()
+    };
+    let before = count(&mut c);
+    c.cmd(&["LPUSH", "mylist", "1"]);
+    assert_eq!(b.read_reply(), b"*2\r\n$6\r\nmylist\r\n$1\r\n1\r\n");
+    let after = count(&mut c);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+    (before, after)
+}
+
+#[test]
+fn a_blocked_command_enters_the_slowlog_when_served_as_on_valkey() {
+    assert_eq!(
+        same_as_valkey("txn-blocked-slowlog", blocked_in_slowlog),
+        (0, 1)
+    );
+}
+
+/// A client's `tot-net-in`, `tot-net-out` and `tot-cmds` as CLIENT LIST shows them.
+fn totals(c: &mut Client, id: &str) -> [u64; 3] {
+    let line = bulk_text(&c.cmd(&["CLIENT", "LIST", "ID", id]));
+    ["tot-net-in", "tot-net-out", "tot-cmds"].map(|f| {
+        line.split(' ')
+            .find_map(|kv| kv.strip_prefix(&format!("{f}=")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{f} in {line}"))
+    })
+}
+
+/// How a client's totals move: over a GET, a blocked BLPOP, its serving, and an EXEC of two.
+fn client_totals(port: u16) -> Vec<[u64; 3]> {
+    let mut admin = Client::connect(port);
+    let mut b = Client::connect(port);
+    let id = client_id(&mut b);
+    let mut seen = vec![totals(&mut admin, &id)];
+    b.cmd(&["GET", "k"]);
+    seen.push(totals(&mut admin, &id));
+    b.send_raw(&encode(&[b"BLPOP", b"mylist", b"0"]));
+    wait_blocked(port, 1);
+    seen.push(totals(&mut admin, &id));
+    admin.cmd(&["LPUSH", "mylist", "a"]);
+    b.read_reply();
+    seen.push(totals(&mut admin, &id));
+    b.cmd(&["MULTI"]);
+    b.cmd(&["SET", "k", "v"]);
+    b.cmd(&["GET", "k"]);
+    b.cmd(&["EXEC"]);
+    seen.push(totals(&mut admin, &id));
+    // Differences from one step to the next.
+    seen.windows(2)
+        .map(|w| [0, 1, 2].map(|i| w[1][i] - w[0][i]))
+        .collect()
+}
+
+#[test]
+fn client_totals_count_as_on_valkey() {
+    let steps = same_as_valkey("txn-client-totals", client_totals);
+    // A GET: 20 bytes in, `$-1` out, one command; the BLPOP while blocked: in, no command.
+    assert_eq!(steps[0], [20, 5, 1]);
+    assert_eq!(steps[1][2], 0);
+}

@@ -813,6 +813,8 @@ pub fn live_config(shared: &Shared, state: &State) -> crate::config::Config {
     c.requirepass = state.acl.requirepass.clone();
     c.acllog_max_len = state.acl.log.max_len();
     c.tracking_table_max_keys = state.tracking.max_keys();
+    c.rdb_key_save_delay_us =
+        crate::snapshot::KEY_SAVE_DELAY_US.load(std::sync::atomic::Ordering::Relaxed);
     c.notify_keyspace_events = state.notify.flags();
     let repl = state.repl.engine.config();
     c.repl.ping_period_s = repl.ping_period_ms / 1000;
@@ -1008,6 +1010,10 @@ fn config_set(
     }
     state.acl.log.set_max_len(next.acllog_max_len);
     state.tracking.set_max_keys(next.tracking_table_max_keys);
+    crate::snapshot::KEY_SAVE_DELAY_US.store(
+        next.rdb_key_save_delay_us,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     crate::notify::configure(state, next.notify_keyspace_events);
     if next.primary_credentials() != before.primary_credentials() {
         let (user, auth) = next.primary_credentials();

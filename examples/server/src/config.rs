@@ -136,6 +136,9 @@ pub struct Config {
     /// `tracking-table-max-keys`: keys the client-side caching table holds at most (default
     /// 1000000; 0: no limit). Mutable.
     pub tracking_table_max_keys: u64,
+    /// `rdb-key-save-delay` (hidden), µs per key of a save from a copy of the keyspace
+    /// (`crate::snapshot::KEY_SAVE_DELAY_US`; default 0). Mutable.
+    pub rdb_key_save_delay_us: i64,
     /// `notify-keyspace-events`: the keyspace notification classes on, as
     /// `crate::notify`'s flags. Default none (`""`).
     pub notify_keyspace_events: u32,
@@ -525,6 +528,7 @@ impl Default for Config {
             aclfile: None,
             acllog_max_len: ferrocluster_acl::DEFAULT_LOG_MAX_LEN,
             tracking_table_max_keys: crate::tracking::DEFAULT_MAX_KEYS,
+            rdb_key_save_delay_us: 0,
             notify_keyspace_events: 0,
             loglevel: LogLevel::Notice,
             logfile: None,
@@ -850,6 +854,11 @@ pub static OPTIONS: &[Opt] = &[
     Opt {
         hidden: true,
         ..int_opt!("cluster-ping-interval", None, mutable: true, 0, LLONG_MAX, cluster.ping_interval_ms)
+    },
+    // Valkey's DEBUG_CONFIG for tests that need a slow save (`unit/introspection`).
+    Opt {
+        hidden: true,
+        ..int_opt!("rdb-key-save-delay", None, mutable: true, -INT_MAX - 1, INT_MAX, rdb_key_save_delay_us)
     },
     quoted(
         opt!("cluster-announce-ip", None, mutable: true, get: |c| opt_text(&c.cluster.announce_ip), set: |c, v| {

@@ -353,6 +353,10 @@ impl Shared {
         // A primary sends a DEL for every key that expires (crate::repl::propagate_expired);
         // `State::install_kv` keeps it so for a data set loaded later.
         kv.log_expired(true);
+        crate::snapshot::KEY_SAVE_DELAY_US.store(
+            config.rdb_key_save_delay_us,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         // `notify-keyspace-events` with `n`: the store logs the keys it creates.
         kv.log_new(config.notify_keyspace_events & crate::notify::NEW != 0);
         let mut evict = crate::evict::Eviction::default();

@@ -88,6 +88,23 @@ pub fn write_rdb(keys: Keys<'_>, aux: &[(&str, String)]) -> Result<Vec<u8>, Stri
     Ok(w.take())
 }
 
+/// `rdb-key-save-delay` (a hidden option, Valkey's `DEBUG_CONFIG`), µs: a save made from a
+/// copy of the keyspace (BGSAVE, the AOF rewrite's base: where Valkey's forked child saves)
+/// waits this long after each key; 0 or less: no wait. Read again while waiting, so setting
+/// it to 0 ends a long wait at once. A save written under the state lock does not wait.
+pub static KEY_SAVE_DELAY_US: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Waits [`KEY_SAVE_DELAY_US`] (in steps of at most 10 ms, each after reading it again).
+fn key_save_delay() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut left = KEY_SAVE_DELAY_US.load(Relaxed);
+    while left > 0 && KEY_SAVE_DELAY_US.load(Relaxed) > 0 {
+        let step = left.min(10_000);
+        std::thread::sleep(std::time::Duration::from_micros(step as u64));
+        left -= step;
+    }
+}
+
 /// Visits every key of `keys`, database by database, writing into `sink`: `on_db(sink, db)`
 /// before the first key of each non-empty database, then `on_key(sink, key, value, expiry)`
 /// with the absolute expiry in ms. The one walk behind the RDB writer here and the AOF
@@ -120,6 +137,7 @@ pub fn for_each_key<S>(
                 on_db(sink, *db)?;
                 for (k, v, at) in keys {
                     on_key(sink, k, v, *at)?;
+                    key_save_delay();
                 }
             }
         }

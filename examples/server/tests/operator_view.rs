@@ -786,3 +786,34 @@ fn migrate_cached_sockets_are_counted_and_released_when_idle() {
     });
     assert_eq!(Client::connect(target).cmd_s(&["GET", "k"]), "$1\r\nv\r\n");
 }
+
+/// `rdb-key-save-delay` (hidden, Valkey's DEBUG_CONFIG for slow saves): CONFIG GET names it
+/// only when asked by name; with a long delay a BGSAVE stays in progress, and setting it back
+/// to 0 lets the save end.
+#[test]
+fn rdb_key_save_delay_holds_a_bgsave_until_reset() {
+    let dir = test_dir("operator-save-delay");
+    let port = ports::port();
+    let mut procs = Procs::default();
+    procs.start(&dir, port, &["--cluster-enabled", "no"]);
+    let mut c = Client::connect(port);
+    assert!(!bulk_text(&c.cmd(&["CONFIG", "GET", "*"])).contains("rdb-key-save-delay"));
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "rdb-key-save-delay"]),
+        b"*2\r\n$18\r\nrdb-key-save-delay\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(c.cmd_s(&["SET", "k", "v"]), "+OK\r\n");
+    let set = c.cmd_s(&["CONFIG", "SET", "rdb-key-save-delay", "10000000"]);
+    assert_eq!(set, "+OK\r\n");
+    assert_eq!(c.cmd_s(&["BGSAVE"]), "+Background saving started\r\n");
+    let in_progress = |c: &mut Client| {
+        bulk_text(&c.cmd(&["INFO", "persistence"])).contains("rdb_bgsave_in_progress:1")
+    };
+    assert!(in_progress(&mut c), "the save waits after its key");
+    assert!(c.cmd_s(&["PING"]) == "+PONG\r\n" && in_progress(&mut c));
+    assert_eq!(
+        c.cmd_s(&["CONFIG", "SET", "rdb-key-save-delay", "0"]),
+        "+OK\r\n"
+    );
+    wait_until("the save ended", || !in_progress(&mut c));
+}

@@ -172,6 +172,8 @@ pub struct KvStore<V, S = DefaultHashBuilder> {
     expired_log: Option<Vec<(usize, Bytes)>>,
     /// Keys created, while the host asks for them ([`KvStore::log_new`]).
     new_log: Option<Vec<(usize, Bytes)>>,
+    /// A read met a key past its deadline ([`KvStore::take_read_expired`]).
+    read_expired: std::sync::atomic::AtomicBool,
 }
 
 impl<V: KvValue> KvStore<V> {
@@ -204,6 +206,7 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
             access_init: None,
             expired_log: None,
             new_log: None,
+            read_expired: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -277,9 +280,26 @@ impl<V: KvValue, S: BuildHasher> KvStore<V, S> {
         now: u64,
     ) -> Result<Option<&V>, KvError> {
         Ok(match self.locate(db, key)? {
-            Some((t, pos, e)) if !t.is_expired(pos, now) => Some(&e.value),
-            _ => None,
+            Some((t, pos, e)) => {
+                if t.is_expired(pos, now) {
+                    self.read_expired
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    None
+                } else {
+                    Some(&e.value)
+                }
+            }
+            None => None,
         })
+    }
+
+    /// Whether a read ([`KvStore::get`] and what is built on it) met a key past its deadline
+    /// since the last call (it read as absent: reads cannot delete). A primary then deletes
+    /// the keys its command named (`KvStore::expire_if_needed`), as Valkey's lookup does
+    /// (`expireIfNeeded`: the key goes, counted and propagated as expired), at the cost of a
+    /// second lookup only in that case.
+    pub fn take_read_expired(&mut self) -> bool {
+        std::mem::take(self.read_expired.get_mut())
     }
 
     /// Whether `key` exists in `db` at `now` (EXISTS). One of the methods behind the `node`

@@ -541,6 +541,24 @@ fn keys_differing_in_trailing_zeros_stay_apart() {
     }
 }
 
+/// A read that meets a key past its deadline reads it as absent and says so once
+/// (`take_read_expired`), so the host can delete it as Valkey's lookup does.
+#[test]
+fn a_read_of_an_expired_key_is_flagged_once() {
+    let mut s: KvStore<Vec<u8>> = KvStore::new(1).unwrap();
+    s.insert_with_expiry(0, b"k", b"v".to_vec(), Some(10), 0)
+        .unwrap();
+    assert!(s.get(0, b"k", 5).unwrap().is_some());
+    assert!(s.get(0, b"missing", 5).unwrap().is_none());
+    assert!(
+        !s.take_read_expired(),
+        "a live key and a missing one are not flagged"
+    );
+    assert!(s.get(0, b"k", 20).unwrap().is_none());
+    assert!(s.take_read_expired());
+    assert!(!s.take_read_expired(), "taken");
+}
+
 /// The `new` keyspace event's source (Valkey `dbAdd`): a key that was absent or expired gets
 /// a value; an overwrite of a live key and a key of a hidden slot are not new.
 #[test]

@@ -539,6 +539,13 @@ fn run_command(
         let st = &mut *ctx.state;
         st.evict.touch(&mut st.kv, &mut st.rng, db, &keys, now);
     }
+    // A read met an expired key: Valkey's lookup deletes it (`expireIfNeeded`), counted in
+    // `expired_keys`, sent to replicas as DEL and announced; the store's reads cannot, so the
+    // command's keys are checked again now (only in that case).
+    if ctx.state.kv.take_read_expired() {
+        crate::notify::delete_expired_keys(ctx.state, spec, args, db, now);
+        crate::repl::propagate_expired(ctx.state);
+    }
     if !ctx.client.blocked {
         ctx.client.cmds += 1;
     }

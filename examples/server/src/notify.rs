@@ -219,7 +219,21 @@ pub fn expire_keys_of(
     db: usize,
     now: u64,
 ) {
-    if state.notify.flags & EXPIRED == 0 || state.repl.is_replica() || state.expiry_paused(now) {
+    if state.notify.flags & EXPIRED != 0 {
+        delete_expired_keys(state, spec, args, db, now);
+    }
+}
+
+/// On a primary, unless writes are paused: deletes the keys of the command that are expired
+/// (into the store's log of expired keys, `crate::repl::propagate_expired` takes them).
+pub fn delete_expired_keys(
+    state: &mut State,
+    spec: &crate::table::Spec,
+    args: &Args<'_>,
+    db: usize,
+    now: u64,
+) {
+    if state.repl.is_replica() || state.expiry_paused(now) {
         return;
     }
     let argv: Vec<&[u8]> = (0..args.len()).map(|i| args.get(i)).collect();

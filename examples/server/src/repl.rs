@@ -402,6 +402,9 @@ pub fn propagate_expired(state: &mut State) {
         return;
     }
     let expired = state.kv.take_expired();
+    // INFO `expired_keys`: every key the store deleted as expired (the active cycle, a write
+    // or a read that met it).
+    state.expired_keys += expired.len() as u64;
     if state.repl.is_replica() {
         return;
     }

@@ -608,3 +608,37 @@ fn client_totals_count_as_on_valkey() {
     assert_eq!(steps[0], [20, 5, 1]);
     assert_eq!(steps[1][2], 0);
 }
+
+/// `expired_keys` around a key that expires while writes are paused (no expiry then), and
+/// once a read meets it after the pause (Valkey's lookup deletes it, counted): the increments
+/// `(during the pause, after the read)`.
+fn expired_by_a_read(port: u16) -> (u64, u64) {
+    let mut c = Client::connect(port);
+    let expired = |c: &mut Client| -> u64 {
+        bulk_text(&c.cmd(&["INFO", "stats"]))
+            .lines()
+            .find_map(|l| l.strip_prefix("expired_keys:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("expired_keys")
+    };
+    let before = expired(&mut c);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "foo{t}", "bar", "PX", "10"]);
+    c.cmd(&["CLIENT", "PAUSE", "50000", "WRITE"]);
+    c.cmd(&["EXEC"]);
+    wait_until(&format!("{port}: foo{{t}} logically expired"), || {
+        c.cmd(&["GET", "foo{t}"]) == b"$-1\r\n"
+    });
+    let during = expired(&mut c) - before;
+    c.cmd(&["CLIENT", "UNPAUSE"]);
+    c.cmd(&["GET", "foo{t}"]);
+    (during, expired(&mut c) - before)
+}
+
+#[test]
+fn a_read_deletes_and_counts_an_expired_key_as_valkey_does() {
+    assert_eq!(
+        same_as_valkey("txn-read-expired", expired_by_a_read),
+        (0, 1)
+    );
+}

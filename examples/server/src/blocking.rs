@@ -364,6 +364,7 @@ pub fn unblock(shared: &Shared, state: &mut State, id: u64, error: bool) -> bool
     } else {
         timeout_reply(&w.op, w.proto)
     };
+    log_unblocked(state, &w, 0, crate::server::unix_ms());
     shared.deliver(w.io_thread, w.token, id, Delivery::Unblock(reply.into()));
     true
 }
@@ -437,6 +438,7 @@ pub fn check_cluster(shared: &Shared, state: &mut State) {
         };
         if let Some(w) = state.blocked.remove(id) {
             use ferrocluster_command::ErrorReply;
+            log_unblocked(state, &w, 0, crate::server::unix_ms());
             shared.deliver(
                 w.io_thread,
                 w.token,

@@ -98,6 +98,9 @@ pub fn execute(
     now: u64,
 ) -> Flow {
     let (at, processed) = (out.buf.len(), state.commands_processed);
+    // An execution unit opens and ends within one command; one still open here was left by
+    // a command that did not finish (a panic): its writes go out now rather than never.
+    state.repl.end_unit(now);
     let flow = execute_routed(shared, state, client, args, out, now);
     // An error before the command ran is a rejection (Valkey `rejectCommand`), counted for
     // the command (or subcommand) it named.
@@ -195,12 +198,22 @@ fn execute_routed(
         out.error(crate::evict::OOM_ERR);
         return Flow::Continue;
     }
-    if let Some(queue) = client.multi.as_mut() {
+    if client.multi.is_some() {
         let immediate = matches!(
             spec.cmd,
             Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit | Cmd::Reset | Cmd::Wait
         );
         if !immediate {
+            // Valkey `processCommand` checks `min-replicas-to-write` before queueing: the
+            // write is refused and the transaction fails.
+            if spec.is_write() && short_of_replicas(state, client, now) {
+                client.multi_error = true;
+                out.error(crate::repl::NOREPLICAS_ERR);
+                return Flow::Continue;
+            }
+            let Some(queue) = client.multi.as_mut() else {
+                return Flow::Continue;
+            };
             queue.push(args.to_owned_vec());
             client.asking = false;
             out.simple("QUEUED");
@@ -290,6 +303,17 @@ fn execute_cluster(
             cs.flag_transaction();
         }
         out.error(crate::evict::OOM_ERR);
+        return Flow::Continue;
+    }
+    // A write queued inside MULTI under `min-replicas-to-write` without enough good
+    // replicas: refused before queueing (Valkey `processCommand`), the transaction fails.
+    let queuing = client.cluster.as_ref().is_some_and(|c| c.in_multi())
+        && spec.is_some_and(|s| s.is_write() && !matches!(s.cmd, Cmd::Exec | Cmd::Discard));
+    if queuing && short_of_replicas(state, client, now) {
+        if let Some(cs) = client.cluster.as_mut() {
+            cs.flag_transaction();
+        }
+        out.error(crate::repl::NOREPLICAS_ERR);
         return Flow::Continue;
     }
     let flow = match crate::cluster::dispatch(state, client, args, out) {
@@ -484,11 +508,8 @@ fn run_command(
     }
     // Valkey `processCommand`: with `min-replicas-to-write` set, a primary refuses a write,
     // and an EXEC whose queue holds one, without enough good replicas.
-    if state.repl.min_replicas.0 != 0
-        && client.io_thread != usize::MAX
-        && !client.is_replica_link
-        && (spec.is_write() || (spec.cmd == Cmd::Exec && queue_writes(client)))
-        && !state.repl.enough_good_replicas(now)
+    if (spec.is_write() || (spec.cmd == Cmd::Exec && queue_writes(client)))
+        && short_of_replicas(state, client, now)
     {
         if spec.cmd == Cmd::Exec {
             // `execCommandAbort`: the transaction ends, its WATCHes too.
@@ -521,6 +542,9 @@ fn run_command(
         now,
         prop: crate::cmd::Propagation::default(),
     };
+    // Valkey `processCommand`: the tracking table is brought under its limit before the
+    // command runs (the keys it reads now stay tracked).
+    ctx.state.tracking.limit();
     ctx.state.tracking.current = Some(ctx.client.id);
     crate::notify::expire_keys_of(ctx.state, spec, args, db, now);
     let started = std::time::Instant::now();
@@ -558,6 +582,15 @@ fn run_command(
         crate::blocking::serve(shared, ctx.state, now);
     }
     flow
+}
+
+/// Whether `min-replicas-to-write` refuses a write from `client` now (Valkey
+/// `checkGoodReplicasStatus`; the replication link and internal sessions are never refused).
+fn short_of_replicas(state: &State, client: &ClientCtx, now: u64) -> bool {
+    state.repl.min_replicas.0 != 0
+        && client.io_thread != usize::MAX
+        && !client.is_replica_link
+        && !state.repl.enough_good_replicas(now)
 }
 
 /// Whether the client's open transaction queued a command `f` holds for.
@@ -618,7 +651,9 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
         }
         // Redis `resetClient`: CACHING lasts until a command other than CLIENT, and over a
         // whole MULTI / EXEC.
-        if !spec.name.starts_with("client|") && ctx.client.multi.is_none() && !ctx.client.in_exec {
+        let in_multi =
+            ctx.client.multi.is_some() || ctx.client.cluster.as_ref().is_some_and(|c| c.in_multi());
+        if !spec.name.starts_with("client|") && !in_multi && !ctx.client.in_exec {
             ctx.client.caching = None;
         }
     }
@@ -626,7 +661,6 @@ fn record(shared: &Shared, ctx: &mut Ctx<'_, '_>, duration_us: u64, failed: bool
     // Inside EXEC the invalidations wait for the EXEC's own record (Valkey sends them once
     // the execution unit ends: one BCAST message per prefix for the whole transaction).
     if !ctx.client.in_exec {
-        ctx.state.tracking.limit();
         ctx.state.tracking.send(shared);
     }
     // Passwords and user names never reach the slow log or MONITOR (`crate::redact`).

@@ -250,8 +250,8 @@ impl Eviction {
             freq.map(|f| (lfu_minutes(now) << 8) | u32::from(f))
         } else if policy.is_lru() {
             idle_secs.map(|idle| {
-                let ticks =
-                    (idle.max(0) as u64 * 1000 / LRU_CLOCK_RESOLUTION) % u64::from(LRU_CLOCK_MAX);
+                let ticks = (idle.max(0) as u64).saturating_mul(1000) / LRU_CLOCK_RESOLUTION
+                    % u64::from(LRU_CLOCK_MAX);
                 let clock = u64::from(lru_clock(now));
                 (if clock >= ticks {
                     clock - ticks

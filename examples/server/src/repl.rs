@@ -247,9 +247,13 @@ impl ReplState {
     pub fn info_section(&self, now: u64) -> String {
         let mut s = String::from("# Replication\r\n");
         let body = self.engine.info(Millis(now)).render();
-        // Valkey `genValkeyInfoString`: `min_slaves_good_slaves` before `connected_slaves`
-        // while `min-replicas-to-write` and `min-replicas-max-lag` are both set.
-        match body.find("connected_slaves:") {
+        // Valkey `genValkeyInfoString`: `min_slaves_good_slaves` right after
+        // `connected_slaves` while `min-replicas-to-write` and `min-replicas-max-lag` are
+        // both set.
+        let after_connected = body
+            .find("connected_slaves:")
+            .and_then(|at| body[at..].find("\r\n").map(|n| at + n + 2));
+        match after_connected {
             Some(at) if self.min_replicas.0 != 0 && self.min_replicas.1 != 0 => {
                 s.push_str(&body[..at]);
                 s.push_str(&format!(

@@ -302,6 +302,9 @@ fn restore_access_script(s: &Server) -> (u64, u64, u64, u64) {
         c.cmd_s(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
         "+OK\r\n"
     );
+    // An idle time far beyond the LRU clock's range is taken (no overflow).
+    restore(&mut c, b"huge", b"IDLETIME", b"9223372036854775807");
+    assert_eq!(c.cmd_s(&["PING"]), "+PONG\r\n");
     restore(&mut c, b"lru", b"IDLETIME", b"1000");
     let idle = int(c.cmd_s(&["OBJECT", "IDLETIME", "lru"]));
     let secs = started.elapsed().unwrap().as_secs() + 1;

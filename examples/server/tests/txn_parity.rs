@@ -320,13 +320,23 @@ fn min_replicas(port: u16) -> Vec<String> {
     c.cmd(&["MULTI"]);
     c.cmd(&["GET", "xx"]);
     r.push(c.cmd_s(&["EXEC"]));
+    // A write queued while short of replicas: refused, and the EXEC aborts.
+    c.cmd(&["MULTI"]);
+    r.push(c.cmd_s(&["SET", "xx", "3"]));
+    r.push(c.cmd_s(&["EXEC"]));
     r.push(bulk_text(&c.cmd(&["CONFIG", "GET", "min-slaves-to-write"])));
-    r.push(
-        bulk_text(&c.cmd(&["INFO", "replication"]))
-            .lines()
-            .filter(|l| l.starts_with("min_slaves_good_slaves"))
-            .collect(),
-    );
+    // `min_slaves_good_slaves` and where it stands (the line before it).
+    let info = bulk_text(&c.cmd(&["INFO", "replication"]));
+    let lines: Vec<&str> = info.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("min_slaves_good_slaves"))
+        .expect("min_slaves_good_slaves");
+    r.push(format!(
+        "{} then {}",
+        lines[at - 1].split(':').next().unwrap_or(""),
+        lines[at]
+    ));
     r.push(c.cmd_s(&["CONFIG", "SET", "min-replicas-to-write", "0"]));
     r.push(c.cmd_s(&["SET", "xx", "2"]));
     r
@@ -640,5 +650,31 @@ fn a_read_deletes_and_counts_an_expired_key_as_valkey_does() {
     assert_eq!(
         same_as_valkey("txn-read-expired", expired_by_a_read),
         (0, 1)
+    );
+}
+
+/// CLIENT CACHING yes lasts over a whole transaction (Valkey `resetClient`): the GET inside
+/// EXEC is tracked, its key's change invalidates.
+fn caching_over_a_transaction(port: u16) -> Vec<Vec<String>> {
+    let mut redir = Client::connect(port);
+    let id = client_id(&mut redir);
+    redir.cmd(&["SUBSCRIBE", "__redis__:invalidate"]);
+    let mut c = Client::connect(port);
+    let on = c.cmd_s(&["CLIENT", "TRACKING", "on", "REDIRECT", &id, "OPTIN"]);
+    assert_eq!(on, "+OK\r\n");
+    c.cmd(&["SET", "k", "1"]);
+    assert_eq!(c.cmd_s(&["CLIENT", "CACHING", "yes"]), "+OK\r\n");
+    c.cmd(&["MULTI"]);
+    c.cmd(&["GET", "k"]);
+    c.cmd(&["EXEC"]);
+    Client::connect(port).cmd(&["SET", "k", "2"]);
+    vec![invalidation_keys(&mut redir)]
+}
+
+#[test]
+fn client_caching_lasts_over_a_transaction_as_on_valkey() {
+    assert_eq!(
+        same_as_valkey("txn-caching", caching_over_a_transaction),
+        [["k"]]
     );
 }
